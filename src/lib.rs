@@ -1,0 +1,7 @@
+//! acp-patch: a codemod that gives Agent Client Protocol agents a "Thinking..." card
+//! (start, heartbeat, complete) and keeps their thought block in one piece.
+//!
+//! The library holds every phase (locate, plan, render, apply, verify, smoke); the
+//! binary only parses arguments and maps results to exit codes.
+
+pub mod smoke;

@@ -1,0 +1,1 @@
+//! Runs the Python unit tests of the inserted code (templates/python) with the test venv.
