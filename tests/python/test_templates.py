@@ -1,0 +1,864 @@
+"""Unit tests of the Python code acp-patch inserts (templates/python), against the real `acp` SDK.
+
+Run from the repository root: `$ACP_PATCH_TEST_PYTHON -m unittest discover -s tests/python -v`.
+Each template is rendered the way the Rust side does ({{PREFIX}} -> ACP, {{SEND}} -> a sender)
+and exec'd into a fresh module namespace.
+"""
+
+import asyncio
+import contextlib
+import io
+import os
+import pathlib
+import re
+import threading
+import time
+import unittest
+from unittest import mock
+
+import acp
+
+TEMPLATES = pathlib.Path(__file__).resolve().parents[2] / "templates" / "python"
+ALL = (
+    "hooks_thread.py",
+    "hooks_asyncio.py",
+    "helpers.py",
+    "send.py",
+    "factory.py",
+    "text_hold_thread.py",
+    "text_hold_asyncio.py",
+)
+WAIT = 5.0  # generous upper bound for anything asynchronous
+
+
+def render(name, send="_recording_send"):
+    text = (TEMPLATES / name).read_text()
+    return text.replace("{{PREFIX}}", "ACP").replace("{{SEND}}", send)
+
+
+def load(*names, send="_recording_send", **extra):
+    """Exec templates into one fresh module namespace (like inserting them into one module)."""
+    ns = {"__name__": "acp_patch_inserted", "acp": acp}
+    ns.update(extra)
+    for name in names:
+        exec(compile(render(name, send), str(TEMPLATES / name), "exec"), ns)
+    return ns
+
+
+def wait_until(predicate, timeout=WAIT):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(0.005)
+    return predicate()
+
+
+async def async_wait_until(predicate, timeout=WAIT):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        await asyncio.sleep(0.005)
+    return predicate()
+
+
+def wire(update):
+    return update.model_dump(mode="json", by_alias=True, exclude_none=True)
+
+
+def env(**values):
+    """Patch the environment; keys set to None are removed."""
+    patch = mock.patch.dict(os.environ)
+    patch.start()
+    for key in ("ACP_HEARTBEAT_S", "ACP_HEARTBEAT_DISABLED", "ACP_THINK_HOLD_MS"):
+        os.environ.pop(key, None)
+    for key, value in values.items():
+        if value is not None:
+            os.environ[key] = value
+    return patch
+
+
+class Bare:
+    """Stands in for an agent; tests build it with object.__new__ (no __init__)."""
+
+    def __init__(self):
+        raise AssertionError("the inserted code must not need __init__")
+
+
+class Recorder:
+    """A progress callback that records (state, name, args) from any thread."""
+
+    def __init__(self, fail=False):
+        self.calls = []
+        self.lock = threading.Lock()
+        self.fail = fail
+
+    def __call__(self, state, name, args=None):
+        with self.lock:
+            self.calls.append((state, name, args))
+        if self.fail:
+            raise RuntimeError("callback failure must not propagate")
+
+    def states(self):
+        with self.lock:
+            return [c[0] for c in self.calls]
+
+    def count(self, state):
+        return self.states().count(state)
+
+
+class StaticContract(unittest.TestCase):
+    def test_marker_indent_and_no_stdout(self):
+        for name in ALL:
+            text = (TEMPLATES / name).read_text()
+            self.assertTrue(text.startswith(f"# acp-patch: {name[:-3]}\n"), name)
+            self.assertNotIn("\r", text, name)
+            self.assertNotIn("\t", text, name)
+            self.assertNotRegex(text, r"\bprint\(|sys\.stdout", name)
+            for line in text.splitlines():
+                indent = len(line) - len(line.lstrip(" "))
+                self.assertEqual(indent % 4, 0, f"{name}: {line!r}")
+            # module level: only defs (and the marker / blank lines)
+            for line in text.splitlines():
+                if line and not line.startswith((" ", "#")):
+                    self.assertRegex(line, r"^(async def|def|class) ", f"{name}: {line!r}")
+
+    def test_exactly_one_literal_call_per_state(self):
+        for name in ("hooks_thread.py", "hooks_asyncio.py"):
+            text = (TEMPLATES / name).read_text()
+            for state in ("start", "heartbeat", "complete"):
+                self.assertEqual(len(re.findall(rf'callback\("{state}", "llm_response", ', text)), 1, (name, state))
+        for name in ALL:
+            text = (TEMPLATES / name).read_text()
+            calls = re.findall(r'\w\(\s*"(?:start|heartbeat|complete)"', text)
+            expected = 3 if name.startswith("hooks_") else 0
+            self.assertEqual(len(calls), expected, (name, calls))
+
+    def test_placeholders(self):
+        for name in ALL:
+            text = (TEMPLATES / name).read_text()
+            self.assertEqual(set(re.findall(r"\{\{(\w+)\}\}", text)) - {"PREFIX", "SEND"}, set(), name)
+            if name != "factory.py":
+                self.assertNotIn("{{SEND}}", text, name)
+
+
+class Helpers(unittest.TestCase):
+    def setUp(self):
+        self.ns = load("helpers.py")
+
+    def test_wire_shapes(self):
+        self.assertEqual(
+            wire(self.ns["build_thinking_start"]("think-1")),
+            {"sessionUpdate": "tool_call", "toolCallId": "think-1", "title": "Thinking...", "kind": "think", "status": "in_progress"},
+        )
+        self.assertEqual(
+            wire(self.ns["build_thinking_progress"]("think-1", 61.9)),
+            {"sessionUpdate": "tool_call_update", "toolCallId": "think-1", "title": "Thinking... (61s)", "status": "in_progress"},
+        )
+        self.assertEqual(
+            wire(self.ns["build_thinking_complete"]("think-1")),
+            {"sessionUpdate": "tool_call_update", "toolCallId": "think-1", "title": "Thinking...", "status": "completed"},
+        )
+
+
+class Factory(unittest.TestCase):
+    def setUp(self):
+        self.sent = []
+        self.ns = load("helpers.py", "factory.py", _recording_send=self.record)
+        self.cb = self.ns["make_agent_progress_cb"]("CONN", "sess-1", "LOOP")
+
+    def record(self, conn, session_id, loop, update):
+        self.assertEqual((conn, session_id, loop), ("CONN", "sess-1", "LOOP"))
+        self.sent.append(wire(update))
+
+    def test_state_machine(self):
+        self.cb("start", "llm_response", {})
+        self.cb("heartbeat", "llm_response", {"elapsed": 30.2})
+        self.cb("heartbeat", "llm_response", {"elapsed": 60.4})
+        self.cb("complete", "llm_response", {})
+        self.assertEqual([u["sessionUpdate"] for u in self.sent], ["tool_call", "tool_call_update", "tool_call_update", "tool_call_update"])
+        ids = {u["toolCallId"] for u in self.sent}
+        self.assertEqual(len(ids), 1)
+        self.assertRegex(ids.pop(), r"^think-[0-9a-f]{12}$")
+        self.assertEqual(self.sent[0]["kind"], "think")
+        self.assertEqual(self.sent[0]["status"], "in_progress")
+        self.assertEqual([u.get("title") for u in self.sent[1:3]], ["Thinking... (30s)", "Thinking... (60s)"])
+        self.assertEqual(self.sent[3]["status"], "completed")
+
+    def test_without_start_is_noop(self):
+        self.cb("heartbeat", "llm_response", {"elapsed": 30})
+        self.cb("complete", "llm_response", {})
+        self.cb("start", "llm_response", {})
+        self.cb("complete", "llm_response", {})
+        self.cb("complete", "llm_response", {})
+        self.cb("heartbeat", "llm_response", {"elapsed": 30})
+        self.assertEqual([u["sessionUpdate"] for u in self.sent], ["tool_call", "tool_call_update"])
+
+    def test_second_start_closes_first(self):
+        self.cb("start", "llm_response", {})
+        self.cb("start", "llm_response", {})
+        self.cb("complete", "llm_response", {})
+        first, second = self.sent[0]["toolCallId"], self.sent[2]["toolCallId"]
+        self.assertNotEqual(first, second)
+        self.assertEqual(
+            [(u["sessionUpdate"], u["toolCallId"], u.get("status")) for u in self.sent],
+            [("tool_call", first, "in_progress"), ("tool_call_update", first, "completed"),
+             ("tool_call", second, "in_progress"), ("tool_call_update", second, "completed")],
+        )
+
+    def test_names_are_independent_and_args_optional(self):
+        self.cb("start", "a")
+        self.cb("start", "b")
+        self.cb("heartbeat", "a", None)
+        self.cb("heartbeat", "b", "not a dict")
+        self.cb("complete", "a")
+        self.cb("unknown-state", "b")
+        by_id = {}
+        for u in self.sent:
+            by_id.setdefault(u["toolCallId"], []).append(u.get("status"))
+        self.assertEqual(sorted(by_id.values()), [["in_progress", "in_progress"], ["in_progress", "in_progress", "completed"]])
+        self.assertIn("Thinking... (0s)", [u.get("title") for u in self.sent])
+
+    def test_sender_failure_does_not_propagate(self):
+        ns = load("helpers.py", "factory.py", _recording_send=mock.Mock(side_effect=RuntimeError("boom")))
+        cb = ns["make_agent_progress_cb"](None, "s", None)
+        cb("start", "llm_response", {})
+        cb("heartbeat", "llm_response", {"elapsed": "garbage"})
+        cb("complete", "llm_response", {})
+
+    def test_thread_safe(self):
+        def worker(i):
+            for _ in range(20):
+                self.cb("start", f"n{i}", {})
+                self.cb("heartbeat", f"n{i}", {"elapsed": 1})
+                self.cb("complete", f"n{i}", {})
+
+        threads = [threading.Thread(target=worker, args=(i,)) for i in range(8)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        by_id = {}
+        for u in self.sent:
+            by_id.setdefault(u["toolCallId"], []).append(u.get("status"))
+        self.assertEqual(len(by_id), 160)
+        for statuses in by_id.values():
+            self.assertEqual(statuses, ["in_progress", "in_progress", "completed"])
+
+
+class ThreadHooks(unittest.TestCase):
+    def setUp(self):
+        self.addCleanup(env(ACP_HEARTBEAT_S="0.05").stop)
+        self.ns = load("hooks_thread.py")
+        self.agent = object.__new__(Bare)
+        self.rec = Recorder()
+        self.agent.agent_progress_callback = self.rec
+        self.addCleanup(self.ns["_acp_progress_complete"], self.agent)
+
+    def test_heartbeat_repeats_with_growing_elapsed_and_stops(self):
+        self.ns["_acp_progress_start"](self.agent)
+        self.assertTrue(self.agent._acp_heartbeat_timer.daemon)
+        self.assertTrue(wait_until(lambda: self.rec.count("heartbeat") >= 3))
+        self.ns["_acp_progress_complete"](self.agent)
+        beats = [c[2]["elapsed"] for c in self.rec.calls if c[0] == "heartbeat"]
+        self.assertEqual(beats, sorted(beats))
+        self.assertGreater(beats[0], 0.04)
+        self.assertGreater(beats[-1], beats[0])
+        for call in self.rec.calls:
+            self.assertEqual(call[1], "llm_response")
+        after = len(self.rec.calls)
+        time.sleep(0.3)  # six intervals: a stale timer would have fired
+        self.assertEqual(len(self.rec.calls), after)
+        self.assertEqual(self.rec.states()[0], "start")
+        self.assertEqual(self.rec.states()[-1], "complete")
+        self.assertIsNone(self.agent._acp_heartbeat_timer)
+
+    def test_default_interval_and_invalid_values(self):
+        for value, expected in ((None, 30.0), ("abc", 30.0), ("-1", 30.0), ("2.5", 2.5)):
+            with mock.patch.dict(os.environ):
+                os.environ.pop("ACP_HEARTBEAT_S", None)
+                if value is not None:
+                    os.environ["ACP_HEARTBEAT_S"] = value
+                self.ns["_acp_progress_start"](self.agent)
+                self.assertEqual(self.agent._acp_heartbeat_timer.interval, expected)
+                self.ns["_acp_progress_complete"](self.agent)
+
+    def test_disabled(self):
+        os.environ["ACP_HEARTBEAT_DISABLED"] = "1"
+        self.ns["_acp_progress_start"](self.agent)
+        self.assertIsNone(getattr(self.agent, "_acp_heartbeat_timer", None))
+        time.sleep(0.2)
+        self.ns["_acp_progress_complete"](self.agent)
+        self.assertEqual(self.rec.states(), ["start", "complete"])
+
+    def test_complete_idempotent_and_without_start(self):
+        self.ns["_acp_progress_complete"](self.agent)
+        self.ns["_acp_progress_start"](self.agent)
+        self.ns["_acp_progress_complete"](self.agent)
+        self.ns["_acp_progress_complete"](self.agent)
+        self.assertEqual(self.rec.states(), ["start", "complete"])
+
+    def test_second_start_closes_first_and_stale_timer_is_ignored(self):
+        self.ns["_acp_progress_start"](self.agent)
+        old = self.agent._acp_progress_generation
+        self.ns["_acp_progress_start"](self.agent)
+        self.assertEqual(self.rec.states(), ["start", "complete", "start"])
+        self.ns["_acp_progress_heartbeat"](self.agent, old)  # a stale tick
+        self.assertEqual(self.rec.count("heartbeat"), 0)
+        self.ns["_acp_progress_complete"](self.agent)
+        self.ns["_acp_progress_heartbeat"](self.agent, self.agent._acp_progress_generation)
+        self.assertEqual(self.rec.states(), ["start", "complete", "start", "complete"])
+
+    def test_callbacks_raising_never_propagate(self):
+        self.agent.agent_progress_callback = rec = Recorder(fail=True)
+        self.ns["_acp_progress_start"](self.agent)
+        self.assertTrue(wait_until(lambda: rec.count("heartbeat") >= 2))  # re-armed despite the failure
+        self.ns["_acp_progress_complete"](self.agent)
+        self.assertEqual(rec.states()[-1], "complete")
+
+    def test_without_callback_attribute(self):
+        agent = object.__new__(Bare)
+        self.ns["_acp_progress_start"](agent)
+        self.ns["_acp_progress_complete"](agent)
+        self.assertIsNone(getattr(agent, "_acp_heartbeat_timer", None))
+
+    def test_complete_from_other_threads(self):
+        self.ns["_acp_progress_start"](self.agent)
+        threads = [threading.Thread(target=self.ns["_acp_progress_complete"], args=(self.agent,)) for _ in range(8)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        self.assertEqual(self.rec.count("complete"), 1)
+
+    def test_with_factory_on_the_wire(self):
+        sent = []
+        ns = load("hooks_thread.py", "helpers.py", "factory.py", _recording_send=lambda c, s, l, u: sent.append(wire(u)))
+        self.agent.agent_progress_callback = ns["make_agent_progress_cb"](None, "s", None)
+        ns["_acp_progress_start"](self.agent)
+        self.assertTrue(wait_until(lambda: len(sent) >= 3))
+        ns["_acp_progress_complete"](self.agent)
+        self.assertEqual(sent[0]["kind"], "think")
+        self.assertEqual(sent[-1]["status"], "completed")
+        self.assertTrue(all(u["sessionUpdate"] == "tool_call_update" and u["status"] == "in_progress" for u in sent[1:-1]))
+
+
+class AsyncioHooks(unittest.TestCase):
+    def setUp(self):
+        self.addCleanup(env(ACP_HEARTBEAT_S="0.05").stop)
+        self.ns = load("hooks_asyncio.py")
+        self.agent = object.__new__(Bare)
+        self.rec = Recorder()
+        self.agent.agent_progress_callback = self.rec
+
+    def test_heartbeat_task_repeats_and_is_cancelled(self):
+        async def main():
+            self.ns["_acp_progress_start"](self.agent)
+            task = self.agent._acp_heartbeat_task
+            self.assertTrue(await async_wait_until(lambda: self.rec.count("heartbeat") >= 3))
+            self.ns["_acp_progress_complete"](self.agent)
+            await asyncio.sleep(0)
+            self.assertTrue(task.cancelled() or task.done())
+            after = len(self.rec.calls)
+            await asyncio.sleep(0.3)
+            self.assertEqual(len(self.rec.calls), after)
+
+        asyncio.run(main())
+        beats = [c[2]["elapsed"] for c in self.rec.calls if c[0] == "heartbeat"]
+        self.assertEqual(beats, sorted(beats))
+        self.assertGreater(beats[-1], beats[0])
+        self.assertEqual((self.rec.states()[0], self.rec.states()[-1]), ("start", "complete"))
+
+    def test_no_running_loop_skips_heartbeat(self):
+        self.ns["_acp_progress_start"](self.agent)
+        self.assertIsNone(getattr(self.agent, "_acp_heartbeat_task", None))
+        self.ns["_acp_progress_complete"](self.agent)
+        self.ns["_acp_progress_complete"](self.agent)
+        self.assertEqual(self.rec.states(), ["start", "complete"])
+
+    def test_disabled_and_second_start(self):
+        os.environ["ACP_HEARTBEAT_DISABLED"] = "1"
+
+        async def main():
+            self.ns["_acp_progress_start"](self.agent)
+            self.assertIsNone(getattr(self.agent, "_acp_heartbeat_task", None))
+            self.ns["_acp_progress_start"](self.agent)
+            await asyncio.sleep(0.2)
+            self.ns["_acp_progress_complete"](self.agent)
+
+        asyncio.run(main())
+        self.assertEqual(self.rec.states(), ["start", "complete", "start", "complete"])
+
+    def test_second_start_cancels_old_task(self):
+        async def main():
+            self.ns["_acp_progress_start"](self.agent)
+            first = self.agent._acp_heartbeat_task
+            self.ns["_acp_progress_start"](self.agent)
+            await asyncio.sleep(0)
+            self.assertTrue(first.cancelled())
+            self.assertTrue(await async_wait_until(lambda: self.rec.count("heartbeat") >= 1))
+            self.ns["_acp_progress_complete"](self.agent)
+
+        asyncio.run(main())
+        self.assertEqual(self.rec.states()[:3], ["start", "complete", "start"])
+
+    def test_callbacks_raising_never_propagate(self):
+        self.agent.agent_progress_callback = rec = Recorder(fail=True)
+
+        async def main():
+            self.ns["_acp_progress_start"](self.agent)
+            self.assertTrue(await async_wait_until(lambda: rec.count("heartbeat") >= 2))
+            self.ns["_acp_progress_complete"](self.agent)
+
+        asyncio.run(main())
+        self.assertEqual(rec.states()[-1], "complete")
+
+    def test_without_callback_attribute(self):
+        agent = object.__new__(Bare)
+
+        async def main():
+            self.ns["_acp_progress_start"](agent)
+            self.ns["_acp_progress_complete"](agent)
+
+        asyncio.run(main())
+
+
+class FakeConn:
+    """An ACP connection (SDK >= 0.7 shape) recording what reaches the wire."""
+
+    def __init__(self, delays=None, fail=False, think_delay=0):
+        self.wire = []
+        self.delays = list(delays or [])
+        self.fail = fail
+        self.think_delay = think_delay  # slow down think-card updates only
+
+    async def session_update(self, session_id, update, **kwargs):
+        delay = self.delays.pop(0) if self.delays else 0
+        if str(getattr(update, "tool_call_id", "")).startswith("think-"):
+            delay = self.think_delay
+        if delay:
+            await asyncio.sleep(delay)
+        if self.fail:
+            raise RuntimeError("connection failure must not propagate")
+        self.wire.append((session_id, wire(update)))
+
+
+class Send(unittest.TestCase):
+    def setUp(self):
+        self.ns = load("send.py")
+        self.send = self.ns["_acp_send_update"]
+
+    def test_on_loop_thread_keeps_order_and_drains(self):
+        conn = FakeConn(delays=[0.05, 0, 0.01, 0, 0])
+
+        async def main():
+            loop = asyncio.get_running_loop()
+            for i in range(5):
+                self.send(conn, "s1", loop, acp.update_agent_message_text(str(i)))
+            self.assertEqual(conn.wire, [])  # scheduled, not awaited on the loop thread
+            await self.ns["_acp_drain_sends"]("s1")
+            await self.ns["_acp_drain_sends"]("other-session")
+
+        asyncio.run(main())
+        self.assertEqual([u["content"]["text"] for _, u in conn.wire], ["0", "1", "2", "3", "4"])
+        self.assertEqual(self.ns["_acp_pending_sends"]["s1"], [])
+
+    def test_off_loop_thread_waits(self):
+        conn = FakeConn(delays=[0.02])
+
+        async def main():
+            loop = asyncio.get_running_loop()
+            await loop.run_in_executor(None, self.send, conn, "s1", loop, acp.update_agent_thought_text("t"))
+            self.assertEqual(len(conn.wire), 1)  # sent before the worker returned
+
+        asyncio.run(main())
+
+    def test_legacy_connection(self):
+        received = []
+
+        class Legacy:
+            async def sessionUpdate(self, notification):
+                received.append(notification)
+
+        async def main():
+            loop = asyncio.get_running_loop()
+            self.send(Legacy(), "s1", loop, acp.update_agent_message_text("x"))
+            await self.ns["_acp_drain_sends"]("s1")
+
+        with self.assertNoLogs(level="ERROR"):
+            asyncio.run(main())
+        self.assertEqual(len(received), 1)
+        self.assertEqual(received[0].session_id, "s1")
+        self.assertEqual(received[0].update.content.text, "x")
+
+    def test_failures_do_not_propagate(self):
+        conn = FakeConn(fail=True)
+
+        async def main():
+            loop = asyncio.get_running_loop()
+            self.send(conn, "s1", loop, acp.update_agent_message_text("x"))
+            await self.ns["_acp_drain_sends"]("s1")
+            await loop.run_in_executor(None, self.send, conn, "s1", loop, acp.update_agent_message_text("y"))
+            self.send(object(), "s1", loop, acp.update_agent_message_text("z"))  # not a connection at all
+
+        asyncio.run(main())
+        closed = asyncio.new_event_loop()
+        closed.close()
+        self.send(FakeConn(), "s1", closed, acp.update_agent_message_text("w"))  # loop gone
+
+
+def make_thread_agent(events):
+    """A callback-style agent like Hermes' AIAgent after acp_adapter/server.py wired it."""
+    agent = object.__new__(Bare)
+    lock = threading.Lock()
+
+    def recorder(kind):
+        def callback(*args, **kwargs):
+            with lock:
+                events.append((kind,) + args)
+
+        return callback
+
+    agent.reasoning_callback = recorder("thought")
+    agent.stream_delta_callback = recorder("text")
+    agent.tool_progress_callback = recorder("tool")
+    agent.step_callback = recorder("step")
+    agent.agent_progress_callback = recorder("progress")
+    return agent
+
+
+class ThreadTextHold(unittest.TestCase):
+    def setUp(self):
+        self.addCleanup(env(ACP_THINK_HOLD_MS="60000").stop)
+        self.ns = load("text_hold_thread.py")
+        self.events = []
+        self.agent = make_thread_agent(self.events)
+
+    def end(self, hold):
+        asyncio.run(hold.aend_turn())
+
+    def test_trailing_reasoning_joins_thought_block(self):
+        hold = self.ns["install_acp_text_hold"](self.agent)
+        a = self.agent
+        a.reasoning_callback("a")
+        a.stream_delta_callback("b")
+        a.reasoning_callback("c")
+        a.stream_delta_callback("d")
+        self.assertEqual(self.events, [("thought", "a"), ("thought", "c")])
+        self.end(hold)
+        self.assertEqual(self.events, [("thought", "a"), ("thought", "c"), ("text", "bd")])
+        a.stream_delta_callback("e")  # new turn state: no reasoning, streams directly
+        self.assertEqual(self.events[-1], ("text", "e"))
+
+    def test_no_hold_without_reasoning(self):
+        self.ns["install_acp_text_hold"](self.agent)
+        self.agent.stream_delta_callback("x")
+        self.agent.stream_delta_callback("y")
+        self.assertEqual(self.events, [("text", "x"), ("text", "y")])
+
+    def test_flush_before_tool_events(self):
+        self.ns["install_acp_text_hold"](self.agent)
+        a = self.agent
+        for event in ("tool", "step", "progress"):
+            self.events.clear()
+            a.reasoning_callback("r")
+            a.stream_delta_callback("t")
+            if event == "tool":
+                a.tool_progress_callback("tool.started", "read_file", "preview", {})
+            elif event == "step":
+                a.step_callback(3, [])
+            else:
+                a.agent_progress_callback("start", "llm_response", {})
+            self.assertEqual([e[0] for e in self.events], ["thought", "text", event], event)
+            a.stream_delta_callback("direct")  # after the flush, text streams directly
+            self.assertEqual(self.events[-1], ("text", "direct"))
+
+    def test_end_of_message_marker_flushes_first(self):
+        self.ns["install_acp_text_hold"](self.agent)
+        self.agent.reasoning_callback("r")
+        self.agent.stream_delta_callback("t")
+        self.agent.stream_delta_callback(None)
+        self.assertEqual(self.events, [("thought", "r"), ("text", "t"), ("text", None)])
+
+    def test_hold_expires(self):
+        for value in ("50", "0", "invalid"):
+            os.environ["ACP_THINK_HOLD_MS"] = value
+            self.events.clear()
+            self.ns["install_acp_text_hold"](self.agent)
+            self.agent.reasoning_callback("r")
+            self.agent.stream_delta_callback("t")
+            self.assertTrue(wait_until(lambda: ("text", "t") in self.events), value)
+            self.assertEqual(self.events, [("thought", "r"), ("text", "t")])
+
+    def test_reinstall_does_not_double_wrap(self):
+        originals = {n: getattr(self.agent, n) for n in ("reasoning_callback", "stream_delta_callback", "step_callback")}
+        self.ns["install_acp_text_hold"](self.agent)
+        hold = self.ns["install_acp_text_hold"](self.agent)
+        for name, original in originals.items():
+            self.assertIs(getattr(self.agent, name)._acp_text_hold_original, original)
+        self.agent.reasoning_callback("r")
+        self.agent.stream_delta_callback("t")
+        self.end(hold)
+        self.assertEqual(self.events, [("thought", "r"), ("text", "t")])
+        # Hermes assigns fresh callbacks each prompt: those get wrapped, not the old ones.
+        fresh = make_thread_agent(self.events).stream_delta_callback
+        self.agent.stream_delta_callback = fresh
+        self.ns["install_acp_text_hold"](self.agent)
+        self.assertIs(self.agent.stream_delta_callback._acp_text_hold_original, fresh)
+
+    def test_no_callbacks_is_noop(self):
+        agent = object.__new__(Bare)
+        hold = self.ns["install_acp_text_hold"](agent)
+        self.end(hold)
+        hold.flush()
+        self.assertFalse(hasattr(agent, "stream_delta_callback"))
+        agent = make_thread_agent(self.events)
+        agent.reasoning_callback = None  # no connection in Hermes: all None
+        original = agent.stream_delta_callback
+        self.end(self.ns["install_acp_text_hold"](agent))
+        self.assertIs(agent.stream_delta_callback, original)
+
+    def test_aend_turn_does_not_block_the_loop(self):
+        # Like Hermes: the text callback schedules the send on the loop and waits for it.
+        async def main():
+            loop = asyncio.get_running_loop()
+            sent = []
+
+            async def deliver(item):
+                sent.append(item)
+
+            def blocking_text(text):
+                asyncio.run_coroutine_threadsafe(deliver(("text", text)), loop).result(timeout=2)
+
+            def blocking_thought(text):
+                asyncio.run_coroutine_threadsafe(deliver(("thought", text)), loop).result(timeout=2)
+
+            agent = object.__new__(Bare)
+            agent.reasoning_callback = blocking_thought
+            agent.stream_delta_callback = blocking_text
+            hold = self.ns["install_acp_text_hold"](agent)
+
+            def run_agent():  # the worker thread
+                agent.reasoning_callback("a")
+                agent.stream_delta_callback("b")
+                agent.reasoning_callback("c")
+
+            await loop.run_in_executor(None, run_agent)
+            started = time.monotonic()
+            await hold.aend_turn()
+            self.assertLess(time.monotonic() - started, 1.5)
+            self.assertEqual(sent, [("thought", "a"), ("thought", "c"), ("text", "b")])
+            await hold.aend_turn()  # nothing held: returns at once
+            self.assertEqual(len(sent), 3)
+
+        asyncio.run(main())
+
+    def test_order_under_concurrency(self):
+        os.environ["ACP_THINK_HOLD_MS"] = "1"
+        hold = self.ns["install_acp_text_hold"](self.agent)
+        a = self.agent
+        for i in range(200):
+            if i % 7 == 0:
+                a.reasoning_callback(f"r{i}")
+            a.stream_delta_callback(f"<{i}>")
+            if i % 50 == 49:
+                a.tool_progress_callback("tool.started", f"t{i}")
+        self.end(hold)
+        text = "".join(e[1] for e in self.events if e[0] == "text")
+        self.assertEqual(text, "".join(f"<{i}>" for i in range(200)))  # nothing lost, duplicated or reordered
+        tools = [i for i, e in enumerate(self.events) if e[0] == "tool"]
+        for index, i in zip(tools, (49, 99, 149, 199)):
+            before = "".join(e[1] for e in self.events[:index] if e[0] == "text")
+            self.assertEqual(before, "".join(f"<{k}>" for k in range(i + 1)))
+
+
+class AsyncioTextHold(unittest.TestCase):
+    def setUp(self):
+        self.addCleanup(env(ACP_THINK_HOLD_MS="60000", ACP_HEARTBEAT_DISABLED="1").stop)
+
+    def make_owner(self, ns, conn=None):
+        """An emitter-style agent shaped like the fixture, with the inserted statements."""
+        sent = []
+
+        class Owner:
+            async def _emit(self, session_id, update):
+                if "_acp_progress_complete" in ns:
+                    ns["_acp_progress_complete"](self)
+                if await ns["_acp_text_hold"](self, session_id, update, self._emit):
+                    return
+                if conn is not None:
+                    await conn.session_update(session_id=session_id, update=update)
+                else:
+                    sent.append(wire(update))
+
+        owner = object.__new__(Owner)
+        return owner, sent
+
+    @staticmethod
+    def kinds(sent):
+        return [(u["sessionUpdate"], u.get("content", {}).get("text") or u.get("toolCallId")) for u in sent]
+
+    def test_trailing_reasoning_joins_thought_block(self):
+        ns = load("text_hold_asyncio.py")
+        owner, sent = self.make_owner(ns)
+
+        async def main():
+            ns["_acp_text_hold_begin_turn"](owner, "s")
+            await owner._emit("s", acp.update_agent_thought_text("a"))
+            await owner._emit("s", acp.update_agent_message_text("b"))
+            await owner._emit("s", acp.update_agent_thought_text("c"))
+            await owner._emit("s", acp.update_agent_message_text("d"))
+            self.assertEqual(len(sent), 2)
+            await ns["_acp_text_hold_end_turn"](owner, "s", owner._emit)
+            await owner._emit("s", acp.update_agent_message_text("e"))
+
+        asyncio.run(main())
+        self.assertEqual(
+            self.kinds(sent),
+            [("agent_thought_chunk", "a"), ("agent_thought_chunk", "c"), ("agent_message_chunk", "bd"), ("agent_message_chunk", "e")],
+        )
+
+    def test_no_hold_without_reasoning_and_begin_turn_resets(self):
+        ns = load("text_hold_asyncio.py")
+        owner, sent = self.make_owner(ns)
+
+        async def main():
+            await owner._emit("s", acp.update_agent_message_text("x"))  # no begin_turn: tolerated
+            self.assertEqual(len(sent), 1)
+            await owner._emit("s", acp.update_agent_thought_text("r"))
+            await ns["_acp_text_hold_end_turn"](owner, "s", owner._emit)
+            ns["_acp_text_hold_begin_turn"](owner, "s")
+            await owner._emit("s", acp.update_agent_message_text("y"))
+            self.assertEqual(len(sent), 3)
+
+        asyncio.run(main())
+
+    def test_flush_before_tool_calls(self):
+        ns = load("text_hold_asyncio.py")
+        owner, sent = self.make_owner(ns)
+
+        async def main():
+            ns["_acp_text_hold_begin_turn"](owner, "s")
+            await owner._emit("s", acp.update_agent_thought_text("r"))
+            await owner._emit("s", acp.update_agent_message_text("t1"))
+            await owner._emit("s", acp.update_agent_message_text("t2"))
+            await owner._emit("s", acp.start_tool_call("call-1", "Read", kind="read", status="in_progress"))
+            await owner._emit("s", acp.update_agent_message_text("direct"))
+            await owner._emit("s", acp.update_tool_call("call-1", status="completed"))
+
+        asyncio.run(main())
+        self.assertEqual(
+            self.kinds(sent),
+            [("agent_thought_chunk", "r"), ("agent_message_chunk", "t1t2"), ("tool_call", "call-1"),
+             ("agent_message_chunk", "direct"), ("tool_call_update", "call-1")],
+        )
+
+    def test_hold_expires(self):
+        for value in ("30", "0", "bogus"):
+            os.environ["ACP_THINK_HOLD_MS"] = value
+            ns = load("text_hold_asyncio.py")
+            owner, sent = self.make_owner(ns)
+
+            async def main():
+                ns["_acp_text_hold_begin_turn"](owner, "s")
+                await owner._emit("s", acp.update_agent_thought_text("r"))
+                await owner._emit("s", acp.update_agent_message_text("t"))
+                self.assertEqual(len(sent), 1)
+                self.assertTrue(await async_wait_until(lambda: len(sent) == 2))
+                await ns["_acp_text_hold_end_turn"](owner, "s", owner._emit)
+
+            asyncio.run(main())
+            self.assertEqual(self.kinds(sent), [("agent_thought_chunk", "r"), ("agent_message_chunk", "t")], value)
+
+    def test_sessions_are_independent(self):
+        ns = load("text_hold_asyncio.py")
+        owner, sent = self.make_owner(ns)
+
+        async def main():
+            await owner._emit("s1", acp.update_agent_thought_text("r"))
+            await owner._emit("s2", acp.update_agent_message_text("other"))
+            await owner._emit("s1", acp.update_agent_message_text("held"))
+            self.assertEqual(len(sent), 2)
+            await ns["_acp_text_hold_end_turn"](owner, "s1", owner._emit)
+
+        asyncio.run(main())
+        self.assertEqual(len(sent), 3)
+
+    def test_full_turn_with_think_card_and_drain_ordering(self):
+        # Everything the Rust side inserts into the fixture, in one module: the think-card
+        # updates are tasks (sent from the loop thread) and must reach the wire in order.
+        ns = load("hooks_asyncio.py", "helpers.py", "send.py", "factory.py", "text_hold_asyncio.py", send="_acp_send_update")
+        conn = FakeConn(think_delay=0.03)  # the think-card sends are slow
+        owner, _ = self.make_owner(ns, conn)
+
+        async def main():
+            loop = asyncio.get_running_loop()
+            owner.agent_progress_callback = ns["make_agent_progress_cb"](conn, "s", loop)
+            ns["_acp_text_hold_begin_turn"](owner, "s")
+            ns["_acp_progress_start"](owner)
+            await owner._emit("s", acp.update_agent_thought_text("a"))
+            await owner._emit("s", acp.update_agent_message_text("b"))
+            await owner._emit("s", acp.update_agent_thought_text("c"))
+            await owner._emit("s", acp.update_agent_message_text("d"))
+            ns["_acp_progress_complete"](owner)
+            await ns["_acp_text_hold_end_turn"](owner, "s", owner._emit)
+
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            asyncio.run(main())
+        self.assertEqual(out.getvalue(), "")
+        got = [(u["sessionUpdate"], u.get("status") or u.get("content", {}).get("text")) for _, u in conn.wire]
+        self.assertEqual(
+            got,
+            [("tool_call", "in_progress"), ("tool_call_update", "completed"), ("agent_thought_chunk", "a"),
+             ("agent_thought_chunk", "c"), ("agent_message_chunk", "bd")],
+        )
+        self.assertEqual(conn.wire[0][1]["kind"], "think")
+
+
+class HermesLikeTurn(unittest.TestCase):
+    """Threaded hooks + factory + text hold, with the agent on a worker thread and a real loop."""
+
+    def test_turn(self):
+        self.addCleanup(env(ACP_HEARTBEAT_S="0.05", ACP_THINK_HOLD_MS="60000").stop)
+        ns = load("hooks_thread.py", "helpers.py", "send.py", "factory.py", "text_hold_thread.py", send="_acp_send_update")
+        conn = FakeConn()
+
+        async def main():
+            loop = asyncio.get_running_loop()
+            agent = object.__new__(Bare)
+            send = ns["_acp_send_update"]
+            agent.reasoning_callback = lambda text: send(conn, "s", loop, acp.update_agent_thought_text(text))
+            agent.stream_delta_callback = lambda text: text and send(conn, "s", loop, acp.update_agent_message_text(text))
+            agent.step_callback = lambda *a: None
+            agent.agent_progress_callback = ns["make_agent_progress_cb"](conn, "s", loop)
+            hold = ns["install_acp_text_hold"](agent)
+
+            def run_conversation():
+                ns["_acp_progress_start"](agent)
+                wait_until(lambda: len(conn.wire) >= 3)  # start + two heartbeats
+                ns["_acp_progress_complete"](agent)  # first delta (stream-reader thread in Hermes)
+                agent.reasoning_callback("a")
+                agent.stream_delta_callback("b")
+                agent.reasoning_callback("c")
+                agent.stream_delta_callback("d")
+                agent.stream_delta_callback(None)
+
+            await loop.run_in_executor(None, run_conversation)
+            await hold.aend_turn()
+
+        asyncio.run(main())
+        got = [(u["sessionUpdate"], u.get("status") or u.get("content", {}).get("text")) for _, u in conn.wire]
+        self.assertEqual(got[0], ("tool_call", "in_progress"))
+        beats = got[1:-4]
+        self.assertGreaterEqual(len(beats), 2)
+        self.assertTrue(all(b == ("tool_call_update", "in_progress") for b in beats))
+        self.assertEqual(
+            got[-4:],
+            [("tool_call_update", "completed"), ("agent_thought_chunk", "a"), ("agent_thought_chunk", "c"), ("agent_message_chunk", "bd")],
+        )
+
+
+if __name__ == "__main__":
+    unittest.main()
