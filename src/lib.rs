@@ -5,3 +5,14 @@
 //! binary only parses arguments and maps results to exit codes.
 
 pub mod smoke;
+pub mod apply;
+pub mod config;
+pub mod diff;
+pub mod error;
+pub mod lang;
+pub mod ops;
+pub mod plan;
+pub mod project;
+pub mod render;
+pub mod report;
+pub mod source;

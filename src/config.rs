@@ -1,0 +1,128 @@
+//! `acp-patch.toml`: pins for sites that cannot be found unambiguously, the environment
+//! prefix, and a template override folder. Other tables (e.g. `[smoke]`) belong to their
+//! subcommands and are ignored here.
+
+use crate::error::{Error, Result};
+use serde::Deserialize;
+use std::path::{Path, PathBuf};
+
+pub const FILE_NAME: &str = "acp-patch.toml";
+
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct Config {
+    /// Prefix of the environment variables the inserted code reads (`ACP` by default).
+    pub env_prefix: Option<String>,
+    #[serde(default)]
+    pub templates: TemplatesConfig,
+    #[serde(default)]
+    pub python: PythonPins,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TemplatesConfig {
+    /// A folder laid out like `templates/` whose files replace the embedded ones.
+    pub dir: Option<PathBuf>,
+}
+
+/// Each pin is `path/to/file.py` or `path/to/file.py:Qualified.name`, relative to the agent root.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PythonPins {
+    /// The ACP prompt handler, e.g. `acp_adapter/server.py:HermesACPAgent.prompt`.
+    pub prompt: Option<String>,
+    /// The function holding the LLM call, e.g. `agent/conversation_loop.py:run_conversation._perform_api_call`.
+    pub llm_call: Option<String>,
+    /// The emitter every session update leaves through, e.g. `streamy/agent.py:StreamyAgent._emit`.
+    pub emitter: Option<String>,
+    /// The module with the tool-call builders (thinking helpers go beside them).
+    pub helpers: Option<String>,
+    /// The module with the callback factories (the progress factory goes beside them).
+    pub factories: Option<String>,
+    /// The function that stores the agent's callbacks, e.g. `agent/agent_init.py:init_agent`.
+    pub callback_store: Option<String>,
+}
+
+/// A parsed pin: a file and, optionally, a qualified name in it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Pin {
+    pub file: String,
+    pub name: Option<String>,
+}
+
+impl Pin {
+    pub fn parse(s: &str) -> Pin {
+        match s.rsplit_once(':') {
+            Some((file, name)) if !name.is_empty() && !name.contains('/') => Pin {
+                file: file.trim_start_matches("./").to_string(),
+                name: Some(name.to_string()),
+            },
+            _ => Pin {
+                file: s.trim_start_matches("./").to_string(),
+                name: None,
+            },
+        }
+    }
+
+    pub fn matches(&self, rel: &str, qualified: Option<&str>) -> bool {
+        rel == self.file
+            && match (&self.name, qualified) {
+                (Some(n), Some(q)) => n == q,
+                (Some(_), None) => false,
+                (None, _) => true,
+            }
+    }
+}
+
+impl Config {
+    /// Reads `path` if given, else `<root>/acp-patch.toml` if it exists.
+    pub fn load(root: &Path, path: Option<&Path>) -> Result<Config> {
+        let path = match path {
+            Some(p) => p.to_path_buf(),
+            None => {
+                let p = root.join(FILE_NAME);
+                if !p.is_file() {
+                    return Ok(Config::default());
+                }
+                p
+            }
+        };
+        let text = std::fs::read_to_string(&path).map_err(|source| Error::Io {
+            path: path.clone(),
+            source,
+        })?;
+        let mut cfg: Config = toml::from_str(&text).map_err(|e| Error::Config {
+            path: path.clone(),
+            message: e.to_string(),
+        })?;
+        if let Some(dir) = &cfg.templates.dir
+            && dir.is_relative()
+        {
+            cfg.templates.dir = Some(path.parent().unwrap_or(root).join(dir));
+        }
+        Ok(cfg)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pins_parse() {
+        assert_eq!(
+            Pin::parse("a/b.py:C.m"),
+            Pin {
+                file: "a/b.py".into(),
+                name: Some("C.m".into())
+            }
+        );
+        assert_eq!(Pin::parse("./a/b.py").name, None);
+        let cfg: Config = toml::from_str(
+            "env_prefix = \"PI\"\n[python]\nprompt = \"x.py:A.prompt\"\n[smoke]\nagent_cmd = \"x\"\n",
+        )
+        .unwrap();
+        assert_eq!(cfg.env_prefix.as_deref(), Some("PI"));
+        assert!(toml::from_str::<Config>("[python]\npromt = \"x\"\n").is_err());
+    }
+}

@@ -1,0 +1,28 @@
+//! One module per language, all behind [`Language`].
+
+pub mod python;
+
+use crate::error::Result;
+use crate::plan::Plan;
+use crate::project::Project;
+use crate::report::Report;
+
+pub trait Language: Sync {
+    fn name(&self) -> &'static str;
+    /// File endings this language owns.
+    fn extensions(&self) -> &'static [&'static str];
+    /// A cheap text test: could this file take part in an ACP agent? (saves parsing)
+    fn worth_parsing(&self, text: &str) -> bool;
+    /// The first syntax error of a text: (byte offset, message).
+    fn syntax_error(&self, text: &str) -> Option<(usize, String)>;
+    /// Whether the tree holds an agent of this language.
+    fn detect(&self, project: &Project) -> bool;
+    /// Every edit apply would make (empty when all is present).
+    fn plan(&self, project: &Project) -> Result<Plan>;
+    /// What is present and what is missing.
+    fn verify(&self, project: &Project) -> Result<Report>;
+}
+
+pub fn all() -> Vec<&'static dyn Language> {
+    vec![&python::Python]
+}

@@ -1,0 +1,617 @@
+//! Finding where each piece goes, on the syntax tree: the ACP prompt handler, the
+//! hand-off to the engine, the LLM call and its first-delta closure, the callback store,
+//! the builders and factories. Every choice either has one candidate, is pinned in
+//! `acp-patch.toml`, or fails with the candidates listed.
+
+use super::Parsed;
+use super::syntax::*;
+use crate::config::{Pin, PythonPins};
+use crate::error::{Candidate, Error, Location, Result};
+use tree_sitter::Node;
+
+/// A node in one of the parsed files.
+#[derive(Clone, Copy)]
+pub struct At<'a> {
+    pub file: usize,
+    pub node: Node<'a>,
+}
+
+/// How the adapter hands work to the model.
+pub enum Shape<'a> {
+    /// An engine object whose callbacks the prompt handler assigns (Hermes): hooks go
+    /// into the engine's LLM call lifecycle, which runs on worker threads.
+    Callback(CallbackSites<'a>),
+    /// An asyncio SDK agent that streams the model itself and sends every update
+    /// through one emitter method.
+    Emitter(EmitterSites<'a>),
+}
+
+pub struct Sites<'a> {
+    pub prompt: At<'a>,
+    /// The statement that hands the turn to the engine / model stream.
+    pub handoff: At<'a>,
+    pub shape: Shape<'a>,
+}
+
+pub struct CallbackSites<'a> {
+    /// `agent` in `agent.reasoning_callback = ...`.
+    pub receiver: String,
+    /// The last callback assignment of the prompt handler: the wiring goes after it.
+    pub wiring_anchor: At<'a>,
+    /// `(conn, session_id, loop)` as the existing factory calls spell them.
+    pub factory_args: [String; 3],
+    pub llm: LlmSites<'a>,
+    /// The callback the new one is declared and stored beside (e.g. `thinking_callback`).
+    pub anchor_callback: String,
+    /// Functions storing `X.<anchor> = <anchor>`: (function, the assignment statement).
+    pub stores: Vec<(At<'a>, At<'a>)>,
+    /// Functions passing `<anchor>=<anchor>` on to a store: (function, the keyword argument).
+    pub passers: Vec<(At<'a>, At<'a>)>,
+    /// Module of the tool-call builders, and the last builder (helpers go after it).
+    pub builders: At<'a>,
+    /// Module of the callback factories, and the last factory (the new one goes after it).
+    pub factories: At<'a>,
+    /// The adapter's own `send(conn, session_id, loop, update)`, if it has one.
+    pub sender: Option<String>,
+}
+
+pub struct LlmSites<'a> {
+    /// `agent` / `self`: the object the LLM call is made on.
+    pub receiver: String,
+    /// The statement the start hook goes before (the streaming/non-streaming branch).
+    pub start_before: At<'a>,
+    /// The on-first-delta closure (complete goes at its top).
+    pub first_delta: At<'a>,
+    /// The statement after which the call has returned (complete again, for non-streaming).
+    pub returned_after: At<'a>,
+    /// `except` clauses around the call (complete at their top).
+    pub error_paths: Vec<At<'a>>,
+    /// The top-level statement the hook functions go before.
+    pub module_anchor: At<'a>,
+}
+
+pub struct EmitterSites<'a> {
+    pub class: At<'a>,
+    pub init: Option<At<'a>>,
+    pub emitter: At<'a>,
+    pub emitter_name: String,
+    /// `self._conn`: what the emitter sends through.
+    pub conn: String,
+    /// The prompt handler's session id expression.
+    pub session_id: String,
+    /// The emitter's (session id, update) parameter names.
+    pub emitter_params: (String, String),
+}
+
+fn loc(files: &[Parsed], at: At) -> Location {
+    Location {
+        file: files[at.file].file.rel.clone(),
+        line: at.node.start_position().row + 1,
+    }
+}
+
+fn candidate(files: &[Parsed], at: At, name: String) -> Candidate {
+    Candidate {
+        location: loc(files, at),
+        name,
+    }
+}
+
+/// Picks the one candidate, honouring a pin; otherwise an error listing them.
+fn choose<'a>(
+    files: &[Parsed],
+    mut found: Vec<(At<'a>, String)>,
+    pin: Option<&String>,
+    site: &'static str,
+    pin_key: &'static str,
+    none: impl FnOnce() -> String,
+) -> Result<At<'a>> {
+    if let Some(pin) = pin {
+        let pin = Pin::parse(pin);
+        found.retain(|(at, name)| pin.matches(&files[at.file].file.rel, Some(name)));
+        if found.is_empty() {
+            return Err(Error::Unlocatable {
+                site,
+                detail: format!("the pin `{pin_key}` in acp-patch.toml matches nothing"),
+                pin_key,
+            });
+        }
+    }
+    match found.len() {
+        0 => Err(Error::Unlocatable {
+            site,
+            detail: none(),
+            pin_key,
+        }),
+        1 => Ok(found[0].0),
+        _ => Err(Error::Ambiguous {
+            site,
+            candidates: found
+                .into_iter()
+                .map(|(at, name)| candidate(files, at, name))
+                .collect(),
+            pin_key,
+        }),
+    }
+}
+
+fn imports_acp(p: &Parsed) -> bool {
+    let root = p.tree.root_node();
+    let src = &p.file.text;
+    let mut cursor = root.walk();
+    root.named_children(&mut cursor).any(|n| match n.kind() {
+        "import_statement" => imports_module(root, src, "acp"),
+        "import_from_statement" => n
+            .child_by_field_name("module_name")
+            .map(|m| text(m, src))
+            .is_some_and(|m| m == "acp" || m.starts_with("acp.")),
+        _ => false,
+    })
+}
+
+pub fn locate<'a>(root: &std::path::Path, files: &'a [Parsed], pins: &PythonPins) -> Result<Sites<'a>> {
+    // 1. The ACP prompt handler: `async def prompt` in a class, in a module importing acp.
+    let mut prompts = Vec::new();
+    for (i, p) in files.iter().enumerate() {
+        if !imports_acp(p) {
+            continue;
+        }
+        for def in descendants(p.tree.root_node(), "function_definition") {
+            let src = &p.file.text;
+            let in_class = def
+                .parent()
+                .and_then(|b| b.parent())
+                .is_some_and(|c| c.kind() == "class_definition");
+            if name_of(def, src) == "prompt" && in_class && text(def, src).starts_with("async") {
+                prompts.push((At { file: i, node: def }, qualified_name(def, src)));
+            }
+        }
+    }
+    if prompts.is_empty() && pins.prompt.is_none() {
+        return Err(Error::NoAgent {
+            root: root.to_path_buf(),
+            detail: "no `async def prompt` method in a module that imports `acp`".into(),
+        });
+    }
+    let prompt = choose(files, prompts, pins.prompt.as_ref(), "ACP prompt handler", "prompt", || {
+        "no `async def prompt` method in a module that imports `acp`".into()
+    })?;
+    let p = &files[prompt.file];
+    let src = p.file.text.as_str();
+    let body = prompt.node.child_by_field_name("body").expect("def has a body");
+
+    // 2. Callback assignments (`agent.x_callback = ...`) decide the shape.
+    let assigns: Vec<Node> = descendants_same_scope(body, "assignment")
+        .into_iter()
+        .filter(|a| {
+            a.child_by_field_name("left").is_some_and(|l| {
+                l.kind() == "attribute"
+                    && l.child_by_field_name("object").is_some_and(|o| o.kind() == "identifier")
+                    && l
+                        .child_by_field_name("attribute")
+                        .is_some_and(|n| text(n, src).ends_with("_callback") && text(n, src) != "agent_progress_callback")
+            })
+        })
+        .collect();
+    let handoff_calls: Vec<Node> = descendants_same_scope(body, "call")
+        .into_iter()
+        .filter(|c| matches!(callee_name(*c, src), "run_in_executor" | "to_thread"))
+        .collect();
+
+    if let Some(first) = assigns.first() {
+        let block = statement_of(*first).parent();
+        let last = assigns
+            .iter()
+            .filter(|a| statement_of(**a).parent() == block)
+            .last()
+            .copied()
+            .unwrap_or(*first);
+        let left = last.child_by_field_name("left").expect("assignment has a left side");
+        let receiver = text(left.child_by_field_name("object").expect("attribute object"), src).to_string();
+        let handoff = match handoff_calls.as_slice() {
+            [one] => statement_of(*one),
+            [] => {
+                return Err(Error::Unlocatable {
+                    site: "hand-off to the engine",
+                    detail: format!(
+                        "{}:{} assigns the agent's callbacks but never calls run_in_executor/to_thread",
+                        p.file.rel,
+                        prompt.node.start_position().row + 1
+                    ),
+                    pin_key: "prompt",
+                });
+            }
+            many => {
+                return Err(Error::Ambiguous {
+                    site: "hand-off to the engine",
+                    candidates: many
+                        .iter()
+                        .map(|c| candidate(files, At { file: prompt.file, node: *c }, text(*c, src).lines().next().unwrap_or("").to_string()))
+                        .collect(),
+                    pin_key: "prompt",
+                });
+            }
+        };
+        let factory_args = factory_args(body, src).ok_or_else(|| Error::Unlocatable {
+            site: "callback factories",
+            detail: format!(
+                "{}:{}: no `make_*_cb(conn, session_id, loop, ...)` call in the prompt handler",
+                p.file.rel,
+                prompt.node.start_position().row + 1
+            ),
+            pin_key: "factories",
+        })?;
+        let wired: Vec<String> = assigns
+            .iter()
+            .filter_map(|a| a.child_by_field_name("left")?.child_by_field_name("attribute"))
+            .map(|n| text(n, src).to_string())
+            .collect();
+        let llm = locate_llm(files, pins)?;
+        let (anchor_callback, stores, passers) = locate_callback_store(files, &wired, pins)?;
+        let builders = locate_module_def(files, pins.helpers.as_ref(), "tool-call builders", "helpers", |def, src| {
+            descendants_same_scope(def, "call")
+                .iter()
+                .any(|c| matches!(callee_name(*c, src), "start_tool_call" | "update_tool_call"))
+        })?;
+        let factories = locate_module_def(files, pins.factories.as_ref(), "callback factories", "factories", |def, src| {
+            let params: Vec<String> = parameters(def, src).into_iter().map(|(n, _)| n).collect();
+            name_of(def, src).starts_with("make_")
+                && params.iter().any(|n| n == "conn")
+                && params.iter().any(|n| n == "loop")
+        })?;
+        let sender = {
+            let fp = &files[factories.file];
+            top_level_functions(fp.tree.root_node()).into_iter().find_map(|def| {
+                let params: Vec<String> = parameters(def, &fp.file.text).into_iter().map(|(n, _)| n).collect();
+                (params == ["conn", "session_id", "loop", "update"]).then(|| name_of(def, &fp.file.text).to_string())
+            })
+        };
+        return Ok(Sites {
+            prompt,
+            handoff: At { file: prompt.file, node: handoff },
+            shape: Shape::Callback(CallbackSites {
+                receiver,
+                wiring_anchor: At { file: prompt.file, node: statement_of(last) },
+                factory_args,
+                llm,
+                anchor_callback,
+                stores,
+                passers,
+                builders,
+                factories,
+                sender,
+            }),
+        });
+    }
+
+    // 3. Emitter shape: the hand-off is the first `async for` over a call (the model
+    // stream) or an executor call; the emitter is the method that awaits session_update.
+    let handoff = descendants_same_scope(body, "for_statement")
+        .into_iter()
+        .find(|f| text(*f, src).starts_with("async") && f.child_by_field_name("right").is_some_and(|r| r.kind() == "call"))
+        .or_else(|| handoff_calls.first().map(|c| statement_of(*c)))
+        .ok_or_else(|| Error::Unlocatable {
+            site: "hand-off to the model",
+            detail: format!(
+                "{}:{}: the prompt handler has no `async for` over the model stream and no executor call",
+                p.file.rel,
+                prompt.node.start_position().row + 1
+            ),
+            pin_key: "prompt",
+        })?;
+    let class = prompt.node.parent().and_then(|b| b.parent()).expect("prompt is in a class");
+    let class_body = class.child_by_field_name("body").expect("class body");
+    let methods: Vec<Node> = {
+        let mut c = class_body.walk();
+        class_body
+            .named_children(&mut c)
+            .filter_map(|n| match n.kind() {
+                "function_definition" => Some(n),
+                "decorated_definition" => n.child_by_field_name("definition"),
+                _ => None,
+            })
+            .collect()
+    };
+    let emitters: Vec<(At, String)> = methods
+        .iter()
+        .filter(|m| {
+            name_of(**m, src) != "prompt"
+                && descendants_same_scope(**m, "call")
+                    .iter()
+                    .any(|c| matches!(callee_name(*c, src), "session_update" | "sessionUpdate"))
+                && descendants_same_scope(body, "call").iter().any(|c| {
+                    callee_name(*c, src) == name_of(**m, src) && callee_object(*c, src) == Some("self")
+                })
+        })
+        .map(|m| (At { file: prompt.file, node: *m }, qualified_name(*m, src)))
+        .collect();
+    let emitter = choose(files, emitters, pins.emitter.as_ref(), "session-update emitter", "emitter", || {
+        format!(
+            "the prompt handler at {}:{} calls no method of its class that awaits `session_update`",
+            p.file.rel,
+            prompt.node.start_position().row + 1
+        )
+    })?;
+    let send_call = descendants_same_scope(emitter.node, "call")
+        .into_iter()
+        .find(|c| matches!(callee_name(*c, src), "session_update" | "sessionUpdate"))
+        .expect("chosen because it has one");
+    let conn = callee_object(send_call, src).unwrap_or("self._conn").to_string();
+    let eparams: Vec<String> = parameters(emitter.node, src).into_iter().map(|(n, _)| n).skip(1).collect();
+    let emitter_params = match eparams.as_slice() {
+        [sid, update, ..] => (sid.clone(), update.clone()),
+        _ => {
+            return Err(Error::Unsupported {
+                file: p.file.rel.clone(),
+                line: emitter.node.start_position().row + 1,
+                message: "the emitter must take (session_id, update); pin another with `emitter` in acp-patch.toml".into(),
+            });
+        }
+    };
+    let pparams: Vec<String> = parameters(prompt.node, src).into_iter().map(|(n, _)| n).skip(1).collect();
+    let session_id = if pparams.iter().any(|n| n == "session_id") {
+        "session_id".to_string()
+    } else if let Some(first) = pparams.first() {
+        format!("{first}.session_id")
+    } else {
+        return Err(Error::Unsupported {
+            file: p.file.rel.clone(),
+            line: prompt.node.start_position().row + 1,
+            message: "the prompt handler takes no session id".into(),
+        });
+    };
+    let init = methods.iter().find(|m| name_of(**m, src) == "__init__").map(|m| At { file: prompt.file, node: *m });
+    Ok(Sites {
+        prompt,
+        handoff: At { file: prompt.file, node: handoff },
+        shape: Shape::Emitter(EmitterSites {
+            class: At { file: prompt.file, node: class },
+            init,
+            emitter_name: name_of(emitter.node, src).to_string(),
+            emitter,
+            conn,
+            session_id,
+            emitter_params,
+        }),
+    })
+}
+
+/// `(conn, session_id, loop)` from the first `make_*_cb(a, b, c, ...)` call.
+fn factory_args(body: Node, src: &str) -> Option<[String; 3]> {
+    descendants_same_scope(body, "call").into_iter().find_map(|c| {
+        let name = callee_name(c, src);
+        let args = positional_args(c);
+        (name.starts_with("make_") && name.ends_with("_cb") && args.len() >= 3).then(|| {
+            [
+                text(args[0], src).to_string(),
+                text(args[1], src).to_string(),
+                text(args[2], src).to_string(),
+            ]
+        })
+    })
+}
+
+/// The engine's LLM call: `X._interruptible_streaming_api_call(..., on_first_delta=f)`.
+fn locate_llm<'a>(files: &'a [Parsed], pins: &PythonPins) -> Result<LlmSites<'a>> {
+    let mut calls = Vec::new();
+    for (i, p) in files.iter().enumerate() {
+        let src = p.file.text.as_str();
+        if !src.contains("on_first_delta") {
+            continue;
+        }
+        for c in descendants(p.tree.root_node(), "call") {
+            let name = callee_name(c, src);
+            if name.ends_with("_interruptible_streaming_api_call")
+                && keyword_arg(c, "on_first_delta", src).is_some()
+                && let Some(f) = enclosing_function(c)
+                && name_of(f, src) != name
+            {
+                calls.push((At { file: i, node: c }, qualified_name(f, src)));
+            }
+        }
+    }
+    let call = choose(files, calls, pins.llm_call.as_ref(), "LLM call", "llm_call", || {
+        "no `*_interruptible_streaming_api_call(..., on_first_delta=...)` call".into()
+    })?;
+    let p = &files[call.file];
+    let src = p.file.text.as_str();
+    let err = |line: usize, message: &str| Error::Unsupported {
+        file: p.file.rel.clone(),
+        line,
+        message: message.to_string(),
+    };
+    let row = call.node.start_position().row + 1;
+    let receiver = callee_object(call.node, src)
+        .ok_or_else(|| err(row, "the LLM call is not made on an object"))?
+        .to_string();
+    let closure_name = text(
+        keyword_arg(call.node, "on_first_delta", src).and_then(|k| k.child_by_field_name("value")).expect("found by it"),
+        src,
+    );
+    // The closure is defined in the call's function or one enclosing it.
+    let mut scope = enclosing_function(call.node);
+    let mut closure = None;
+    while let Some(f) = scope {
+        let body = f.child_by_field_name("body").expect("def body");
+        if let Some(d) = descendants_same_scope(body, "function_definition").into_iter().find(|d| name_of(*d, src) == closure_name) {
+            closure = Some(d);
+            break;
+        }
+        scope = enclosing_function(f);
+    }
+    let closure = closure.ok_or_else(|| err(row, &format!("the on_first_delta closure `{closure_name}` is not defined in an enclosing function")))?;
+    let outer = enclosing_function(closure).ok_or_else(|| err(row, "the first-delta closure is not nested in a function"))?;
+    let start_before = ancestor_in_function(call.node, "if_statement").unwrap_or_else(|| statement_of(call.node));
+    // Where the call has returned: after the branch when it is in the outer function, else
+    // after the statement of the outer function that uses the nested function holding it.
+    let call_fn = enclosing_function(call.node).expect("has one");
+    let returned_after = if call_fn == outer {
+        start_before
+    } else {
+        let mut nested = call_fn;
+        while let Some(parent_fn) = enclosing_function(nested) {
+            if parent_fn == outer {
+                break;
+            }
+            nested = parent_fn;
+        }
+        let nested_stmt = statement_of(nested);
+        let name = name_of(nested, src);
+        let mut next = nested_stmt.next_named_sibling();
+        let mut user = None;
+        while let Some(s) = next {
+            if descendants(s, "identifier").iter().any(|i| text(*i, src) == name) {
+                user = Some(s);
+                break;
+            }
+            next = s.next_named_sibling();
+        }
+        user.ok_or_else(|| err(row, &format!("nothing after `def {name}` uses it")))?
+    };
+    let error_paths = ancestor_in_function(returned_after, "try_statement")
+        .map(|t| {
+            let mut c = t.walk();
+            t.named_children(&mut c)
+                .filter(|n| n.kind() == "except_clause")
+                .filter_map(|n| {
+                    let mut c2 = n.walk();
+                    let block = n.named_children(&mut c2).find(|b| b.kind() == "block");
+                    block
+                })
+                .map(|b| At { file: call.file, node: b })
+                .collect()
+        })
+        .unwrap_or_default();
+    Ok(LlmSites {
+        receiver,
+        start_before: At { file: call.file, node: start_before },
+        first_delta: At { file: call.file, node: closure.child_by_field_name("body").expect("def body") },
+        returned_after: At { file: call.file, node: returned_after },
+        error_paths,
+        module_anchor: At { file: call.file, node: top_level(call.node) },
+    })
+}
+
+type StoreSites<'a> = (String, Vec<(At<'a>, At<'a>)>, Vec<(At<'a>, At<'a>)>);
+
+/// Where the agent takes and stores its callbacks: functions with a `<name>_callback`
+/// parameter that store it (`x.name = name`), and those that pass it on to them.
+fn locate_callback_store<'a>(files: &'a [Parsed], wired: &[String], pins: &PythonPins) -> Result<StoreSites<'a>> {
+    let prefer = ["thinking_callback", "reasoning_callback"];
+    let mut order: Vec<&String> = wired.iter().filter(|w| prefer.contains(&w.as_str())).collect();
+    order.sort_by_key(|w| prefer.iter().position(|p| p == w));
+    order.extend(wired.iter().filter(|w| !prefer.contains(&w.as_str())));
+    let pin = pins.callback_store.as_ref().map(|s| Pin::parse(s));
+    for anchor in order {
+        let mut stores = Vec::new();
+        for (i, p) in files.iter().enumerate() {
+            let src = p.file.text.as_str();
+            if !src.contains(anchor.as_str()) {
+                continue;
+            }
+            for def in descendants(p.tree.root_node(), "function_definition") {
+                if !parameters(def, src).iter().any(|(n, _)| n == anchor) {
+                    continue;
+                }
+                if let Some(pin) = &pin
+                    && !pin.matches(&p.file.rel, Some(&qualified_name(def, src)))
+                {
+                    continue;
+                }
+                let body = def.child_by_field_name("body").expect("def body");
+                if let Some(a) = descendants_same_scope(body, "assignment").into_iter().find(|a| {
+                    let l = a.child_by_field_name("left");
+                    let r = a.child_by_field_name("right");
+                    l.is_some_and(|l| l.kind() == "attribute" && l.child_by_field_name("attribute").is_some_and(|n| text(n, src) == anchor))
+                        && r.is_some_and(|r| text(r, src) == anchor)
+                }) {
+                    stores.push((At { file: i, node: def }, At { file: i, node: statement_of(a) }));
+                }
+            }
+        }
+        if stores.is_empty() {
+            continue;
+        }
+        let store_names: Vec<String> = stores.iter().map(|(d, _)| name_of(d.node, &files[d.file].file.text).to_string()).collect();
+        let mut passers = Vec::new();
+        for (i, p) in files.iter().enumerate() {
+            let src = p.file.text.as_str();
+            if !src.contains(anchor.as_str()) {
+                continue;
+            }
+            for def in descendants(p.tree.root_node(), "function_definition") {
+                if !parameters(def, src).iter().any(|(n, _)| n == anchor) {
+                    continue;
+                }
+                let body = def.child_by_field_name("body").expect("def body");
+                for c in descendants_same_scope(body, "call") {
+                    if store_names.iter().any(|s| s == callee_name(c, src))
+                        && let Some(k) = keyword_arg(c, anchor, src)
+                        && k.child_by_field_name("value").is_some_and(|v| text(v, src) == anchor)
+                    {
+                        passers.push((At { file: i, node: def }, At { file: i, node: k }));
+                    }
+                }
+            }
+        }
+        return Ok((anchor.clone(), stores, passers));
+    }
+    Err(Error::Unlocatable {
+        site: "callback store",
+        detail: format!(
+            "no function takes one of the callbacks the prompt handler assigns ({}) and stores it on the agent",
+            wired.join(", ")
+        ),
+        pin_key: "callback_store",
+    })
+}
+
+/// The module whose top-level functions match `is_one` most often, and the last of them.
+fn locate_module_def<'a>(
+    files: &'a [Parsed],
+    pin: Option<&String>,
+    site: &'static str,
+    pin_key: &'static str,
+    is_one: impl Fn(Node, &str) -> bool,
+) -> Result<At<'a>> {
+    let pin = pin.map(|s| Pin::parse(s));
+    let mut best: Option<(usize, At)> = None;
+    let mut tied = Vec::new();
+    for (i, p) in files.iter().enumerate() {
+        if let Some(pin) = &pin
+            && pin.file != p.file.rel
+        {
+            continue;
+        }
+        let defs: Vec<Node> = top_level_functions(p.tree.root_node())
+            .into_iter()
+            .filter(|d| is_one(*d, &p.file.text))
+            .collect();
+        let Some(last) = defs.last() else { continue };
+        let at = At { file: i, node: *last };
+        match &best {
+            Some((n, _)) if *n > defs.len() => {}
+            Some((n, _)) if *n == defs.len() => tied.push(at),
+            _ => {
+                best = Some((defs.len(), at));
+                tied.clear();
+            }
+        }
+    }
+    match best {
+        Some((_, at)) if tied.is_empty() => Ok(at),
+        Some((_, at)) => Err(Error::Ambiguous {
+            site,
+            candidates: std::iter::once(at)
+                .chain(tied)
+                .map(|a| candidate(files, a, name_of(a.node, &files[a.file].file.text).to_string()))
+                .collect(),
+            pin_key,
+        }),
+        None => Err(Error::Unlocatable {
+            site,
+            detail: format!("no module defines the adapter's {site}"),
+            pin_key,
+        }),
+    }
+}

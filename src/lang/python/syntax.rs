@@ -1,0 +1,281 @@
+//! Small helpers over the tree-sitter Python tree.
+
+use tree_sitter::{Node, Parser, Tree};
+
+pub fn parse(text: &str) -> Tree {
+    let mut parser = Parser::new();
+    parser
+        .set_language(&tree_sitter_python::LANGUAGE.into())
+        .expect("the Python grammar matches the tree-sitter version");
+    parser.parse(text, None).expect("parsing without a timeout")
+}
+
+/// The first ERROR or MISSING node: (0-based byte offset, message).
+pub fn first_error(tree: &Tree) -> Option<(usize, String)> {
+    let root = tree.root_node();
+    if !root.has_error() {
+        return None;
+    }
+    let mut found = None;
+    walk(root, &mut |n| {
+        if found.is_none() && (n.is_error() || n.is_missing()) {
+            let msg = if n.is_missing() {
+                format!("missing `{}`", n.kind())
+            } else {
+                "invalid syntax".to_string()
+            };
+            found = Some((n.start_byte(), msg));
+        }
+        found.is_none()
+    });
+    found.or(Some((0, "invalid syntax".into())))
+}
+
+/// Counts ERROR and MISSING nodes.
+pub fn error_count(tree: &Tree) -> usize {
+    let mut n = 0;
+    walk(tree.root_node(), &mut |node| {
+        if node.is_error() || node.is_missing() {
+            n += 1;
+        }
+        true
+    });
+    n
+}
+
+/// Pre-order walk; `f` returns whether to descend into the node.
+pub fn walk<'t>(node: Node<'t>, f: &mut dyn FnMut(Node<'t>) -> bool) {
+    if !f(node) {
+        return;
+    }
+    let mut cursor = node.walk();
+    for child in node.children(&mut cursor) {
+        walk(child, f);
+    }
+}
+
+/// Every descendant (and the node itself) of a kind.
+pub fn descendants<'t>(node: Node<'t>, kind: &str) -> Vec<Node<'t>> {
+    let mut out = Vec::new();
+    walk(node, &mut |n| {
+        if n.kind() == kind {
+            out.push(n);
+        }
+        true
+    });
+    out
+}
+
+/// Descendants of a kind that are not inside a nested function or class.
+pub fn descendants_same_scope<'t>(node: Node<'t>, kind: &str) -> Vec<Node<'t>> {
+    let mut out = Vec::new();
+    let mut cursor = node.walk();
+    for child in node.children(&mut cursor) {
+        walk(child, &mut |n| {
+            if n.kind() == kind {
+                out.push(n);
+            }
+            !matches!(n.kind(), "function_definition" | "class_definition" | "lambda")
+        });
+    }
+    out
+}
+
+pub fn text<'a>(node: Node, src: &'a str) -> &'a str {
+    &src[node.byte_range()]
+}
+
+pub fn name_of<'a>(node: Node, src: &'a str) -> &'a str {
+    node.child_by_field_name("name")
+        .map(|n| text(n, src))
+        .unwrap_or("")
+}
+
+/// The last identifier of a callee: `a.b.c(...)` → `c`, `f(...)` → `f`.
+pub fn callee_name<'a>(call: Node, src: &'a str) -> &'a str {
+    match call.child_by_field_name("function") {
+        Some(f) if f.kind() == "attribute" => f
+            .child_by_field_name("attribute")
+            .map(|a| text(a, src))
+            .unwrap_or(""),
+        Some(f) if f.kind() == "identifier" => text(f, src),
+        _ => "",
+    }
+}
+
+/// The object of an attribute callee: `agent._call(...)` → `agent`.
+pub fn callee_object<'a>(call: Node, src: &'a str) -> Option<&'a str> {
+    let f = call.child_by_field_name("function")?;
+    (f.kind() == "attribute")
+        .then(|| f.child_by_field_name("object").map(|o| text(o, src)))
+        .flatten()
+}
+
+pub fn keyword_arg<'t>(call: Node<'t>, name: &str, src: &str) -> Option<Node<'t>> {
+    let args = call.child_by_field_name("arguments")?;
+    let mut cursor = args.walk();
+    args.named_children(&mut cursor)
+        .find(|a| a.kind() == "keyword_argument" && name_of(*a, src) == name)
+}
+
+pub fn positional_args<'t>(call: Node<'t>) -> Vec<Node<'t>> {
+    let Some(args) = call.child_by_field_name("arguments") else {
+        return vec![];
+    };
+    let mut cursor = args.walk();
+    args.named_children(&mut cursor)
+        .filter(|a| !matches!(a.kind(), "keyword_argument" | "comment"))
+        .collect()
+}
+
+/// The nearest enclosing function definition.
+pub fn enclosing_function(node: Node) -> Option<Node> {
+    let mut cur = node.parent();
+    while let Some(n) = cur {
+        if n.kind() == "function_definition" {
+            return Some(n);
+        }
+        cur = n.parent();
+    }
+    None
+}
+
+/// The nearest ancestor of a kind, stopping at function boundaries.
+pub fn ancestor_in_function<'t>(node: Node<'t>, kind: &str) -> Option<Node<'t>> {
+    let mut cur = node.parent();
+    while let Some(n) = cur {
+        if n.kind() == kind {
+            return Some(n);
+        }
+        if n.kind() == "function_definition" {
+            return None;
+        }
+        cur = n.parent();
+    }
+    None
+}
+
+/// The statement that directly holds `node` in a block (or the module).
+pub fn statement_of(node: Node) -> Node {
+    let mut cur = node;
+    while let Some(p) = cur.parent() {
+        if matches!(p.kind(), "block" | "module") {
+            return cur;
+        }
+        cur = p;
+    }
+    cur
+}
+
+/// `Class.method` / `outer.inner` / `func`: the dotted path of a definition.
+pub fn qualified_name(def: Node, src: &str) -> String {
+    let mut parts = vec![name_of(def, src).to_string()];
+    let mut cur = def.parent();
+    while let Some(n) = cur {
+        if matches!(n.kind(), "function_definition" | "class_definition") {
+            parts.push(name_of(n, src).to_string());
+        }
+        cur = n.parent();
+    }
+    parts.reverse();
+    parts.join(".")
+}
+
+/// The top-level statement (child of the module) that contains `node`, decorators included.
+pub fn top_level(node: Node) -> Node {
+    let mut cur = node;
+    while let Some(p) = cur.parent() {
+        if p.kind() == "module" {
+            return cur;
+        }
+        cur = p;
+    }
+    cur
+}
+
+/// Statements of a function body, skipping a docstring and `nonlocal`/`global` lines:
+/// the first statement new code may go before.
+pub fn first_body_statement(body: Node) -> Option<Node> {
+    let mut cursor = body.walk();
+    let stmts: Vec<Node> = body
+        .named_children(&mut cursor)
+        .filter(|n| n.kind() != "comment")
+        .collect();
+    let mut i = 0;
+    if let Some(first) = stmts.first()
+        && first.kind() == "expression_statement"
+        && first.named_child(0).map(|c| c.kind()) == Some("string")
+    {
+        i = 1;
+    }
+    while i < stmts.len() && matches!(stmts[i].kind(), "nonlocal_statement" | "global_statement") {
+        i += 1;
+    }
+    stmts.get(i).copied().or_else(|| stmts.last().copied())
+}
+
+/// Parameter nodes of a function, with their names.
+pub fn parameters<'t>(def: Node<'t>, src: &str) -> Vec<(String, Node<'t>)> {
+    let Some(params) = def.child_by_field_name("parameters") else {
+        return vec![];
+    };
+    let mut cursor = params.walk();
+    params
+        .named_children(&mut cursor)
+        .filter_map(|p| {
+            let name = match p.kind() {
+                "identifier" => text(p, src).to_string(),
+                "typed_parameter" => p.named_child(0).map(|c| text(c, src).to_string())?,
+                "default_parameter" | "typed_default_parameter" => {
+                    text(p.child_by_field_name("name")?, src).to_string()
+                }
+                _ => return None,
+            };
+            Some((name, p))
+        })
+        .collect()
+}
+
+/// Top-level function definitions of a module (decorated ones too).
+pub fn top_level_functions(root: Node) -> Vec<Node> {
+    let mut cursor = root.walk();
+    root.named_children(&mut cursor)
+        .filter_map(|n| match n.kind() {
+            "function_definition" => Some(n),
+            "decorated_definition" => n
+                .child_by_field_name("definition")
+                .filter(|d| d.kind() == "function_definition"),
+            _ => None,
+        })
+        .collect()
+}
+
+/// Whether a module imports `name` at top level (`import name` / `import name as x`).
+pub fn imports_module(root: Node, src: &str, name: &str) -> bool {
+    let mut cursor = root.walk();
+    root.named_children(&mut cursor).any(|n| {
+        n.kind() == "import_statement" && {
+            let mut c = n.walk();
+            n.named_children(&mut c).any(|m| {
+                let t = match m.kind() {
+                    "aliased_import" => m.child_by_field_name("name").map(|x| text(x, src)),
+                    _ => Some(text(m, src)),
+                };
+                t == Some(name)
+            })
+        }
+    })
+}
+
+/// The last top-level import statement (plain or from-import, incl. `from __future__`).
+pub fn last_top_level_import(root: Node) -> Option<Node> {
+    let mut cursor = root.walk();
+    root.named_children(&mut cursor)
+        .filter(|n| {
+            matches!(
+                n.kind(),
+                "import_statement" | "import_from_statement" | "future_import_statement"
+            )
+        })
+        .last()
+}

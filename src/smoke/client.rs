@@ -1,0 +1,376 @@
+//! Spawns the agent in its own folder and process group, and drives one ACP turn with the
+//! `agent-client-protocol` SDK over the child's pipes, tapping every raw line on the way.
+
+use std::collections::VecDeque;
+use std::path::PathBuf;
+use std::process::Stdio;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use agent_client_protocol::schema::ProtocolVersion;
+use agent_client_protocol::v1::ConnectionTo;
+use agent_client_protocol::v1::schema::{
+    ContentBlock, Implementation, InitializeRequest, NewSessionRequest, PromptRequest, RequestPermissionOutcome,
+    RequestPermissionRequest, RequestPermissionResponse, SelectedPermissionOutcome, SessionNotification, TextContent,
+};
+use agent_client_protocol::{Agent, Client, Lines};
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio::sync::watch;
+
+use super::SmokeError;
+use super::wire::{Direction, RawLine};
+
+/// How many stderr lines are kept.
+const STDERR_KEEP: usize = 200;
+
+/// What to spawn.
+#[derive(Debug, Clone)]
+pub struct SpawnSpec {
+    pub argv: Vec<String>,
+    pub cwd: PathBuf,
+    /// Set on top of the inherited environment.
+    pub env: Vec<(String, String)>,
+}
+
+/// Limits of a run.
+#[derive(Debug, Clone)]
+pub struct Limits {
+    /// For `initialize` and for `session/new`, each.
+    pub setup: Duration,
+    /// For the prompt turn.
+    pub turn: Duration,
+}
+
+/// How the prompt turn went, as seen by the client.
+#[derive(Debug, Clone, PartialEq)]
+pub enum TurnOutcome {
+    /// The agent answered the prompt (any stop reason, judged by the checks).
+    Answered,
+    /// The prompt request failed (error response, connection error).
+    Failed(String),
+    /// The agent closed its stdout (exited) without answering.
+    AgentGone,
+    /// No answer within the limit.
+    TimedOut(Duration),
+}
+
+/// A finished run of the agent.
+#[derive(Debug, Clone)]
+pub struct ClientRun {
+    /// Every raw line, times relative to the `session/prompt` send.
+    pub lines: Vec<RawLine>,
+    pub outcome: TurnOutcome,
+    /// The agent's process id (= its process group id).
+    pub pid: i32,
+    /// How the agent ended: "exit code 3 (on its own)", "killed by signal 9".
+    pub exit: String,
+    /// Whether it exited by itself before being killed.
+    pub exited_on_its_own: bool,
+    pub stderr: Vec<String>,
+    pub permission_requests: usize,
+    /// When the prompt was sent, on the caller's clock.
+    pub prompt_at: Instant,
+}
+
+/// Kills the whole process group with SIGKILL when dropped (every exit path, panics included).
+#[derive(Debug)]
+pub struct GroupGuard {
+    pgid: i32,
+}
+
+impl GroupGuard {
+    pub fn new(pgid: i32) -> Self {
+        Self { pgid }
+    }
+    pub fn kill(&self) {
+        if self.pgid > 1 {
+            // SAFETY: killpg has no memory-safety preconditions.
+            unsafe {
+                libc::killpg(self.pgid, libc::SIGKILL);
+            }
+        }
+    }
+}
+
+impl Drop for GroupGuard {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+type Recording = Arc<Mutex<Vec<(Direction, Instant, String)>>>;
+
+fn record(rec: &Recording, dir: Direction, text: &str) {
+    if let Ok(mut r) = rec.lock() {
+        r.push((dir, Instant::now(), text.to_string()));
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Phase {
+    Initialize,
+    SessionNew,
+    Prompt,
+}
+
+enum MainResult {
+    SetupFailed(Phase, String),
+    Turn(TurnOutcome),
+}
+
+/// Runs one turn: spawn, initialize, session/new, session/prompt; then kills the group.
+pub async fn run_turn(spec: &SpawnSpec, prompt: &str, limits: &Limits, epoch: Instant) -> Result<ClientRun, SmokeError> {
+    let (program, args) = spec.argv.split_first().ok_or_else(|| SmokeError::Config("empty agent command".into()))?;
+    let mut cmd = tokio::process::Command::new(program);
+    cmd.args(args)
+        .current_dir(&spec.cwd)
+        .envs(spec.env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0)
+        .kill_on_drop(true);
+    let mut child = cmd.spawn().map_err(|source| SmokeError::Spawn {
+        cmd: shell_words::join(&spec.argv),
+        source,
+    })?;
+    let pid = child.id().map(|p| p as i32).unwrap_or(0);
+    let guard = GroupGuard::new(pid);
+    let (Some(stdin), Some(stdout), Some(stderr)) = (child.stdin.take(), child.stdout.take(), child.stderr.take()) else {
+        return Err(SmokeError::Spawn {
+            cmd: shell_words::join(&spec.argv),
+            source: std::io::Error::other("missing pipes"),
+        });
+    };
+
+    let rec: Recording = Arc::new(Mutex::new(Vec::new()));
+    let stderr_tail: Arc<Mutex<VecDeque<String>>> = Arc::new(Mutex::new(VecDeque::new()));
+    let (eof_tx, eof_rx) = watch::channel(false);
+
+    // stdout: tap every line, then hand it to the SDK
+    let (line_tx, line_rx) = futures::channel::mpsc::unbounded::<std::io::Result<String>>();
+    let stdout_task = tokio::spawn({
+        let rec = rec.clone();
+        async move {
+            let mut reader = BufReader::new(stdout);
+            let mut buf = Vec::new();
+            loop {
+                buf.clear();
+                match reader.read_until(b'\n', &mut buf).await {
+                    Ok(0) => break,
+                    Ok(_) => {
+                        while matches!(buf.last(), Some(b'\n') | Some(b'\r')) {
+                            buf.pop();
+                        }
+                        let line = String::from_utf8_lossy(&buf).into_owned();
+                        record(&rec, Direction::In, &line);
+                        let _ = line_tx.unbounded_send(Ok(line));
+                    }
+                    Err(e) => {
+                        let _ = line_tx.unbounded_send(Err(e));
+                        break;
+                    }
+                }
+            }
+            let _ = eof_tx.send(true);
+        }
+    });
+    let stderr_task = tokio::spawn({
+        let tail = stderr_tail.clone();
+        async move {
+            let mut reader = BufReader::new(stderr);
+            let mut buf = Vec::new();
+            while let Ok(n) = reader.read_until(b'\n', &mut buf).await {
+                if n == 0 {
+                    break;
+                }
+                let line = String::from_utf8_lossy(&buf).trim_end().to_string();
+                buf.clear();
+                if let Ok(mut t) = tail.lock() {
+                    t.push_back(line);
+                    while t.len() > STDERR_KEEP {
+                        t.pop_front();
+                    }
+                }
+            }
+        }
+    });
+
+    // stdin: tap every line the SDK writes
+    let sink = futures::sink::unfold((stdin, rec.clone()), |(mut stdin, rec), line: String| async move {
+        record(&rec, Direction::Out, &line);
+        stdin.write_all(line.as_bytes()).await?;
+        stdin.write_all(b"\n").await?;
+        stdin.flush().await?;
+        Ok::<_, std::io::Error>((stdin, rec))
+    });
+    let transport = Lines::new(sink, line_rx);
+
+    let phase = Arc::new(Mutex::new(Phase::Initialize));
+    let permissions = Arc::new(AtomicUsize::new(0));
+    let cwd = spec.cwd.clone();
+    let prompt_text = prompt.to_string();
+    let setup = limits.setup;
+    let turn = limits.turn;
+    let conn = Client
+        .v1()
+        .name("acp-patch-smoke")
+        .on_receive_notification(
+            async move |_n: SessionNotification, _cx| Ok(()),
+            agent_client_protocol::on_receive_notification!(),
+        )
+        .on_receive_request(
+            {
+                let permissions = permissions.clone();
+                async move |req: RequestPermissionRequest, responder, _cx| {
+                    permissions.fetch_add(1, Ordering::SeqCst);
+                    let outcome = match req.options.first() {
+                        Some(o) => RequestPermissionOutcome::Selected(SelectedPermissionOutcome::new(o.option_id.clone())),
+                        None => RequestPermissionOutcome::Cancelled,
+                    };
+                    responder.respond(RequestPermissionResponse::new(outcome))
+                }
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .connect_with(transport, {
+            let phase = phase.clone();
+            async move |cx: ConnectionTo<Agent>| {
+                let set = |p: Phase| {
+                    if let Ok(mut g) = phase.lock() {
+                        *g = p;
+                    }
+                };
+                let init = InitializeRequest::new(ProtocolVersion::V1)
+                    .client_info(Implementation::new("acp-patch-smoke", env!("CARGO_PKG_VERSION")));
+                match tokio::time::timeout(setup, cx.send_request(init).block_task()).await {
+                    Err(_) => {
+                        return Ok(MainResult::SetupFailed(Phase::Initialize, format!("no answer within {setup:?}")));
+                    }
+                    Ok(Err(e)) => return Ok(MainResult::SetupFailed(Phase::Initialize, e.to_string())),
+                    Ok(Ok(_)) => {}
+                }
+                set(Phase::SessionNew);
+                let session_id = match tokio::time::timeout(setup, cx.send_request(NewSessionRequest::new(cwd)).block_task()).await {
+                    Err(_) => {
+                        return Ok(MainResult::SetupFailed(Phase::SessionNew, format!("no answer within {setup:?}")));
+                    }
+                    Ok(Err(e)) => return Ok(MainResult::SetupFailed(Phase::SessionNew, e.to_string())),
+                    Ok(Ok(r)) => r.session_id,
+                };
+                set(Phase::Prompt);
+                let req = PromptRequest::new(session_id, vec![ContentBlock::Text(TextContent::new(prompt_text))]);
+                let answer = cx.send_request(req).block_task();
+                let gone = async move {
+                    let mut eof_rx = eof_rx;
+                    let _ = eof_rx.wait_for(|e| *e).await;
+                    // let the SDK process what was already read
+                    tokio::time::sleep(Duration::from_millis(500)).await;
+                };
+                let outcome = tokio::select! {
+                    r = answer => match r {
+                        Ok(_) => TurnOutcome::Answered,
+                        Err(e) => TurnOutcome::Failed(e.to_string()),
+                    },
+                    _ = gone => TurnOutcome::AgentGone,
+                    _ = tokio::time::sleep(turn) => TurnOutcome::TimedOut(turn),
+                };
+                Ok(MainResult::Turn(outcome))
+            }
+        });
+
+    let overall = setup * 2 + turn + Duration::from_secs(5);
+    let result = tokio::time::timeout(overall, conn).await;
+    let phase_reached = phase.lock().map(|p| *p).unwrap_or(Phase::Initialize);
+
+    // finish: note whether it exited by itself, then kill the whole group and reap
+    let own_exit = child.try_wait().ok().flatten();
+    guard.kill();
+    let status = match own_exit {
+        Some(s) => Some(s),
+        None => tokio::time::timeout(Duration::from_secs(3), child.wait()).await.ok().and_then(Result::ok),
+    };
+    let _ = tokio::time::timeout(Duration::from_secs(2), stdout_task).await;
+    let _ = tokio::time::timeout(Duration::from_secs(2), stderr_task).await;
+    drop(guard);
+
+    let exit = describe_exit(status, own_exit.is_some());
+    let stderr: Vec<String> = stderr_tail.lock().map(|t| t.iter().cloned().collect()).unwrap_or_default();
+
+    let outcome = match result {
+        Ok(Ok(MainResult::Turn(o))) => o,
+        Ok(Ok(MainResult::SetupFailed(p, msg))) => return Err(setup_error(p, msg, &exit, &stderr)),
+        Ok(Err(e)) if phase_reached < Phase::Prompt => return Err(setup_error(phase_reached, e.to_string(), &exit, &stderr)),
+        Ok(Err(e)) => TurnOutcome::Failed(e.to_string()),
+        Err(_) if phase_reached < Phase::Prompt => {
+            return Err(setup_error(phase_reached, format!("no answer within {overall:?}"), &exit, &stderr));
+        }
+        Err(_) => TurnOutcome::TimedOut(turn),
+    };
+
+    // times relative to the session/prompt send
+    let raw = rec.lock().map(|r| r.clone()).unwrap_or_default();
+    let prompt_at = raw
+        .iter()
+        .find(|(d, _, t)| *d == Direction::Out && t.contains("\"session/prompt\""))
+        .map(|(_, at, _)| *at)
+        .unwrap_or(epoch);
+    let rel = |at: Instant| -> f64 {
+        if at >= prompt_at {
+            at.duration_since(prompt_at).as_secs_f64() * 1000.0
+        } else {
+            -(prompt_at.duration_since(at).as_secs_f64() * 1000.0)
+        }
+    };
+    let lines = raw.into_iter().map(|(d, at, t)| RawLine::new(d, rel(at), t)).collect();
+    Ok(ClientRun {
+        lines,
+        outcome,
+        pid,
+        exited_on_its_own: own_exit.is_some(),
+        exit,
+        stderr,
+        permission_requests: permissions.load(Ordering::SeqCst),
+        prompt_at,
+    })
+}
+
+fn describe_exit(status: Option<std::process::ExitStatus>, own: bool) -> String {
+    use std::os::unix::process::ExitStatusExt;
+    let how = match status {
+        Some(s) => match (s.code(), s.signal()) {
+            (Some(c), _) => format!("exit code {c}"),
+            (None, Some(sig)) => format!("killed by signal {sig}"),
+            _ => "ended".to_string(),
+        },
+        None => "did not end".to_string(),
+    };
+    if own {
+        format!("{how} (exited on its own)")
+    } else {
+        format!("{how} (stopped by acp-patch)")
+    }
+}
+
+fn setup_error(phase: Phase, msg: String, exit: &str, stderr: &[String]) -> SmokeError {
+    let tail = stderr_tail_text(stderr, 20);
+    match phase {
+        Phase::Initialize => SmokeError::Initialize {
+            message: msg,
+            exit: exit.to_string(),
+            stderr_tail: tail,
+        },
+        _ => SmokeError::SessionNew {
+            message: msg,
+            exit: exit.to_string(),
+            stderr_tail: tail,
+        },
+    }
+}
+
+/// The last `n` stderr lines, joined.
+pub fn stderr_tail_text(stderr: &[String], n: usize) -> String {
+    let start = stderr.len().saturating_sub(n);
+    stderr[start..].join("\n")
+}

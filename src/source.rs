@@ -1,0 +1,162 @@
+//! A source file as read from disk, with the style facts every edit must keep.
+
+use crate::error::{Result, io_err};
+use std::path::{Path, PathBuf};
+
+const BOM: &str = "\u{feff}";
+
+/// How a file writes itself: the things an inserted line must copy.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Style {
+    pub bom: bool,
+    /// `"\n"` or `"\r\n"`.
+    pub eol: &'static str,
+    /// One level of indentation: a tab or N spaces.
+    pub indent_unit: String,
+}
+
+#[derive(Debug, Clone)]
+pub struct SourceFile {
+    pub path: PathBuf,
+    /// Path relative to the project root, with `/` separators (used in diffs and reports).
+    pub rel: String,
+    /// The text without a BOM; all offsets refer to it.
+    pub text: String,
+    pub style: Style,
+}
+
+impl SourceFile {
+    pub fn read(root: &Path, path: &Path) -> Result<Option<SourceFile>> {
+        let bytes = std::fs::read(path).map_err(io_err(path))?;
+        let Ok(raw) = String::from_utf8(bytes) else {
+            return Ok(None); // not text we can patch; never touched
+        };
+        let rel = path
+            .strip_prefix(root)
+            .unwrap_or(path)
+            .components()
+            .map(|c| c.as_os_str().to_string_lossy())
+            .collect::<Vec<_>>()
+            .join("/");
+        Ok(Some(SourceFile::from_text(path.to_path_buf(), rel, raw)))
+    }
+
+    pub fn from_text(path: PathBuf, rel: String, raw: String) -> SourceFile {
+        let bom = raw.starts_with(BOM);
+        let text = if bom { raw[BOM.len()..].to_string() } else { raw };
+        let style = Style {
+            bom,
+            eol: detect_eol(&text),
+            indent_unit: detect_indent_unit(&text),
+        };
+        SourceFile {
+            path,
+            rel,
+            text,
+            style,
+        }
+    }
+
+    /// The bytes to write for a new text in this file's style (BOM restored).
+    pub fn to_disk(&self, text: &str) -> String {
+        if self.style.bom {
+            format!("{BOM}{text}")
+        } else {
+            text.to_string()
+        }
+    }
+
+    /// The file as it is on disk.
+    pub fn original(&self) -> String {
+        self.to_disk(&self.text)
+    }
+
+    /// 1-based line of a byte offset.
+    pub fn line_of(&self, offset: usize) -> usize {
+        self.text[..offset.min(self.text.len())].matches('\n').count() + 1
+    }
+}
+
+fn detect_eol(text: &str) -> &'static str {
+    let crlf = text.matches("\r\n").count();
+    let lf = text.matches('\n').count() - crlf;
+    if crlf > lf { "\r\n" } else { "\n" }
+}
+
+/// The smallest indentation step the file uses: a tab if lines are tab-indented, else the
+/// most common positive difference between a line and the less-indented line it follows.
+fn detect_indent_unit(text: &str) -> String {
+    let mut tabs = 0usize;
+    let mut spaces = 0usize;
+    let mut steps = std::collections::BTreeMap::<usize, usize>::new();
+    let mut prev = 0usize;
+    for line in text.lines() {
+        if line.trim().is_empty() {
+            continue;
+        }
+        let ws: &str = &line[..line.len() - line.trim_start().len()];
+        if ws.starts_with('\t') {
+            tabs += 1;
+            continue;
+        }
+        if ws.is_empty() {
+            prev = 0;
+            continue;
+        }
+        spaces += 1;
+        let n = ws.len();
+        if n > prev {
+            *steps.entry(n - prev).or_default() += 1;
+        }
+        prev = n;
+    }
+    if tabs > spaces {
+        return "\t".into();
+    }
+    let step = steps
+        .iter()
+        .filter(|(step, _)| **step >= 2 && **step <= 8)
+        .max_by_key(|(step, count)| (**count, std::cmp::Reverse(**step)))
+        .map(|(step, _)| *step)
+        .unwrap_or(4);
+    " ".repeat(step)
+}
+
+/// The leading whitespace of the line that contains `offset`.
+pub fn indent_at(text: &str, offset: usize) -> &str {
+    let start = line_start(text, offset);
+    let line = &text[start..];
+    &line[..line.len() - line.trim_start_matches([' ', '\t']).len()]
+}
+
+pub fn line_start(text: &str, offset: usize) -> usize {
+    text[..offset].rfind('\n').map(|i| i + 1).unwrap_or(0)
+}
+
+/// Offset just past the end of the line containing `offset` (past its line ending, if any).
+pub fn line_end_after(text: &str, offset: usize) -> usize {
+    match text[offset..].find('\n') {
+        Some(i) => offset + i + 1,
+        None => text.len(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn detects_tabs_spaces_and_crlf() {
+        let f = SourceFile::from_text("a".into(), "a".into(), "def f():\r\n\tpass\r\n".into());
+        assert_eq!(f.style.eol, "\r\n");
+        assert_eq!(f.style.indent_unit, "\t");
+        let f = SourceFile::from_text(
+            "a".into(),
+            "a".into(),
+            "\u{feff}class A:\n  def f(self):\n    pass\n".into(),
+        );
+        assert!(f.style.bom);
+        assert_eq!(f.style.indent_unit, "  ");
+        assert_eq!(f.original(), "\u{feff}class A:\n  def f(self):\n    pass\n");
+    }
+}

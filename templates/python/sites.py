@@ -1,0 +1,23 @@
+# acp-patch: the one-statement sites. Each `# site: NAME` section is inserted at one place
+# in the agent, indented like the statement it goes beside; {{...}} are filled per agent.
+# site: hook_start
+_acp_progress_start({{AGENT}})
+# site: hook_complete
+_acp_progress_complete({{AGENT}})
+# site: callback_store
+{{AGENT}}.agent_progress_callback = agent_progress_callback
+# site: wiring_callback
+{{AGENT}}.agent_progress_callback = make_agent_progress_cb({{CONN}}, {{SESSION_ID}}, {{LOOP}}) if {{CONN}} else None
+# site: text_hold_install
+_acp_text_hold = install_acp_text_hold({{AGENT}})
+# site: text_hold_end_turn_callback
+await _acp_text_hold.aend_turn()
+# site: wiring_emitter
+{{AGENT}}.agent_progress_callback = make_agent_progress_cb({{CONN}}, {{SESSION_ID}}, asyncio.get_running_loop()) if {{CONN}} else None
+# site: text_hold_begin_turn
+_acp_text_hold_begin_turn({{AGENT}}, {{SESSION_ID}})
+# site: text_hold_end_turn_emitter
+await _acp_text_hold_end_turn({{AGENT}}, {{SESSION_ID}}, {{AGENT}}.{{EMITTER}})
+# site: text_hold_gate
+if await _acp_text_hold({{AGENT}}, {{SESSION_ID}}, {{UPDATE}}, {{AGENT}}.{{EMITTER}}):
+    return
