@@ -7,7 +7,9 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 use serde_json::Value;
 
-use super::wire::{Direction, RawLine, TurnFrame, Update, content_block_text, truncate, turn_updates};
+use super::wire::{
+    Direction, RawLine, TurnFrame, Update, content_block_text, truncate, turn_updates,
+};
 
 /// Names of the checks, in report order.
 pub const THINK_CARD: &str = "think_card";
@@ -42,7 +44,8 @@ impl Check {
         }
     }
     fn fig(mut self, k: &str, v: f64) -> Self {
-        self.figures.insert(k.to_string(), (v * 10.0).round() / 10.0);
+        self.figures
+            .insert(k.to_string(), (v * 10.0).round() / 10.0);
         self
     }
     fn ev(mut self, e: impl Into<String>) -> Self {
@@ -104,12 +107,18 @@ fn ms(v: f64) -> String {
 pub fn think_card(ups: &[Update], ctx: &CheckContext) -> Check {
     let chunk = first_chunk(ups);
     let Some(card) = find_card(ups) else {
-        let mut c = Check::new(THINK_CARD, false, "no tool_call with kind \"think\" in the turn");
+        let mut c = Check::new(
+            THINK_CARD,
+            false,
+            "no tool_call with kind \"think\" in the turn",
+        );
         for u in ups.iter().filter(|u| u.tag == "tool_call") {
             c = c.ev(format!(
                 "tool_call {} kind={} title={:?} at {}",
                 u.tool_call_id().unwrap_or("?"),
-                u.kind().map(|k| format!("{k:?}")).unwrap_or_else(|| "(none: other)".into()),
+                u.kind()
+                    .map(|k| format!("{k:?}"))
+                    .unwrap_or_else(|| "(none: other)".into()),
                 u.update.get("title").and_then(Value::as_str).unwrap_or(""),
                 ms(u.t_ms)
             ));
@@ -144,7 +153,10 @@ pub fn think_card(ups: &[Update], ctx: &CheckContext) -> Check {
     }
     c.ev(format!(
         "title {:?}, status {}",
-        card.update.get("title").and_then(Value::as_str).unwrap_or(""),
+        card.update
+            .get("title")
+            .and_then(Value::as_str)
+            .unwrap_or(""),
         card.status().unwrap_or("(none: pending)")
     ))
 }
@@ -157,11 +169,20 @@ pub fn expected_heartbeats(wait_ms: f64, interval_s: f64) -> u64 {
     }
     let n = (wait_ms / interval_ms).floor() as i64 - 1;
     let n = n.max(0) as u64;
-    if wait_ms > 1.5 * interval_ms { n.max(1) } else { n }
+    if wait_ms > 1.5 * interval_ms {
+        n.max(1)
+    } else {
+        n
+    }
 }
 
 /// In-progress updates of the card while waiting for the first chunk.
-pub fn heartbeat(lines: &[RawLine], frame: &TurnFrame, ups: &[Update], ctx: &CheckContext) -> Check {
+pub fn heartbeat(
+    lines: &[RawLine],
+    frame: &TurnFrame,
+    ups: &[Update],
+    ctx: &CheckContext,
+) -> Check {
     let Some(card) = find_card(ups) else {
         return Check::new(HEARTBEAT, false, "no think card, so no heartbeat");
     };
@@ -216,7 +237,11 @@ pub fn heartbeat(lines: &[RawLine], frame: &TurnFrame, ups: &[Update], ctx: &Che
     } else {
         c.ev(format!(
             "heartbeats at {}",
-            beats.iter().map(|b| ms(b.t_ms)).collect::<Vec<_>>().join(", ")
+            beats
+                .iter()
+                .map(|b| ms(b.t_ms))
+                .collect::<Vec<_>>()
+                .join(", ")
         ))
     }
 }
@@ -257,11 +282,13 @@ pub fn complete(ups: &[Update]) -> Check {
         status == "completed" && in_time,
         match (status, in_time) {
             ("completed", true) => format!("card completed at {}", ms(done.t_ms)),
-            ("completed", false) => format!(
-                "card completed at {}, after the first chunk",
+            ("completed", false) => {
+                format!("card completed at {}, after the first chunk", ms(done.t_ms))
+            }
+            _ => format!(
+                "card marked {status} at {} instead of completed",
                 ms(done.t_ms)
             ),
-            _ => format!("card marked {status} at {} instead of completed", ms(done.t_ms)),
         },
     )
     .fig("complete_ms", done.t_ms);
@@ -275,8 +302,14 @@ pub fn complete(ups: &[Update]) -> Check {
 
 /// No thought chunk after the first message chunk.
 pub fn one_thought_block(ups: &[Update]) -> Check {
-    let thoughts = ups.iter().filter(|u| u.tag == "agent_thought_chunk").count();
-    let messages = ups.iter().filter(|u| u.tag == "agent_message_chunk").count();
+    let thoughts = ups
+        .iter()
+        .filter(|u| u.tag == "agent_thought_chunk")
+        .count();
+    let messages = ups
+        .iter()
+        .filter(|u| u.tag == "agent_message_chunk")
+        .count();
     let first_msg = ups.iter().find(|u| u.tag == "agent_message_chunk");
     let late: Vec<&Update> = match first_msg {
         Some(m) => ups
@@ -302,8 +335,16 @@ pub fn one_thought_block(ups: &[Update]) -> Check {
     .fig("message_chunks", messages as f64)
     .fig("thought_after_message", late.len() as f64);
     for u in late.iter().take(3) {
-        let text = u.update.get("content").map(content_block_text).unwrap_or_default();
-        c = c.ev(format!("agent_thought_chunk at {}: {:?}", ms(u.t_ms), truncate(&text, 80)));
+        let text = u
+            .update
+            .get("content")
+            .map(content_block_text)
+            .unwrap_or_default();
+        c = c.ev(format!(
+            "agent_thought_chunk at {}: {:?}",
+            ms(u.t_ms),
+            truncate(&text, 80)
+        ));
     }
     c
 }
@@ -355,15 +396,27 @@ pub fn clean_stdout(lines: &[RawLine]) -> Check {
         CLEAN_STDOUT,
         bad.is_empty(),
         if bad.is_empty() {
-            format!("all {} stdout line(s) are JSON-RPC 2.0 messages", incoming.len())
+            format!(
+                "all {} stdout line(s) are JSON-RPC 2.0 messages",
+                incoming.len()
+            )
         } else {
-            format!("{} of {} stdout line(s) are not JSON-RPC messages", bad.len(), incoming.len())
+            format!(
+                "{} of {} stdout line(s) are not JSON-RPC messages",
+                bad.len(),
+                incoming.len()
+            )
         },
     )
     .fig("lines", incoming.len() as f64)
     .fig("offending", bad.len() as f64);
     for (i, l, why) in bad.iter().take(5) {
-        c = c.ev(format!("line {} at {} ({why}): {:?}", i + 1, ms(l.t_ms), truncate(&l.text, 160)));
+        c = c.ev(format!(
+            "line {} at {} ({why}): {:?}",
+            i + 1,
+            ms(l.t_ms),
+            truncate(&l.text, 160)
+        ));
     }
     c
 }
@@ -383,7 +436,10 @@ pub fn well_formed_tool_calls(ups: &[Update]) -> Check {
     let mut problems: Vec<String> = Vec::new();
     let mut notes: Vec<String> = Vec::new();
     let mut n_updates = 0usize;
-    for u in ups.iter().filter(|u| u.tag == "tool_call" || u.tag == "tool_call_update") {
+    for u in ups
+        .iter()
+        .filter(|u| u.tag == "tool_call" || u.tag == "tool_call_update")
+    {
         let Some(id) = u.tool_call_id() else {
             problems.push(format!("{} without toolCallId at {}", u.tag, ms(u.t_ms)));
             continue;
@@ -402,11 +458,17 @@ pub fn well_formed_tool_calls(ups: &[Update]) -> Check {
         }
         match (u.tag.as_str(), known) {
             ("tool_call", None) => {
-                status.push((id.to_string(), new_status.unwrap_or_else(|| "pending".into())));
+                status.push((
+                    id.to_string(),
+                    new_status.unwrap_or_else(|| "pending".into()),
+                ));
                 continue;
             }
             ("tool_call", Some(_)) => {
-                notes.push(format!("note: {id} announced again by a tool_call at {}", ms(u.t_ms)));
+                notes.push(format!(
+                    "note: {id} announced again by a tool_call at {}",
+                    ms(u.t_ms)
+                ));
             }
             ("tool_call_update", None) => {
                 n_updates += 1;
@@ -423,7 +485,10 @@ pub fn well_formed_tool_calls(ups: &[Update]) -> Check {
             let old = status[k].1.clone();
             let (ro, rn) = (status_rank(&old).unwrap_or(0), status_rank(&s).unwrap_or(0));
             if rn < ro || (ro == 2 && old != s) {
-                problems.push(format!("{id}: status goes back from {old} to {s} at {}", ms(u.t_ms)));
+                problems.push(format!(
+                    "{id}: status goes back from {old} to {s} at {}",
+                    ms(u.t_ms)
+                ));
             }
             status[k].1 = s;
         }
@@ -443,7 +508,11 @@ pub fn well_formed_tool_calls(ups: &[Update]) -> Check {
                 n_updates
             )
         } else {
-            format!("{} problem(s) in {} tool call(s)", problems.len(), status.len())
+            format!(
+                "{} problem(s) in {} tool call(s)",
+                problems.len(),
+                status.len()
+            )
         },
     )
     .fig("tool_calls", status.len() as f64)
@@ -473,11 +542,17 @@ pub fn turn_ends(lines: &[RawLine], frame: &TurnFrame, ctx: &CheckContext) -> Ch
         Check::new(
             TURN_ENDS,
             false,
-            format!("session/prompt failed at {}: {}", ms(t), truncate(&err.to_string(), 200)),
+            format!(
+                "session/prompt failed at {}: {}",
+                ms(t),
+                truncate(&err.to_string(), 200)
+            ),
         )
     } else {
         match frame.stop_reason() {
-            Some("end_turn") => Check::new(TURN_ENDS, true, format!("stopReason end_turn at {}", ms(t))),
+            Some("end_turn") => {
+                Check::new(TURN_ENDS, true, format!("stopReason end_turn at {}", ms(t)))
+            }
             Some(other) => Check::new(
                 TURN_ENDS,
                 false,
@@ -486,7 +561,11 @@ pub fn turn_ends(lines: &[RawLine], frame: &TurnFrame, ctx: &CheckContext) -> Ch
             None => Check::new(
                 TURN_ENDS,
                 false,
-                format!("prompt response without stopReason at {}: {}", ms(t), truncate(&lines[ri].text, 200)),
+                format!(
+                    "prompt response without stopReason at {}: {}",
+                    ms(t),
+                    truncate(&lines[ri].text, 200)
+                ),
             ),
         }
     };
@@ -567,7 +646,10 @@ mod tests {
             .tcu(500.0, "t", Some("completed"))
             .message(600.0, "x")
             .end(700.0, "end_turn");
-        let c = think_card(&turn_updates(&r.lines, &TurnFrame::find(&r.lines)), &CheckContext::default());
+        let c = think_card(
+            &turn_updates(&r.lines, &TurnFrame::find(&r.lines)),
+            &CheckContext::default(),
+        );
         assert!(!c.passed);
         assert_eq!(c.figures["latency_ms"], 400.0);
 
@@ -623,7 +705,10 @@ mod tests {
         assert!(c.summary.contains("never completed"), "{c:?}");
         let w = by_name(&checks, WELL_FORMED_TOOL_CALLS);
         assert!(!w.passed);
-        assert!(w.evidence.iter().any(|e| e.contains("still in_progress")), "{w:?}");
+        assert!(
+            w.evidence.iter().any(|e| e.contains("still in_progress")),
+            "{w:?}"
+        );
     }
 
     #[test]
@@ -682,7 +767,10 @@ mod tests {
         assert!(c.summary.contains("timed out after 3 s"));
 
         let mut r = Rec::new();
-        r.raw(5.0, r#"{"jsonrpc":"2.0","id":"p1","error":{"code":-32603,"message":"boom"}}"#);
+        r.raw(
+            5.0,
+            r#"{"jsonrpc":"2.0","id":"p1","error":{"code":-32603,"message":"boom"}}"#,
+        );
         let checks = run_all(&r.lines, &CheckContext::default());
         let c = by_name(&checks, TURN_ENDS);
         assert!(!c.passed);

@@ -11,8 +11,9 @@ use std::time::{Duration, Instant};
 use agent_client_protocol::schema::ProtocolVersion;
 use agent_client_protocol::v1::ConnectionTo;
 use agent_client_protocol::v1::schema::{
-    ContentBlock, Implementation, InitializeRequest, NewSessionRequest, PromptRequest, RequestPermissionOutcome,
-    RequestPermissionRequest, RequestPermissionResponse, SelectedPermissionOutcome, SessionNotification, TextContent,
+    ContentBlock, Implementation, InitializeRequest, NewSessionRequest, PromptRequest,
+    RequestPermissionOutcome, RequestPermissionRequest, RequestPermissionResponse,
+    SelectedPermissionOutcome, SessionNotification, TextContent,
 };
 use agent_client_protocol::{Agent, Client, Lines};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
@@ -120,8 +121,16 @@ enum MainResult {
 }
 
 /// Runs one turn: spawn, initialize, session/new, session/prompt; then kills the group.
-pub async fn run_turn(spec: &SpawnSpec, prompt: &str, limits: &Limits, epoch: Instant) -> Result<ClientRun, SmokeError> {
-    let (program, args) = spec.argv.split_first().ok_or_else(|| SmokeError::Config("empty agent command".into()))?;
+pub async fn run_turn(
+    spec: &SpawnSpec,
+    prompt: &str,
+    limits: &Limits,
+    epoch: Instant,
+) -> Result<ClientRun, SmokeError> {
+    let (program, args) = spec
+        .argv
+        .split_first()
+        .ok_or_else(|| SmokeError::Config("empty agent command".into()))?;
     let mut cmd = tokio::process::Command::new(program);
     cmd.args(args)
         .current_dir(&spec.cwd)
@@ -137,12 +146,22 @@ pub async fn run_turn(spec: &SpawnSpec, prompt: &str, limits: &Limits, epoch: In
     })?;
     let pid = child.id().map(|p| p as i32).unwrap_or(0);
     let guard = GroupGuard::new(pid);
-    let (Some(stdin), Some(stdout), Some(stderr)) = (child.stdin.take(), child.stdout.take(), child.stderr.take()) else {
+    let (Some(stdin), Some(stdout), Some(stderr)) =
+        (child.stdin.take(), child.stdout.take(), child.stderr.take())
+    else {
         return Err(SmokeError::Spawn {
             cmd: shell_words::join(&spec.argv),
             source: std::io::Error::other("missing pipes"),
         });
     };
+
+    // the child is reaped by its own task, which also says when it exited
+    let (exit_tx, exit_rx) = watch::channel(false);
+    let wait_task = tokio::spawn(async move {
+        let status = child.wait().await;
+        let _ = exit_tx.send(true);
+        status
+    });
 
     let rec: Recording = Arc::new(Mutex::new(Vec::new()));
     let stderr_tail: Arc<Mutex<VecDeque<String>>> = Arc::new(Mutex::new(VecDeque::new()));
@@ -198,15 +217,19 @@ pub async fn run_turn(spec: &SpawnSpec, prompt: &str, limits: &Limits, epoch: In
     });
 
     // stdin: tap every line the SDK writes
-    let sink = futures::sink::unfold((stdin, rec.clone()), |(mut stdin, rec), line: String| async move {
-        record(&rec, Direction::Out, &line);
-        stdin.write_all(line.as_bytes()).await?;
-        stdin.write_all(b"\n").await?;
-        stdin.flush().await?;
-        Ok::<_, std::io::Error>((stdin, rec))
-    });
+    let sink = futures::sink::unfold(
+        (stdin, rec.clone()),
+        |(mut stdin, rec), line: String| async move {
+            record(&rec, Direction::Out, &line);
+            stdin.write_all(line.as_bytes()).await?;
+            stdin.write_all(b"\n").await?;
+            stdin.flush().await?;
+            Ok::<_, std::io::Error>((stdin, rec))
+        },
+    );
     let transport = Lines::new(sink, line_rx);
 
+    let exit_watch = exit_rx.clone();
     let phase = Arc::new(Mutex::new(Phase::Initialize));
     let permissions = Arc::new(AtomicUsize::new(0));
     let cwd = spec.cwd.clone();
@@ -226,7 +249,9 @@ pub async fn run_turn(spec: &SpawnSpec, prompt: &str, limits: &Limits, epoch: In
                 async move |req: RequestPermissionRequest, responder, _cx| {
                     permissions.fetch_add(1, Ordering::SeqCst);
                     let outcome = match req.options.first() {
-                        Some(o) => RequestPermissionOutcome::Selected(SelectedPermissionOutcome::new(o.option_id.clone())),
+                        Some(o) => RequestPermissionOutcome::Selected(
+                            SelectedPermissionOutcome::new(o.option_id.clone()),
+                        ),
                         None => RequestPermissionOutcome::Cancelled,
                     };
                     responder.respond(RequestPermissionResponse::new(outcome))
@@ -242,29 +267,53 @@ pub async fn run_turn(spec: &SpawnSpec, prompt: &str, limits: &Limits, epoch: In
                         *g = p;
                     }
                 };
-                let init = InitializeRequest::new(ProtocolVersion::V1)
-                    .client_info(Implementation::new("acp-patch-smoke", env!("CARGO_PKG_VERSION")));
+                let init = InitializeRequest::new(ProtocolVersion::V1).client_info(
+                    Implementation::new("acp-patch-smoke", env!("CARGO_PKG_VERSION")),
+                );
                 match tokio::time::timeout(setup, cx.send_request(init).block_task()).await {
                     Err(_) => {
-                        return Ok(MainResult::SetupFailed(Phase::Initialize, format!("no answer within {setup:?}")));
+                        return Ok(MainResult::SetupFailed(
+                            Phase::Initialize,
+                            format!("no answer within {setup:?}"),
+                        ));
                     }
-                    Ok(Err(e)) => return Ok(MainResult::SetupFailed(Phase::Initialize, e.to_string())),
+                    Ok(Err(e)) => {
+                        return Ok(MainResult::SetupFailed(Phase::Initialize, e.to_string()));
+                    }
                     Ok(Ok(_)) => {}
                 }
                 set(Phase::SessionNew);
-                let session_id = match tokio::time::timeout(setup, cx.send_request(NewSessionRequest::new(cwd)).block_task()).await {
+                let session_id = match tokio::time::timeout(
+                    setup,
+                    cx.send_request(NewSessionRequest::new(cwd)).block_task(),
+                )
+                .await
+                {
                     Err(_) => {
-                        return Ok(MainResult::SetupFailed(Phase::SessionNew, format!("no answer within {setup:?}")));
+                        return Ok(MainResult::SetupFailed(
+                            Phase::SessionNew,
+                            format!("no answer within {setup:?}"),
+                        ));
                     }
-                    Ok(Err(e)) => return Ok(MainResult::SetupFailed(Phase::SessionNew, e.to_string())),
+                    Ok(Err(e)) => {
+                        return Ok(MainResult::SetupFailed(Phase::SessionNew, e.to_string()));
+                    }
                     Ok(Ok(r)) => r.session_id,
                 };
                 set(Phase::Prompt);
-                let req = PromptRequest::new(session_id, vec![ContentBlock::Text(TextContent::new(prompt_text))]);
+                let req = PromptRequest::new(
+                    session_id,
+                    vec![ContentBlock::Text(TextContent::new(prompt_text))],
+                );
                 let answer = cx.send_request(req).block_task();
+                let exited = exit_watch;
                 let gone = async move {
-                    let mut eof_rx = eof_rx;
-                    let _ = eof_rx.wait_for(|e| *e).await;
+                    // stdout closed, or the agent exited (a grandchild may hold stdout open)
+                    let (mut eof_rx, mut exited) = (eof_rx, exited);
+                    tokio::select! {
+                        _ = eof_rx.wait_for(|e| *e) => {}
+                        _ = exited.wait_for(|e| *e) => {}
+                    }
                     // let the SDK process what was already read
                     tokio::time::sleep(Duration::from_millis(500)).await;
                 };
@@ -285,26 +334,36 @@ pub async fn run_turn(spec: &SpawnSpec, prompt: &str, limits: &Limits, epoch: In
     let phase_reached = phase.lock().map(|p| *p).unwrap_or(Phase::Initialize);
 
     // finish: note whether it exited by itself, then kill the whole group and reap
-    let own_exit = child.try_wait().ok().flatten();
+    let exited_on_its_own = *exit_rx.borrow();
     guard.kill();
-    let status = match own_exit {
-        Some(s) => Some(s),
-        None => tokio::time::timeout(Duration::from_secs(3), child.wait()).await.ok().and_then(Result::ok),
+    let status = match tokio::time::timeout(Duration::from_secs(3), wait_task).await {
+        Ok(Ok(Ok(s))) => Some(s),
+        _ => None,
     };
     let _ = tokio::time::timeout(Duration::from_secs(2), stdout_task).await;
     let _ = tokio::time::timeout(Duration::from_secs(2), stderr_task).await;
     drop(guard);
 
-    let exit = describe_exit(status, own_exit.is_some());
-    let stderr: Vec<String> = stderr_tail.lock().map(|t| t.iter().cloned().collect()).unwrap_or_default();
+    let exit = describe_exit(status, exited_on_its_own);
+    let stderr: Vec<String> = stderr_tail
+        .lock()
+        .map(|t| t.iter().cloned().collect())
+        .unwrap_or_default();
 
     let outcome = match result {
         Ok(Ok(MainResult::Turn(o))) => o,
         Ok(Ok(MainResult::SetupFailed(p, msg))) => return Err(setup_error(p, msg, &exit, &stderr)),
-        Ok(Err(e)) if phase_reached < Phase::Prompt => return Err(setup_error(phase_reached, e.to_string(), &exit, &stderr)),
+        Ok(Err(e)) if phase_reached < Phase::Prompt => {
+            return Err(setup_error(phase_reached, e.to_string(), &exit, &stderr));
+        }
         Ok(Err(e)) => TurnOutcome::Failed(e.to_string()),
         Err(_) if phase_reached < Phase::Prompt => {
-            return Err(setup_error(phase_reached, format!("no answer within {overall:?}"), &exit, &stderr));
+            return Err(setup_error(
+                phase_reached,
+                format!("no answer within {overall:?}"),
+                &exit,
+                &stderr,
+            ));
         }
         Err(_) => TurnOutcome::TimedOut(turn),
     };
@@ -323,12 +382,15 @@ pub async fn run_turn(spec: &SpawnSpec, prompt: &str, limits: &Limits, epoch: In
             -(prompt_at.duration_since(at).as_secs_f64() * 1000.0)
         }
     };
-    let lines = raw.into_iter().map(|(d, at, t)| RawLine::new(d, rel(at), t)).collect();
+    let lines = raw
+        .into_iter()
+        .map(|(d, at, t)| RawLine::new(d, (rel(at) * 10.0).round() / 10.0, t))
+        .collect();
     Ok(ClientRun {
         lines,
         outcome,
         pid,
-        exited_on_its_own: own_exit.is_some(),
+        exited_on_its_own,
         exit,
         stderr,
         permission_requests: permissions.load(Ordering::SeqCst),

@@ -69,7 +69,8 @@ impl FileConfig {
     pub fn load(dir: &Path) -> Result<Self, SmokeError> {
         let path = dir.join(CONFIG_FILE);
         match std::fs::read_to_string(&path) {
-            Ok(text) => Self::parse(&text).map_err(|e| SmokeError::Config(format!("{}: {e}", path.display()))),
+            Ok(text) => Self::parse(&text)
+                .map_err(|e| SmokeError::Config(format!("{}: {e}", path.display()))),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Self::default()),
             Err(e) => Err(SmokeError::Config(format!("{}: {e}", path.display()))),
         }
@@ -100,7 +101,9 @@ pub struct Overrides {
 pub fn parse_env_pair(s: &str) -> Result<(String, String), SmokeError> {
     match s.split_once('=') {
         Some((k, v)) if !k.is_empty() => Ok((k.to_string(), v.to_string())),
-        _ => Err(SmokeError::Config(format!("--env expects KEY=VALUE, got {s:?}"))),
+        _ => Err(SmokeError::Config(format!(
+            "--env expects KEY=VALUE, got {s:?}"
+        ))),
     }
 }
 
@@ -122,10 +125,14 @@ pub struct Resolved {
 impl Resolved {
     /// Merges the file in `agent_dir` with the overrides.
     pub fn new(agent_dir: &Path, o: &Overrides) -> Result<Self, SmokeError> {
-        let agent_dir = std::fs::canonicalize(agent_dir)
-            .map_err(|e| SmokeError::Config(format!("agent folder {}: {e}", agent_dir.display())))?;
+        let agent_dir = std::fs::canonicalize(agent_dir).map_err(|e| {
+            SmokeError::Config(format!("agent folder {}: {e}", agent_dir.display()))
+        })?;
         if !agent_dir.is_dir() {
-            return Err(SmokeError::Config(format!("{} is not a folder", agent_dir.display())));
+            return Err(SmokeError::Config(format!(
+                "{} is not a folder",
+                agent_dir.display()
+            )));
         }
         let file = FileConfig::load(&agent_dir)?;
         Self::merge(agent_dir, file, o)
@@ -144,13 +151,20 @@ impl Resolved {
             env.retain(|(ek, _)| ek != k);
             env.push((k.clone(), v.clone()));
         }
-        let heartbeat_s = o.heartbeat_s.or(s.heartbeat_s).unwrap_or(DEFAULT_HEARTBEAT_S);
+        let heartbeat_s = o
+            .heartbeat_s
+            .or(s.heartbeat_s)
+            .unwrap_or(DEFAULT_HEARTBEAT_S);
         if !(heartbeat_s.is_finite() && heartbeat_s > 0.0) {
-            return Err(SmokeError::Config(format!("heartbeat_s must be > 0, got {heartbeat_s}")));
+            return Err(SmokeError::Config(format!(
+                "heartbeat_s must be > 0, got {heartbeat_s}"
+            )));
         }
         let timeout_s = o.timeout_s.or(s.timeout_s).unwrap_or(DEFAULT_TIMEOUT_S);
         if !(timeout_s.is_finite() && timeout_s > 0.0) {
-            return Err(SmokeError::Config(format!("timeout_s must be > 0, got {timeout_s}")));
+            return Err(SmokeError::Config(format!(
+                "timeout_s must be > 0, got {timeout_s}"
+            )));
         }
         let env_prefix = o
             .env_prefix
@@ -165,7 +179,11 @@ impl Resolved {
         let python = o
             .python
             .clone()
-            .or_else(|| std::env::var("ACP_PATCH_PYTHON").ok().filter(|p| !p.is_empty()))
+            .or_else(|| {
+                std::env::var("ACP_PATCH_PYTHON")
+                    .ok()
+                    .filter(|p| !p.is_empty())
+            })
             .unwrap_or_else(|| "python3".to_string());
         Ok(Self {
             agent_dir,
@@ -175,7 +193,11 @@ impl Resolved {
             heartbeat_s,
             env_prefix,
             timeout_s,
-            prompt: o.prompt.clone().or(s.prompt).unwrap_or_else(|| DEFAULT_PROMPT.to_string()),
+            prompt: o
+                .prompt
+                .clone()
+                .or(s.prompt)
+                .unwrap_or_else(|| DEFAULT_PROMPT.to_string()),
             python,
             script,
         })
@@ -207,7 +229,8 @@ impl Placeholders {
 
 /// The agent command as argv: split shell-words style, then each word filled.
 pub fn agent_argv(cmd: &str, ph: &Placeholders) -> Result<Vec<String>, SmokeError> {
-    let words = shell_words::split(cmd).map_err(|e| SmokeError::Config(format!("agent_cmd {cmd:?}: {e}")))?;
+    let words = shell_words::split(cmd)
+        .map_err(|e| SmokeError::Config(format!("agent_cmd {cmd:?}: {e}")))?;
     if words.is_empty() {
         return Err(SmokeError::Config("agent_cmd is empty".into()));
     }
@@ -219,11 +242,17 @@ pub fn write_files(r: &Resolved, ph: &Placeholders) -> Result<Vec<PathBuf>, Smok
     let mut written = Vec::new();
     for (path, contents) in &r.files {
         let p = PathBuf::from(ph.fill(path));
-        let p = if p.is_absolute() { p } else { r.agent_dir.join(p) };
+        let p = if p.is_absolute() {
+            p
+        } else {
+            r.agent_dir.join(p)
+        };
         if let Some(parent) = p.parent() {
-            std::fs::create_dir_all(parent).map_err(|e| SmokeError::Config(format!("{}: {e}", parent.display())))?;
+            std::fs::create_dir_all(parent)
+                .map_err(|e| SmokeError::Config(format!("{}: {e}", parent.display())))?;
         }
-        std::fs::write(&p, ph.fill(contents)).map_err(|e| SmokeError::Config(format!("{}: {e}", p.display())))?;
+        std::fs::write(&p, ph.fill(contents))
+            .map_err(|e| SmokeError::Config(format!("{}: {e}", p.display())))?;
         written.push(p);
     }
     Ok(written)
@@ -277,18 +306,30 @@ reasoning = ["r"]
         assert_eq!(r.env_prefix, "TOP");
         assert_eq!(r.heartbeat_var(), "TOP_HEARTBEAT_S");
         assert_eq!(r.heartbeat_s, 0.5);
-        assert_eq!(r.env, vec![("B".into(), "{llm_base_url}".into()), ("A".into(), "2".into())]);
+        assert_eq!(
+            r.env,
+            vec![
+                ("B".into(), "{llm_base_url}".into()),
+                ("A".into(), "2".into())
+            ]
+        );
         assert_eq!(r.script.delay_s, 0.1);
         assert_eq!(r.script.reasoning, vec!["r"]);
         assert_eq!(r.script.answer, Script::default().answer);
         let argv = agent_argv(&r.agent_cmd, &ph()).unwrap();
         assert_eq!(argv, vec!["/venv/bin/python", "agent.py", "--dir", "/a b"]);
-        assert_eq!(ph().fill(&r.files[0].1), "URL=http://127.0.0.1:9/v1\n{not_a_placeholder}");
+        assert_eq!(
+            ph().fill(&r.files[0].1),
+            "URL=http://127.0.0.1:9/v1\n{not_a_placeholder}"
+        );
     }
 
     #[test]
     fn smoke_prefix_wins_and_errors_are_config_errors() {
-        let file = FileConfig::parse("env_prefix = \"TOP\"\n[smoke]\nenv_prefix = \"HERMES\"\nagent_cmd = \"x\"").unwrap();
+        let file = FileConfig::parse(
+            "env_prefix = \"TOP\"\n[smoke]\nenv_prefix = \"HERMES\"\nagent_cmd = \"x\"",
+        )
+        .unwrap();
         let r = Resolved::merge(PathBuf::from("/x"), file, &Overrides::default()).unwrap();
         assert_eq!(r.env_prefix, "HERMES");
         let r = Resolved::merge(
@@ -302,7 +343,14 @@ reasoning = ["r"]
         )
         .unwrap();
         assert_eq!(r.env_prefix, "CLI");
-        assert!(Resolved::merge(PathBuf::from("/x"), FileConfig::default(), &Overrides::default()).is_err());
+        assert!(
+            Resolved::merge(
+                PathBuf::from("/x"),
+                FileConfig::default(),
+                &Overrides::default()
+            )
+            .is_err()
+        );
         assert!(FileConfig::parse("[smoke]\nagnet_cmd = \"typo\"").is_err());
         assert!(parse_env_pair("NOPE").is_err());
         assert_eq!(parse_env_pair("K=a=b").unwrap(), ("K".into(), "a=b".into()));

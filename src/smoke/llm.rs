@@ -268,8 +268,10 @@ pub fn stream_deltas(script: &Script, tool_phase: bool) -> (Vec<Value>, &'static
     let reasoning = |t: &String| json!({"reasoning_content": t, "reasoning": t});
     deltas.extend(script.reasoning.iter().map(reasoning));
     if tool_phase && let Some(tc) = &script.tool_call {
-        deltas.push(json!({"tool_calls": [{"index": 0, "id": tc.id, "type": "function",
-            "function": {"name": tc.name, "arguments": ""}}]}));
+        deltas.push(
+            json!({"tool_calls": [{"index": 0, "id": tc.id, "type": "function",
+            "function": {"name": tc.name, "arguments": ""}}]}),
+        );
         deltas.push(json!({"tool_calls": [{"index": 0, "function": {"arguments": tc.arguments}}]}));
         return (with_role(deltas), "tool_calls");
     }
@@ -291,10 +293,15 @@ pub fn completion_body(script: &Script, tool_phase: bool, id: &str, created: u64
     let reasoning: String = script
         .reasoning
         .iter()
-        .chain(if tool_phase { [].iter() } else { script.trailing_reasoning.iter() })
+        .chain(if tool_phase {
+            [].iter()
+        } else {
+            script.trailing_reasoning.iter()
+        })
         .cloned()
         .collect();
-    let mut message = json!({"role": "assistant", "reasoning_content": reasoning, "reasoning": reasoning});
+    let mut message =
+        json!({"role": "assistant", "reasoning_content": reasoning, "reasoning": reasoning});
     let finish = match (&script.tool_call, tool_phase) {
         (Some(tc), true) => {
             message["content"] = Value::Null;
@@ -303,7 +310,12 @@ pub fn completion_body(script: &Script, tool_phase: bool, id: &str, created: u64
             "tool_calls"
         }
         _ => {
-            let content: String = script.answer.iter().chain(&script.answer_after).cloned().collect();
+            let content: String = script
+                .answer
+                .iter()
+                .chain(&script.answer_after)
+                .cloned()
+                .collect();
             message["content"] = json!(content);
             "stop"
         }
@@ -323,7 +335,12 @@ async fn serve(
     n: u64,
 ) -> std::io::Result<()> {
     let Some(req) = read_request(&mut sock).await? else {
-        return write_json(&mut sock, 400, &error_body("bad request", "invalid_request_error", Value::Null)).await;
+        return write_json(
+            &mut sock,
+            400,
+            &error_body("bad request", "invalid_request_error", Value::Null),
+        )
+        .await;
     };
     let t_ms = epoch.elapsed().as_secs_f64() * 1000.0;
     let path = req.path.split('?').next().unwrap_or_default().to_string();
@@ -355,7 +372,11 @@ async fn serve(
                 return write_json(
                     &mut sock,
                     400,
-                    &error_body("request body is not JSON", "invalid_request_error", Value::Null),
+                    &error_body(
+                        "request body is not JSON",
+                        "invalid_request_error",
+                        Value::Null,
+                    ),
                 )
                 .await;
             };
@@ -363,7 +384,10 @@ async fn serve(
             let messages = body.get("messages").and_then(Value::as_array);
             let tool_phase = script.tool_call.is_some()
                 && !messages
-                    .map(|m| m.iter().any(|x| x.get("role").and_then(Value::as_str) == Some("tool")))
+                    .map(|m| {
+                        m.iter()
+                            .any(|x| x.get("role").and_then(Value::as_str) == Some("tool"))
+                    })
                     .unwrap_or(false);
             entry.stream = stream;
             entry.messages = messages.map(Vec::len).unwrap_or(0);
@@ -378,12 +402,22 @@ async fn serve(
             if let Some(e) = &err
                 && !(stream && e.mid_stream)
             {
-                return write_json(&mut sock, e.status, &error_body(&e.message, "server_error", json!(e.status))).await;
+                return write_json(
+                    &mut sock,
+                    e.status,
+                    &error_body(&e.message, "server_error", json!(e.status)),
+                )
+                .await;
             }
             let id = format!("chatcmpl-smoke-{n}");
             let created = now_unix();
             if !stream {
-                return write_json(&mut sock, 200, &completion_body(script, tool_phase, &id, created)).await;
+                return write_json(
+                    &mut sock,
+                    200,
+                    &completion_body(script, tool_phase, &id, created),
+                )
+                .await;
             }
             let head = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\nConnection: close\r\n\r\n";
             sock.write_all(head.as_bytes()).await?;
@@ -399,7 +433,8 @@ async fn serve(
                     if i > 0 {
                         tokio::time::sleep(Duration::from_millis(script.chunk_delay_ms)).await;
                     }
-                    sock.write_all(sse_event(&chunk(d, None)).as_bytes()).await?;
+                    sock.write_all(sse_event(&chunk(d, None)).as_bytes())
+                        .await?;
                     sock.flush().await?;
                 }
                 let ev = error_body(&e.message, "server_error", json!(e.status));
@@ -412,10 +447,12 @@ async fn serve(
                 if i > 0 {
                     tokio::time::sleep(Duration::from_millis(script.chunk_delay_ms)).await;
                 }
-                sock.write_all(sse_event(&chunk(d, None)).as_bytes()).await?;
+                sock.write_all(sse_event(&chunk(d, None)).as_bytes())
+                    .await?;
                 sock.flush().await?;
             }
-            sock.write_all(sse_event(&chunk(json!({}), Some(finish))).as_bytes()).await?;
+            sock.write_all(sse_event(&chunk(json!({}), Some(finish))).as_bytes())
+                .await?;
             sock.write_all(b"data: [DONE]\n\n").await?;
             sock.flush().await?;
             let _ = sock.shutdown().await;
@@ -424,7 +461,12 @@ async fn serve(
         (_, "/models") | (_, "/chat/completions") => {
             entry.status = 405;
             record(entry);
-            write_json(&mut sock, 405, &error_body("method not allowed", "invalid_request_error", Value::Null)).await
+            write_json(
+                &mut sock,
+                405,
+                &error_body("method not allowed", "invalid_request_error", Value::Null),
+            )
+            .await
         }
         _ => {
             entry.status = 404;
@@ -432,7 +474,11 @@ async fn serve(
             write_json(
                 &mut sock,
                 404,
-                &error_body(&format!("no route {path}"), "invalid_request_error", Value::Null),
+                &error_body(
+                    &format!("no route {path}"),
+                    "invalid_request_error",
+                    Value::Null,
+                ),
             )
             .await
         }
@@ -493,7 +539,8 @@ mod tests {
             .map(|e| serde_json::from_str(&e["data: ".len()..]).unwrap())
             .collect();
         let s = Script::default();
-        let n_deltas = s.reasoning.len() + s.answer.len() + s.trailing_reasoning.len() + s.answer_after.len();
+        let n_deltas =
+            s.reasoning.len() + s.answer.len() + s.trailing_reasoning.len() + s.answer_after.len();
         assert_eq!(chunks.len(), n_deltas + 1);
         for c in &chunks {
             assert_eq!(c["object"], "chat.completion.chunk");
@@ -538,7 +585,11 @@ mod tests {
     #[tokio::test]
     async fn models_and_404() {
         let srv = LlmServer::start(fast(), Instant::now()).await.unwrap();
-        let (head, body) = raw_request(srv.port(), "GET /v1/models HTTP/1.1\r\nHost: x\r\n\r\n".into()).await;
+        let (head, body) = raw_request(
+            srv.port(),
+            "GET /v1/models HTTP/1.1\r\nHost: x\r\n\r\n".into(),
+        )
+        .await;
         assert!(head.starts_with("HTTP/1.1 200 OK"));
         let v: Value = serde_json::from_str(&body).unwrap();
         assert_eq!(v["object"], "list");
@@ -554,7 +605,11 @@ mod tests {
             ..fast()
         };
         let srv = LlmServer::start(script, Instant::now()).await.unwrap();
-        let (_, body) = raw_request(srv.port(), post(r#"{"stream":true,"messages":[{"role":"user","content":"x"}]}"#)).await;
+        let (_, body) = raw_request(
+            srv.port(),
+            post(r#"{"stream":true,"messages":[{"role":"user","content":"x"}]}"#),
+        )
+        .await;
         assert!(body.contains("\"tool_calls\""));
         assert!(body.contains("\"finish_reason\":\"tool_calls\""));
         assert!(body.ends_with("data: [DONE]\n\n"));

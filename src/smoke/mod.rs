@@ -74,13 +74,19 @@ pub enum SmokeError {
         #[source]
         source: std::io::Error,
     },
-    #[error("initialize failed: {message}; agent {exit}{}", tail_suffix(stderr_tail))]
+    #[error(
+        "initialize failed: {message}; agent {exit}{}",
+        tail_suffix(stderr_tail)
+    )]
     Initialize {
         message: String,
         exit: String,
         stderr_tail: String,
     },
-    #[error("session/new failed: {message}; agent {exit}{}", tail_suffix(stderr_tail))]
+    #[error(
+        "session/new failed: {message}; agent {exit}{}",
+        tail_suffix(stderr_tail)
+    )]
     SessionNew {
         message: String,
         exit: String,
@@ -170,7 +176,11 @@ pub async fn run_async(opts: &SmokeOptions) -> Result<SmokeReport, SmokeError> {
     };
     config::write_files(&cfg, &ph)?;
     let argv = config::agent_argv(&cfg.agent_cmd, &ph)?;
-    let mut env: Vec<(String, String)> = cfg.env.iter().map(|(k, v)| (k.clone(), ph.fill(v))).collect();
+    let mut env: Vec<(String, String)> = cfg
+        .env
+        .iter()
+        .map(|(k, v)| (k.clone(), ph.fill(v)))
+        .collect();
     let hb_var = cfg.heartbeat_var();
     env.retain(|(k, _)| *k != hb_var);
     env.push((hb_var.clone(), config::seconds_str(cfg.heartbeat_s)));
@@ -188,9 +198,14 @@ pub async fn run_async(opts: &SmokeOptions) -> Result<SmokeReport, SmokeError> {
 
     let no_response_note = match &run.outcome {
         TurnOutcome::Answered => None,
-        TurnOutcome::Failed(e) => Some(format!("the prompt request failed: {e}; agent {}", run.exit)),
-        TurnOutcome::AgentGone => Some(format!("the agent closed stdout before answering; agent {}", run.exit)),
-        TurnOutcome::TimedOut(d) => Some(format!("no answer within the {} s timeout", d.as_secs_f64())),
+        TurnOutcome::Failed(e) => Some(format!("the prompt request failed: {e} ({})", run.exit)),
+        TurnOutcome::AgentGone => {
+            Some(format!("the agent stopped before answering ({})", run.exit))
+        }
+        TurnOutcome::TimedOut(d) => Some(format!(
+            "no answer within the {} s timeout",
+            d.as_secs_f64()
+        )),
     };
     let ctx = CheckContext {
         heartbeat_s: cfg.heartbeat_s,

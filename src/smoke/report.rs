@@ -51,8 +51,17 @@ pub fn mask_env(env: &[(String, String)]) -> Vec<(String, String)> {
     env.iter()
         .map(|(k, v)| {
             let up = k.to_ascii_uppercase();
-            let secret = ["KEY", "TOKEN", "SECRET", "PASSWORD"].iter().any(|s| up.contains(s));
-            (k.clone(), if secret && !v.is_empty() { "***".into() } else { v.clone() })
+            let secret = ["KEY", "TOKEN", "SECRET", "PASSWORD"]
+                .iter()
+                .any(|s| up.contains(s));
+            (
+                k.clone(),
+                if secret && !v.is_empty() {
+                    "***".into()
+                } else {
+                    v.clone()
+                },
+            )
         })
         .collect()
 }
@@ -111,7 +120,13 @@ pub fn blocks_text(t: &Transcript) -> String {
 pub fn checks_text(checks: &[Check]) -> String {
     let mut out = String::new();
     for c in checks {
-        let _ = writeln!(out, "  {} {:<22} {}", if c.passed { "PASS" } else { "FAIL" }, c.name, c.summary);
+        let _ = writeln!(
+            out,
+            "  {} {:<22} {}",
+            if c.passed { "PASS" } else { "FAIL" },
+            c.name,
+            c.summary
+        );
         for e in &c.evidence {
             let _ = writeln!(out, "         {e}");
         }
@@ -123,8 +138,17 @@ pub fn checks_text(checks: &[Check]) -> String {
 pub fn text(r: &SmokeReport) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "acp-patch smoke: {}", r.agent_dir);
-    let _ = writeln!(out, "  agent: {} (pid/pgid {})", shell_words::join(&r.agent_cmd), r.agent_pid);
-    let _ = writeln!(out, "  {}={} s, timeout {} s", r.heartbeat_var, r.heartbeat_s, r.timeout_s);
+    let _ = writeln!(
+        out,
+        "  agent: {} (pid/pgid {})",
+        shell_words::join(&r.agent_cmd),
+        r.agent_pid
+    );
+    let _ = writeln!(
+        out,
+        "  {}={} s, timeout {} s",
+        r.heartbeat_var, r.heartbeat_s, r.timeout_s
+    );
     let _ = writeln!(
         out,
         "  LLM: {} (delay {} s), {} request(s){}",
@@ -145,9 +169,13 @@ pub fn text(r: &SmokeReport) -> String {
     );
     let _ = writeln!(
         out,
-        "  turn: {}; agent {}; {} raw line(s){}",
+        "  turn: {}; {}{} raw line(s){}",
         r.outcome,
-        r.agent_exit,
+        if r.outcome.contains(&r.agent_exit) {
+            String::new()
+        } else {
+            format!("agent {}; ", r.agent_exit)
+        },
         r.lines.len(),
         if r.permission_requests > 0 {
             format!("; {} permission request(s) allowed", r.permission_requests)
@@ -184,8 +212,10 @@ pub fn json(r: &SmokeReport) -> String {
 
 /// The JSON written when the run could not happen.
 pub fn error_json(message: &str) -> String {
-    serde_json::to_string_pretty(&serde_json::json!({"passed": false, "error": message, "checks": []}))
-        .unwrap_or_default()
+    serde_json::to_string_pretty(
+        &serde_json::json!({"passed": false, "error": message, "checks": []}),
+    )
+    .unwrap_or_default()
 }
 
 /// Escapes text for HTML content and attribute values.
@@ -251,7 +281,11 @@ pub fn html(r: &SmokeReport) -> String {
         esc(&r.outcome)
     );
     h.push_str("<h2>Turn</h2>\n<div class=\"bubble\">\n");
-    let _ = writeln!(h, "<div class=\"message\"><b>You:</b> {}</div>", esc(&r.prompt));
+    let _ = writeln!(
+        h,
+        "<div class=\"message\"><b>You:</b> {}</div>",
+        esc(&r.prompt)
+    );
     for b in &r.transcript.blocks {
         match b {
             Block::Message { text, .. } => {
@@ -300,9 +334,15 @@ pub fn html(r: &SmokeReport) -> String {
     }
     h.push_str("</table>\n");
     if !r.stderr_tail.is_empty() {
-        let _ = writeln!(h, "<h2>Agent stderr (tail)</h2>\n<pre class=\"stderr\">{}</pre>", esc(&r.stderr_tail.join("\n")));
+        let _ = writeln!(
+            h,
+            "<h2>Agent stderr (tail)</h2>\n<pre class=\"stderr\">{}</pre>",
+            esc(&r.stderr_tail.join("\n"))
+        );
     }
-    h.push_str("<h2>Raw lines</h2>\n<table><tr><th>#</th><th>ms</th><th>dir</th><th>line</th></tr>\n");
+    h.push_str(
+        "<h2>Raw lines</h2>\n<table><tr><th>#</th><th>ms</th><th>dir</th><th>line</th></tr>\n",
+    );
     for (i, l) in r.lines.iter().enumerate() {
         let (cls, arrow) = match l.dir {
             Direction::In => ("in", "agent →"),
@@ -327,12 +367,18 @@ mod tests {
 
     #[test]
     fn escapes_everything() {
-        assert_eq!(esc("<script>alert('x') & \"y\"</script>"), "&lt;script&gt;alert(&#39;x&#39;) &amp; &quot;y&quot;&lt;/script&gt;");
+        assert_eq!(
+            esc("<script>alert('x') & \"y\"</script>"),
+            "&lt;script&gt;alert(&#39;x&#39;) &amp; &quot;y&quot;&lt;/script&gt;"
+        );
     }
 
     #[test]
     fn masks_secret_env() {
-        let m = mask_env(&[("OPENAI_API_KEY".into(), "sk-1".into()), ("URL".into(), "u".into())]);
+        let m = mask_env(&[
+            ("OPENAI_API_KEY".into(), "sk-1".into()),
+            ("URL".into(), "u".into()),
+        ]);
         assert_eq!(m[0].1, "***");
         assert_eq!(m[1].1, "u");
     }

@@ -191,7 +191,9 @@ fn content_preview(content: &[Value]) -> String {
             ),
             Some("terminal") => format!(
                 "terminal {}",
-                item.get("terminalId").and_then(Value::as_str).unwrap_or("?")
+                item.get("terminalId")
+                    .and_then(Value::as_str)
+                    .unwrap_or("?")
             ),
             _ => item.to_string(),
         })
@@ -286,16 +288,20 @@ mod tests {
         let a = t.tool("a").unwrap();
         assert_eq!(a.status, "in_progress");
         assert_eq!(a.icon(), "⟳");
-        assert_eq!(a.status_history, vec!["in_progress", "failed", "in_progress"]);
+        assert_eq!(
+            a.status_history,
+            vec!["in_progress", "failed", "in_progress"]
+        );
     }
 
     #[test]
     fn split_thought_blocks_stay_split_and_orphans_are_marked() {
         let mut r = Rec::new();
-        r.thought(1.0, "a")
-            .message(2.0, "b")
-            .thought(3.0, "c")
-            .tcu(4.0, "ghost", Some("completed"));
+        r.thought(1.0, "a").message(2.0, "b").thought(3.0, "c").tcu(
+            4.0,
+            "ghost",
+            Some("completed"),
+        );
         let t = Transcript::from_lines(&r.lines);
         assert_eq!(t.blocks.len(), 4);
         assert!(matches!(t.blocks[2], Block::Thought { .. }));
@@ -305,7 +311,9 @@ mod tests {
     #[test]
     fn lines_before_the_prompt_and_after_the_response_are_not_part_of_the_turn() {
         let mut r = Rec::new();
-        r.message(1.0, "in").end(2.0, "end_turn").message(3.0, "late");
+        r.message(1.0, "in")
+            .end(2.0, "end_turn")
+            .message(3.0, "late");
         let t = Transcript::from_lines(&r.lines);
         assert_eq!(t.message_text, "in");
     }
