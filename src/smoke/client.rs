@@ -267,62 +267,56 @@ pub async fn run_turn(
                         *g = p;
                     }
                 };
+                // resolves when stdout closed or the agent exited (a grandchild may hold
+                // stdout open), plus a grace period for the SDK to process what was read
+                let gone = || {
+                    let (mut eof, mut exited) = (eof_rx.clone(), exit_watch.clone());
+                    async move {
+                        tokio::select! {
+                            _ = eof.wait_for(|e| *e) => {}
+                            _ = exited.wait_for(|e| *e) => {}
+                        }
+                        tokio::time::sleep(Duration::from_millis(500)).await;
+                    }
+                };
                 let init = InitializeRequest::new(ProtocolVersion::V1).client_info(
                     Implementation::new("acp-patch-smoke", env!("CARGO_PKG_VERSION")),
                 );
-                match tokio::time::timeout(setup, cx.send_request(init).block_task()).await {
-                    Err(_) => {
-                        return Ok(MainResult::SetupFailed(
-                            Phase::Initialize,
-                            format!("no answer within {setup:?}"),
-                        ));
-                    }
-                    Ok(Err(e)) => {
+                tokio::select! {
+                    r = cx.send_request(init).block_task() => if let Err(e) = r {
                         return Ok(MainResult::SetupFailed(Phase::Initialize, e.to_string()));
+                    },
+                    _ = gone() => {
+                        return Ok(MainResult::SetupFailed(Phase::Initialize, "the agent stopped before answering".into()));
                     }
-                    Ok(Ok(_)) => {}
+                    _ = tokio::time::sleep(setup) => {
+                        return Ok(MainResult::SetupFailed(Phase::Initialize, format!("no answer within {setup:?}")));
+                    }
                 }
                 set(Phase::SessionNew);
-                let session_id = match tokio::time::timeout(
-                    setup,
-                    cx.send_request(NewSessionRequest::new(cwd)).block_task(),
-                )
-                .await
-                {
-                    Err(_) => {
-                        return Ok(MainResult::SetupFailed(
-                            Phase::SessionNew,
-                            format!("no answer within {setup:?}"),
-                        ));
+                let session_id = tokio::select! {
+                    r = cx.send_request(NewSessionRequest::new(cwd)).block_task() => match r {
+                        Ok(r) => r.session_id,
+                        Err(e) => return Ok(MainResult::SetupFailed(Phase::SessionNew, e.to_string())),
+                    },
+                    _ = gone() => {
+                        return Ok(MainResult::SetupFailed(Phase::SessionNew, "the agent stopped before answering".into()));
                     }
-                    Ok(Err(e)) => {
-                        return Ok(MainResult::SetupFailed(Phase::SessionNew, e.to_string()));
+                    _ = tokio::time::sleep(setup) => {
+                        return Ok(MainResult::SetupFailed(Phase::SessionNew, format!("no answer within {setup:?}")));
                     }
-                    Ok(Ok(r)) => r.session_id,
                 };
                 set(Phase::Prompt);
                 let req = PromptRequest::new(
                     session_id,
                     vec![ContentBlock::Text(TextContent::new(prompt_text))],
                 );
-                let answer = cx.send_request(req).block_task();
-                let exited = exit_watch;
-                let gone = async move {
-                    // stdout closed, or the agent exited (a grandchild may hold stdout open)
-                    let (mut eof_rx, mut exited) = (eof_rx, exited);
-                    tokio::select! {
-                        _ = eof_rx.wait_for(|e| *e) => {}
-                        _ = exited.wait_for(|e| *e) => {}
-                    }
-                    // let the SDK process what was already read
-                    tokio::time::sleep(Duration::from_millis(500)).await;
-                };
                 let outcome = tokio::select! {
-                    r = answer => match r {
+                    r = cx.send_request(req).block_task() => match r {
                         Ok(_) => TurnOutcome::Answered,
                         Err(e) => TurnOutcome::Failed(e.to_string()),
                     },
-                    _ = gone => TurnOutcome::AgentGone,
+                    _ = gone() => TurnOutcome::AgentGone,
                     _ = tokio::time::sleep(turn) => TurnOutcome::TimedOut(turn),
                 };
                 Ok(MainResult::Turn(outcome))
