@@ -67,11 +67,15 @@ pub struct SmokeSection {
 impl FileConfig {
     /// Reads `acp-patch.toml` from `dir` (an absent file is an empty config).
     pub fn load(dir: &Path) -> Result<Self, SmokeError> {
-        let path = dir.join(CONFIG_FILE);
-        match std::fs::read_to_string(&path) {
+        Self::load_file(&dir.join(CONFIG_FILE), false)
+    }
+
+    /// Reads a config file; when `required`, a missing file is an error.
+    pub fn load_file(path: &Path, required: bool) -> Result<Self, SmokeError> {
+        match std::fs::read_to_string(path) {
             Ok(text) => Self::parse(&text)
                 .map_err(|e| SmokeError::Config(format!("{}: {e}", path.display()))),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Self::default()),
+            Err(e) if !required && e.kind() == std::io::ErrorKind::NotFound => Ok(Self::default()),
             Err(e) => Err(SmokeError::Config(format!("{}: {e}", path.display()))),
         }
     }
@@ -95,6 +99,8 @@ pub struct Overrides {
     pub prompt: Option<String>,
     /// Overrides `{python}` (else env `ACP_PATCH_PYTHON`, else `python3`).
     pub python: Option<String>,
+    /// Read this file instead of `<agent folder>/acp-patch.toml`.
+    pub config_file: Option<PathBuf>,
 }
 
 /// Splits `KEY=VALUE`.
@@ -134,7 +140,10 @@ impl Resolved {
                 agent_dir.display()
             )));
         }
-        let file = FileConfig::load(&agent_dir)?;
+        let file = match &o.config_file {
+            Some(p) => FileConfig::load_file(p, true)?,
+            None => FileConfig::load(&agent_dir)?,
+        };
         Self::merge(agent_dir, file, o)
     }
 
@@ -185,6 +194,14 @@ impl Resolved {
                     .filter(|p| !p.is_empty())
             })
             .unwrap_or_else(|| "python3".to_string());
+        // a relative interpreter path (`target/py/venv/bin/python`) means from where we run
+        let python = if python.contains('/') && Path::new(&python).is_relative() {
+            std::env::current_dir()
+                .map(|d| d.join(&python).display().to_string())
+                .unwrap_or(python)
+        } else {
+            python
+        };
         Ok(Self {
             agent_dir,
             agent_cmd,
@@ -234,7 +251,15 @@ pub fn agent_argv(cmd: &str, ph: &Placeholders) -> Result<Vec<String>, SmokeErro
     if words.is_empty() {
         return Err(SmokeError::Config("agent_cmd is empty".into()));
     }
-    Ok(words.iter().map(|w| ph.fill(w)).collect())
+    let mut argv: Vec<String> = words.iter().map(|w| ph.fill(w)).collect();
+    // a relative program path (`./run.sh`) is relative to the agent folder
+    if argv[0].contains('/') && Path::new(&argv[0]).is_relative() {
+        argv[0] = Path::new(&ph.agent_dir)
+            .join(&argv[0])
+            .display()
+            .to_string();
+    }
+    Ok(argv)
 }
 
 /// Writes `[smoke.files]` (paths relative to the agent folder, or absolute).
@@ -355,6 +380,10 @@ reasoning = ["r"]
         assert!(parse_env_pair("NOPE").is_err());
         assert_eq!(parse_env_pair("K=a=b").unwrap(), ("K".into(), "a=b".into()));
         assert!(agent_argv("python 'unclosed", &ph()).is_err());
+        assert_eq!(
+            agent_argv("./run.sh -x", &ph()).unwrap(),
+            vec!["/a b/./run.sh", "-x"]
+        );
         assert_eq!(seconds_str(1.0), "1");
         assert_eq!(seconds_str(0.5), "0.5");
     }

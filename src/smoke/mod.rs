@@ -53,6 +53,9 @@ pub struct SmokeArgs {
     /// The interpreter for {python} [default: $ACP_PATCH_PYTHON, else python3].
     #[arg(long, value_name = "PATH")]
     pub python: Option<String>,
+    /// Read this file instead of PATH/acp-patch.toml.
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
     /// Write the transcript (raw lines with times) and checks as JSON.
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
@@ -131,6 +134,7 @@ impl SmokeOptions {
                 delay_s: a.delay_s,
                 prompt: a.prompt.clone(),
                 python: a.python.clone(),
+                config_file: a.config.clone(),
             },
         })
     }

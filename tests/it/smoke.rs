@@ -335,3 +335,31 @@ fn could_not_run_exits_2() {
     assert!(r.stderr.contains("no acp here"), "{}", r.stderr);
     assert!(t0.elapsed() < Duration::from_secs(20));
 }
+
+#[test]
+fn tool_call_with_permission_is_merged_and_allowed() {
+    let r = smoke(&fixtures().join("good_tool"), &[]);
+    assert_eq!(r.code, 0, "{}\n{}", r.stdout, r.stderr);
+    r.assert_failing(&[]);
+    assert_eq!(r.report["permission_requests"], 1);
+    assert_eq!(r.report["llm_requests"].as_array().unwrap().len(), 2);
+    let calls = r.report["transcript"]["tool_calls"].as_array().unwrap();
+    assert_eq!(calls.len(), 2);
+    let read = &calls[1];
+    assert_eq!(read["id"], "call_read_1");
+    assert_eq!(read["kind"], "read");
+    assert_eq!(read["status"], "completed");
+    assert_eq!(
+        read["status_history"],
+        serde_json::json!(["pending", "in_progress", "completed"])
+    );
+    // the client picked the first option
+    assert!(
+        read["content_preview"]
+            .as_str()
+            .unwrap()
+            .contains("allow-once")
+    );
+    assert!(r.stdout.contains("✓ read"), "{}", r.stdout);
+    assert_group_gone(&r);
+}
