@@ -58,19 +58,20 @@ impl Report {
         );
         let width = self.checks.iter().map(|c| c.id.len()).max().unwrap_or(0);
         for c in &self.checks {
-            s.push_str(&format!(
-                "  {:<10} {:<width$}  {}",
-                c.status.word(),
-                c.id,
-                c.locations.join(", ")
-            ));
-            if !c.detail.is_empty() {
-                if !c.locations.is_empty() {
-                    s.push_str("  ");
+            let pad = " ".repeat(13 + width);
+            s.push_str(&format!("  {:<10} {:<width$}", c.status.word(), c.id));
+            let mut lines = c.locations.iter().map(String::as_str).collect::<Vec<_>>();
+            let detail = c.detail.split("; ").filter(|d| !d.is_empty()).map(|d| format!("- {d}")).collect::<Vec<_>>();
+            lines.extend(detail.iter().map(String::as_str));
+            for (i, l) in lines.iter().enumerate() {
+                if i > 0 {
+                    s.push_str(&pad);
                 }
-                s.push_str(&format!("— {}", c.detail));
+                s.push_str(&format!("  {l}\n"));
             }
-            s.push('\n');
+            if lines.is_empty() {
+                s.push('\n');
+            }
         }
         let bad = self.checks.iter().filter(|c| c.status != Status::Ok).count();
         if bad == 0 {

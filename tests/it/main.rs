@@ -1,4 +1,6 @@
 //! The one integration-test binary: one module per area.
 
+mod python;
 mod python_templates;
 mod smoke;
+mod support;

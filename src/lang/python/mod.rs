@@ -162,7 +162,7 @@ impl Language for Python {
             if let Some(k) = ["hook.start", "hook.heartbeat", "hook.complete"].iter().position(|h| h == id) {
                 let state = ["start", "heartbeat", "complete"][k];
                 match calls[k].len() {
-                    1 => locations.push(at(calls[k][0].0, calls[k][0].1)),
+                    1 => locations.push(format!("{} (callback call)", at(calls[k][0].0, calls[k][0].1))),
                     0 if status == Status::Ok => {
                         status = Status::Malformed;
                         problems.push(format!("no `agent_progress_callback(\"{state}\", ...)` call"));
@@ -170,7 +170,7 @@ impl Language for Python {
                     0 => {}
                     _ => {
                         status = Status::Duplicated;
-                        locations.extend(calls[k].iter().map(|(f, l)| at(*f, *l)));
+                        locations.extend(calls[k].iter().map(|(f, l)| format!("{} (callback call)", at(*f, *l))));
                         problems.push(format!("{} calls with \"{state}\"; exactly one is allowed", calls[k].len()));
                     }
                 }
@@ -178,7 +178,7 @@ impl Language for Python {
             for p in &mine {
                 match p.present {
                     Some(line) => {
-                        let l = at(p.file, line);
+                        let l = format!("{} ({})", at(p.file, line), p.label);
                         if !locations.contains(&l) {
                             locations.push(l);
                         }

@@ -304,10 +304,10 @@ impl<'a> Builder<'a> {
         let start = self.site("hook_start", &[("AGENT", agent)])?;
         self.before(CHECK_START, "hook start", llm.start_before, start, "_acp_progress_start(")?;
         let complete = self.site("hook_complete", &[("AGENT", agent)])?;
-        self.top(CHECK_COMPLETE, "hook complete (first delta)", llm.first_delta, complete.clone(), "_acp_progress_complete(")?;
-        self.after(CHECK_COMPLETE, "hook complete (call returned)", llm.returned_after, complete.clone(), "_acp_progress_complete(")?;
+        self.top(CHECK_COMPLETE, "hook complete at first delta", llm.first_delta, complete.clone(), "_acp_progress_complete(")?;
+        self.after(CHECK_COMPLETE, "hook complete at call returned", llm.returned_after, complete.clone(), "_acp_progress_complete(")?;
         for e in &llm.error_paths {
-            self.top(CHECK_COMPLETE, "hook complete (error path)", *e, complete.clone(), "_acp_progress_complete(")?;
+            self.top(CHECK_COMPLETE, "hook complete at error path", *e, complete.clone(), "_acp_progress_complete(")?;
         }
 
         // The callback attribute: declared where the callbacks are taken, passed on, stored.
@@ -429,13 +429,13 @@ impl<'a> Builder<'a> {
         let start = self.site("hook_start", &[("AGENT", &agent)])?;
         self.before(CHECK_START, "hook start", sites.handoff, start, "_acp_progress_start(")?;
         let complete = self.site("hook_complete", &[("AGENT", &agent)])?;
-        self.after(CHECK_COMPLETE, "hook complete (turn end)", sites.handoff, complete.clone(), "_acp_progress_complete(")?;
+        self.after(CHECK_COMPLETE, "hook complete at turn end", sites.handoff, complete.clone(), "_acp_progress_complete(")?;
         let end = self.site("text_hold_end_turn_emitter", &[("AGENT", &agent), ("SESSION_ID", &em.session_id), ("EMITTER", &em.emitter_name)])?;
         self.after(CHECK_HOLD, "text hold flushed at turn end", sites.handoff, end, "_acp_text_hold_end_turn(")?;
 
         // The emitter: complete on the first update of the turn, then the hold gate.
         let ebody = At { file, node: em.emitter.node.child_by_field_name("body").expect("def body") };
-        self.top(CHECK_COMPLETE, "hook complete (first update)", ebody, complete, "_acp_progress_complete(")?;
+        self.top(CHECK_COMPLETE, "hook complete at first update", ebody, complete, "_acp_progress_complete(")?;
         let (sid, update) = &em.emitter_params;
         let gate = self.site("text_hold_gate", &[("AGENT", &agent), ("SESSION_ID", sid), ("UPDATE", update), ("EMITTER", &em.emitter_name)])?;
         self.top(CHECK_HOLD, "text hold gate", ebody, gate, "_acp_text_hold(")?;
