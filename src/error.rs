@@ -50,7 +50,9 @@ pub enum Error {
         pin_key: &'static str,
     },
 
-    #[error("could not locate the {site}: {detail}\n  pin it in acp-patch.toml:\n    [python]\n    {pin_key} = \"path/to/file.py:Class.method\"")]
+    #[error(
+        "could not locate the {site}: {detail}\n  pin it in acp-patch.toml:\n    [python]\n    {pin_key} = \"path/to/file.py:Class.method\""
+    )]
     Unlocatable {
         site: &'static str,
         detail: String,
@@ -69,7 +71,9 @@ pub enum Error {
     #[error("{file}: is read-only; make it writable (nothing was written)")]
     ReadOnly { file: String },
 
-    #[error("{file}: the patched file would not parse ({message}); this is a bug in acp-patch, nothing was written")]
+    #[error(
+        "{file}: the patched file would not parse ({message}); this is a bug in acp-patch, nothing was written"
+    )]
     WouldBreak { file: String, message: String },
 
     #[error("{file}:{line}: {message}")]

@@ -4,7 +4,6 @@
 //! The library holds every phase (locate, plan, render, apply, verify, smoke); the
 //! binary only parses arguments and maps results to exit codes.
 
-pub mod smoke;
 pub mod apply;
 pub mod config;
 pub mod diff;
@@ -15,4 +14,5 @@ pub mod plan;
 pub mod project;
 pub mod render;
 pub mod report;
+pub mod smoke;
 pub mod source;

@@ -108,7 +108,12 @@ fn fail(e: &Error, format: Format) -> u8 {
     if format == Format::Github
         && let Some(loc) = e.location()
     {
-        println!("::error file={},line={}::{}", loc.file, loc.line, e.to_string().replace('\n', "%0A"));
+        println!(
+            "::error file={},line={}::{}",
+            loc.file,
+            loc.line,
+            e.to_string().replace('\n', "%0A")
+        );
     }
     eprintln!("acp-patch: error: {e}");
     e.exit_code()
@@ -128,7 +133,10 @@ fn run_apply(args: &ApplyArgs) -> u8 {
         print!("{}", outcome.diff);
     }
     if args.format == Format::Json {
-        println!("{}", serde_json::to_string_pretty(&outcome).expect("outcome serializes"));
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&outcome).expect("outcome serializes")
+        );
     }
     for note in &outcome.notes {
         eprintln!("note: {note}");
@@ -137,7 +145,11 @@ fn run_apply(args: &ApplyArgs) -> u8 {
         eprintln!("acp-patch: nothing to do: every piece is already in place");
         return 0;
     }
-    let verb = if outcome.written { "inserted" } else { "would insert" };
+    let verb = if outcome.written {
+        "inserted"
+    } else {
+        "would insert"
+    };
     for p in &outcome.placed {
         eprintln!("  {}:{}  {}", p.file, p.line, p.piece);
     }
@@ -168,7 +180,9 @@ fn run_verify(args: &VerifyArgs) -> u8 {
     let mut code = report.exit_code();
     if args.smoke {
         // the smoke run with its defaults, reading [smoke] from the agent's acp-patch.toml
-        let smoke = SmokeOnly::parse_from([std::ffi::OsStr::new("smoke"), args.common.path.as_os_str()]).args;
+        let smoke =
+            SmokeOnly::parse_from([std::ffi::OsStr::new("smoke"), args.common.path.as_os_str()])
+                .args;
         let s = acp_patch::smoke::run_cli(&smoke) as u8;
         code = code.max(s);
     }

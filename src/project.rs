@@ -70,7 +70,10 @@ impl Project {
             });
         }
         let templates = Templates {
-            override_dir: opts.templates.clone().or_else(|| config.templates.dir.clone()),
+            override_dir: opts
+                .templates
+                .clone()
+                .or_else(|| config.templates.dir.clone()),
         };
         let files = read_sources(&root)?;
         Ok(Project {

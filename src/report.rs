@@ -61,7 +61,12 @@ impl Report {
             let pad = " ".repeat(13 + width);
             s.push_str(&format!("  {:<10} {:<width$}", c.status.word(), c.id));
             let mut lines = c.locations.iter().map(String::as_str).collect::<Vec<_>>();
-            let detail = c.detail.split("; ").filter(|d| !d.is_empty()).map(|d| format!("- {d}")).collect::<Vec<_>>();
+            let detail = c
+                .detail
+                .split("; ")
+                .filter(|d| !d.is_empty())
+                .map(|d| format!("- {d}"))
+                .collect::<Vec<_>>();
             lines.extend(detail.iter().map(String::as_str));
             for (i, l) in lines.iter().enumerate() {
                 if i > 0 {
@@ -73,7 +78,11 @@ impl Report {
                 s.push('\n');
             }
         }
-        let bad = self.checks.iter().filter(|c| c.status != Status::Ok).count();
+        let bad = self
+            .checks
+            .iter()
+            .filter(|c| c.status != Status::Ok)
+            .count();
         if bad == 0 {
             s.push_str(&format!("all {} checks hold\n", self.checks.len()));
         } else {

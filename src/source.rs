@@ -43,7 +43,11 @@ impl SourceFile {
 
     pub fn from_text(path: PathBuf, rel: String, raw: String) -> SourceFile {
         let bom = raw.starts_with(BOM);
-        let text = if bom { raw[BOM.len()..].to_string() } else { raw };
+        let text = if bom {
+            raw[BOM.len()..].to_string()
+        } else {
+            raw
+        };
         let style = Style {
             bom,
             eol: detect_eol(&text),
@@ -73,7 +77,10 @@ impl SourceFile {
 
     /// 1-based line of a byte offset.
     pub fn line_of(&self, offset: usize) -> usize {
-        self.text[..offset.min(self.text.len())].matches('\n').count() + 1
+        self.text[..offset.min(self.text.len())]
+            .matches('\n')
+            .count()
+            + 1
     }
 }
 

@@ -6,12 +6,17 @@ def _acp_progress_start(agent):
     import threading
     import time
 
+    # Per-agent lock: start (worker), complete (stream reader) and heartbeat (timer) race.
+    lock = agent.__dict__.setdefault("_acp_progress_lock", threading.RLock())
+    with lock:
+        if getattr(agent, "_acp_progress_handoff", False):
+            agent._acp_progress_handoff = False
+            if getattr(agent, "_acp_progress_open", False):
+                return  # the card opened at the hand-off covers this first call of the turn
     _acp_progress_complete(agent)  # a retry starts a new card: close the open one first
     callback = getattr(agent, "agent_progress_callback", None)
     if callback is None:
         return
-    # Per-agent lock: start (worker), complete (stream reader) and heartbeat (timer) race.
-    lock = agent.__dict__.setdefault("_acp_progress_lock", threading.RLock())
     with lock:
         generation = getattr(agent, "_acp_progress_generation", 0) + 1
         agent._acp_progress_generation = generation
@@ -32,6 +37,17 @@ def _acp_progress_start(agent):
         timer.daemon = True  # never keeps the process alive
         agent._acp_heartbeat_timer = timer
         timer.start()
+
+
+def _acp_progress_begin_turn(agent):
+    """Hook A at the hand-off (worker thread, before the engine prepares the turn): open the card
+    at once, so the client sees it even while the engine is still building its request."""
+    import threading
+
+    _acp_progress_start(agent)
+    lock = agent.__dict__.setdefault("_acp_progress_lock", threading.RLock())
+    with lock:
+        agent._acp_progress_handoff = getattr(agent, "_acp_progress_open", False)
 
 
 def _acp_progress_heartbeat(agent, generation):
@@ -68,6 +84,7 @@ def _acp_progress_complete(agent):
         if timer is not None:
             agent._acp_heartbeat_timer = None
             timer.cancel()
+        agent._acp_progress_handoff = False
         if not getattr(agent, "_acp_progress_open", False):
             return
         agent._acp_progress_open = False

@@ -2,6 +2,12 @@
 # in the agent, indented like the statement it goes beside; {{...}} are filled per agent.
 # site: hook_start
 _acp_progress_start({{AGENT}})
+# site: hook_begin_turn
+from {{MODULE}} import _acp_progress_begin_turn
+_acp_progress_begin_turn({{AGENT}})
+# site: hook_start_emitter
+_acp_progress_start({{AGENT}})
+await _acp_drain_sends({{SESSION_ID}})
 # site: hook_complete
 _acp_progress_complete({{AGENT}})
 # site: callback_store

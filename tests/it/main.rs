@@ -3,4 +3,5 @@
 mod python;
 mod python_templates;
 mod smoke;
+mod smoke_python;
 mod support;

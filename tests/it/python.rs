@@ -31,8 +31,16 @@ fn fixture_dry_run_matches_snapshot_and_writes_nothing() {
     let run = acp_patch(&["apply", "--dry-run", path_str(dir.path())], None);
     assert_eq!(run.code, 0, "{}", run.stderr);
     assert_snapshot(&fixture(FIXTURE).join("expected.diff"), &run.stdout);
-    assert_eq!(before, snapshot_tree(dir.path()), "a dry run wrote something");
-    assert!(run.stderr.contains("would insert 14 pieces into 1 files"), "{}", run.stderr);
+    assert_eq!(
+        before,
+        snapshot_tree(dir.path()),
+        "a dry run wrote something"
+    );
+    assert!(
+        run.stderr.contains("would insert 14 pieces into 1 files"),
+        "{}",
+        run.stderr
+    );
 }
 
 #[test]
@@ -40,7 +48,11 @@ fn fixture_apply_gives_the_after_tree_and_a_second_apply_is_a_no_op() {
     let dir = copy_tree(&fixture_before());
     let run = acp_patch(&["apply", path_str(dir.path())], None);
     assert_eq!(run.code, 0, "{}", run.stderr);
-    assert!(run.stderr.contains("streamy/agent.py:355  hook start"), "{}", run.stderr);
+    assert!(
+        run.stderr.contains("streamy/agent.py:355  hook start"),
+        "{}",
+        run.stderr
+    );
     if std::env::var_os("ACP_PATCH_BLESS").is_some() {
         let after = fixture(FIXTURE).join("after");
         let _ = std::fs::remove_dir_all(&after);
@@ -66,7 +78,11 @@ fn fixture_patched_module_imports_with_the_real_sdk() {
         .env("PYTHONDONTWRITEBYTECODE", "1")
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }
 
 #[test]
@@ -84,7 +100,10 @@ fn fixture_verify_reports_exactly_before_and_after() {
         &fixture(FIXTURE).join("verify-after.txt"),
         &normalize(&after.stdout, &after_dir),
     );
-    let json = acp_patch(&["verify", "--format", "json", path_str(&fixture_before())], None);
+    let json = acp_patch(
+        &["verify", "--format", "json", path_str(&fixture_before())],
+        None,
+    );
     assert_eq!(json.code, 1);
     let v: serde_json::Value = serde_json::from_str(&json.stdout).unwrap();
     assert_eq!(v["ok"], false);
@@ -97,7 +116,17 @@ fn fixture_verify_reports_exactly_before_and_after() {
         .collect();
     assert_eq!(
         missing,
-        ["hook.start", "hook.heartbeat", "hook.complete", "callback.declared", "callback.stored", "helpers", "factory", "wiring", "coalescing"]
+        [
+            "hook.start",
+            "hook.heartbeat",
+            "hook.complete",
+            "callback.declared",
+            "callback.stored",
+            "helpers",
+            "factory",
+            "wiring",
+            "coalescing"
+        ]
     );
 }
 
@@ -118,21 +147,43 @@ fn dry_run_diff_applied_with_git_gives_the_applied_tree() {
 #[test]
 fn env_prefix_renames_every_variable() {
     let dir = copy_tree(&fixture_before());
-    let run = acp_patch(&["apply", "--dry-run", "--env-prefix", "PI_ACP", path_str(dir.path())], None);
+    let run = acp_patch(
+        &[
+            "apply",
+            "--dry-run",
+            "--env-prefix",
+            "PI_ACP",
+            path_str(dir.path()),
+        ],
+        None,
+    );
     assert_eq!(run.code, 0);
-    for var in ["PI_ACP_THINK_HOLD_MS", "PI_ACP_HEARTBEAT_S", "PI_ACP_HEARTBEAT_DISABLED"] {
+    for var in [
+        "PI_ACP_THINK_HOLD_MS",
+        "PI_ACP_HEARTBEAT_S",
+        "PI_ACP_HEARTBEAT_DISABLED",
+    ] {
         assert!(run.stdout.contains(var), "{var} missing");
     }
     let stray = run.stdout.lines().filter(|l| l.contains("\"ACP_")).count();
     assert_eq!(stray, 0, "an ACP_ variable was left unprefixed");
-    let bad = acp_patch(&["apply", "--dry-run", "--env-prefix", "PI-ACP", path_str(dir.path())], None);
+    let bad = acp_patch(
+        &[
+            "apply",
+            "--dry-run",
+            "--env-prefix",
+            "PI-ACP",
+            path_str(dir.path()),
+        ],
+        None,
+    );
     assert_eq!(bad.code, 2, "{}", bad.stderr);
 }
 
 // ---- Hermes Agent, exactly as published ------------------------------------------------
 
 /// The wheel's source tree, downloaded once and cached under target/.
-fn hermes(version: &str) -> PathBuf {
+pub(crate) fn hermes(version: &str) -> PathBuf {
     let cache = repo().join("target/hermes").join(version);
     let src = cache.join("src");
     if src.join("acp_adapter").is_dir() {
@@ -141,7 +192,14 @@ fn hermes(version: &str) -> PathBuf {
     std::fs::create_dir_all(&cache).unwrap();
     let wheels = cache.join("wheels");
     let ok = std::process::Command::new("python3")
-        .args(["-m", "pip", "download", "-q", "--disable-pip-version-check", "--no-deps"])
+        .args([
+            "-m",
+            "pip",
+            "download",
+            "-q",
+            "--disable-pip-version-check",
+            "--no-deps",
+        ])
         .arg(format!("hermes-agent=={version}"))
         .arg("-d")
         .arg(&wheels)
@@ -149,7 +207,12 @@ fn hermes(version: &str) -> PathBuf {
         .unwrap()
         .success();
     assert!(ok, "pip download hermes-agent=={version} failed");
-    let wheel = std::fs::read_dir(&wheels).unwrap().next().unwrap().unwrap().path();
+    let wheel = std::fs::read_dir(&wheels)
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
     let tmp = cache.join("src.partial");
     let _ = std::fs::remove_dir_all(&tmp);
     let ok = std::process::Command::new("python3")
@@ -178,12 +241,25 @@ fn hermes_case(version: &str) {
 
     let before = acp_patch(&["verify", path_str(root)], None);
     assert_eq!(before.code, 1, "{}{}", before.stdout, before.stderr);
-    assert_eq!(before.stdout.matches("  missing ").count(), 9, "{}", before.stdout);
+    assert_eq!(
+        before.stdout.matches("  missing ").count(),
+        9,
+        "{}",
+        before.stdout
+    );
 
     let dry = acp_patch(&["apply", "--dry-run", path_str(root)], None);
     assert_eq!(dry.code, 0, "{}", dry.stderr);
-    let placed: String = dry.stderr.lines().filter(|l| l.starts_with("  ")).map(|l| format!("{l}\n")).collect();
-    assert_snapshot(&fixture(&format!("python/hermes-{version}.placed.txt")), &placed);
+    let placed: String = dry
+        .stderr
+        .lines()
+        .filter(|l| l.starts_with("  "))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    assert_snapshot(
+        &fixture(&format!("python/hermes-{version}.placed.txt")),
+        &placed,
+    );
 
     let run = acp_patch(&["apply", path_str(root)], None);
     assert_eq!(run.code, 0, "{}", run.stderr);
@@ -234,10 +310,20 @@ fn ambiguous_prompt_handler_lists_candidates_and_a_pin_fixes_it() {
     let before = snapshot_tree(dir.path());
     let run = acp_patch(&["apply", path_str(dir.path())], None);
     assert_eq!(run.code, 1, "{}", run.stderr);
-    assert!(run.stderr.contains("found 2 candidates for the ACP prompt handler"), "{}", run.stderr);
+    assert!(
+        run.stderr
+            .contains("found 2 candidates for the ACP prompt handler"),
+        "{}",
+        run.stderr
+    );
     assert!(run.stderr.contains("streamy/agent.py:"), "{}", run.stderr);
     assert!(run.stderr.contains("streamy/other.py:"), "{}", run.stderr);
-    assert!(run.stderr.contains("prompt = \"streamy/agent.py:StreamyAgent.prompt\""), "{}", run.stderr);
+    assert!(
+        run.stderr
+            .contains("prompt = \"streamy/agent.py:StreamyAgent.prompt\""),
+        "{}",
+        run.stderr
+    );
     assert_eq!(before, snapshot_tree(dir.path()), "nothing may be written");
 
     std::fs::write(
@@ -256,11 +342,23 @@ fn unlocatable_hand_off_says_what_to_do_and_writes_nothing() {
     let dir = copy_tree(&fixture_before());
     let path = dir.path().join("streamy/agent.py");
     let agent = std::fs::read_to_string(&path).unwrap();
-    std::fs::write(&path, agent.replace("async for delta in self._client.stream(messages):", "for delta in []:")).unwrap();
+    std::fs::write(
+        &path,
+        agent.replace(
+            "async for delta in self._client.stream(messages):",
+            "for delta in []:",
+        ),
+    )
+    .unwrap();
     let before = snapshot_tree(dir.path());
     let run = acp_patch(&["apply", path_str(dir.path())], None);
     assert_eq!(run.code, 1, "{}", run.stderr);
-    assert!(run.stderr.contains("could not locate the hand-off to the model"), "{}", run.stderr);
+    assert!(
+        run.stderr
+            .contains("could not locate the hand-off to the model"),
+        "{}",
+        run.stderr
+    );
     assert!(run.stderr.contains("acp-patch.toml"), "{}", run.stderr);
     assert_eq!(before, snapshot_tree(dir.path()));
 }
@@ -278,7 +376,11 @@ fn no_agent_and_missing_path() {
     let missing = dir.path().join("nope");
     let run = acp_patch(&["apply", path_str(&missing)], None);
     assert_eq!(run.code, 2);
-    assert!(run.stderr.contains("no such file or folder"), "{}", run.stderr);
+    assert!(
+        run.stderr.contains("no such file or folder"),
+        "{}",
+        run.stderr
+    );
     assert_eq!(acp_patch(&["verify", path_str(&missing)], None).code, 2);
 }
 
@@ -294,7 +396,10 @@ fn style_case(transform: impl Fn(&str) -> String, check: impl Fn(&str)) {
     let run = acp_patch(&["apply", path_str(dir.path())], None);
     assert_eq!(run.code, 0, "{}", run.stderr);
     let patched = std::fs::read_to_string(&path).unwrap();
-    assert!(only_insertions(&original, &patched), "untouched bytes changed");
+    assert!(
+        only_insertions(&original, &patched),
+        "untouched bytes changed"
+    );
     check(&patched);
     py_compile("python3", dir.path(), &["streamy/agent.py".to_string()]);
     let again = acp_patch(&["apply", path_str(dir.path())], None);
@@ -321,21 +426,37 @@ fn spaces_to_tabs(s: &str) -> String {
 #[test]
 fn style_tabs_are_kept_for_inserted_lines() {
     style_case(spaces_to_tabs, |patched| {
-        assert!(patched.lines().all(|l| !l.starts_with(' ')), "a space-indented line was inserted");
+        assert!(
+            patched.lines().all(|l| !l.starts_with(' ')),
+            "a space-indented line was inserted"
+        );
     });
 }
 
 #[test]
 fn style_two_space_indent_is_kept() {
     style_case(
-        |s| s.lines().map(|l| {
-            let n = l.len() - l.trim_start_matches(' ').len();
-            format!("{}{}\n", "  ".repeat(n / 4), &l[n / 4 * 4..])
-        }).collect(),
+        |s| {
+            s.lines()
+                .map(|l| {
+                    let n = l.len() - l.trim_start_matches(' ').len();
+                    format!("{}{}\n", "  ".repeat(n / 4), &l[n / 4 * 4..])
+                })
+                .collect()
+        },
         |patched| {
-            assert!(patched.contains("\n  def __init__(self, client"), "class body indent changed");
-            assert!(patched.contains("\n    self.agent_progress_callback = agent_progress_callback"), "{patched}");
-            assert!(!patched.contains("\n        self.agent_progress_callback"), "4-space unit used");
+            assert!(
+                patched.contains("\n  def __init__(self, client"),
+                "class body indent changed"
+            );
+            assert!(
+                patched.contains("\n    self.agent_progress_callback = agent_progress_callback"),
+                "{patched}"
+            );
+            assert!(
+                !patched.contains("\n        self.agent_progress_callback"),
+                "4-space unit used"
+            );
         },
     );
 }
@@ -344,21 +465,33 @@ fn style_two_space_indent_is_kept() {
 fn style_crlf_is_kept_for_inserted_lines() {
     style_case(
         |s| s.replace('\n', "\r\n"),
-        |patched| assert_eq!(patched.matches('\n').count(), patched.matches("\r\n").count(), "a bare LF was inserted"),
+        |patched| {
+            assert_eq!(
+                patched.matches('\n').count(),
+                patched.matches("\r\n").count(),
+                "a bare LF was inserted"
+            )
+        },
     );
 }
 
 #[test]
 fn style_bom_is_kept() {
-    style_case(|s| format!("\u{feff}{s}"), |patched| {
-        assert!(patched.starts_with('\u{feff}'));
-        assert_eq!(patched.matches('\u{feff}').count(), 1);
-    });
+    style_case(
+        |s| format!("\u{feff}{s}"),
+        |patched| {
+            assert!(patched.starts_with('\u{feff}'));
+            assert_eq!(patched.matches('\u{feff}').count(), 1);
+        },
+    );
 }
 
 #[test]
 fn style_no_final_newline_is_kept() {
-    style_case(|s| s.trim_end().to_string(), |patched| assert!(!patched.ends_with('\n')));
+    style_case(
+        |s| s.trim_end().to_string(),
+        |patched| assert!(!patched.ends_with('\n')),
+    );
 }
 
 #[test]
@@ -368,11 +501,19 @@ fn syntax_error_in_a_file_to_patch_aborts_with_its_location() {
     let mut agent = std::fs::read_to_string(&path).unwrap();
     agent.push_str("\n\ndef broken(:\n    pass\n");
     std::fs::write(&path, &agent).unwrap();
-    let line = agent.lines().position(|l| l.starts_with("def broken")).unwrap() + 1;
+    let line = agent
+        .lines()
+        .position(|l| l.starts_with("def broken"))
+        .unwrap()
+        + 1;
     let before = snapshot_tree(dir.path());
     let run = acp_patch(&["apply", path_str(dir.path())], None);
     assert_eq!(run.code, 1, "{}", run.stderr);
-    assert!(run.stderr.contains(&format!("streamy/agent.py:{line}")), "{}", run.stderr);
+    assert!(
+        run.stderr.contains(&format!("streamy/agent.py:{line}")),
+        "{}",
+        run.stderr
+    );
     assert!(run.stderr.contains("nothing was written"), "{}", run.stderr);
     assert_eq!(before, snapshot_tree(dir.path()));
     let verify = acp_patch(&["verify", path_str(dir.path())], None);
@@ -386,13 +527,25 @@ fn syntax_error_elsewhere_is_reported_and_left_alone() {
     std::fs::write(dir.path().join("streamy/scratch.py"), broken).unwrap();
     let run = acp_patch(&["apply", path_str(dir.path())], None);
     assert_eq!(run.code, 0, "{}", run.stderr);
-    assert!(run.stderr.contains("streamy/scratch.py:3: does not parse"), "{}", run.stderr);
-    assert_eq!(std::fs::read_to_string(dir.path().join("streamy/scratch.py")).unwrap(), broken);
-    assert_same_tree(&dir.path().join("streamy"), &{
-        let t = copy_tree(&fixture(FIXTURE).join("after"));
-        std::fs::write(t.path().join("streamy/scratch.py"), broken).unwrap();
-        t
-    }.path().join("streamy"));
+    assert!(
+        run.stderr.contains("streamy/scratch.py:3: does not parse"),
+        "{}",
+        run.stderr
+    );
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("streamy/scratch.py")).unwrap(),
+        broken
+    );
+    assert_same_tree(
+        &dir.path().join("streamy"),
+        &{
+            let t = copy_tree(&fixture(FIXTURE).join("after"));
+            std::fs::write(t.path().join("streamy/scratch.py"), broken).unwrap();
+            t
+        }
+        .path()
+        .join("streamy"),
+    );
 }
 
 #[test]
@@ -410,7 +563,10 @@ fn dirty_git_tree_is_refused_unless_allowed() {
     assert!(run.stderr.contains("--allow-dirty"), "{}", run.stderr);
     assert_eq!(before, snapshot_tree(dir.path()));
     // a dry run writes nothing, so it is allowed
-    assert_eq!(acp_patch(&["apply", "--dry-run", path_str(dir.path())], None).code, 0);
+    assert_eq!(
+        acp_patch(&["apply", "--dry-run", path_str(dir.path())], None).code,
+        0
+    );
     let run = acp_patch(&["apply", "--allow-dirty", path_str(dir.path())], None);
     assert_eq!(run.code, 0, "{}", run.stderr);
 }
@@ -424,7 +580,11 @@ fn read_only_file_is_refused_and_nothing_is_written() {
     let before = snapshot_tree(dir.path());
     let run = acp_patch(&["apply", path_str(dir.path())], None);
     assert_eq!(run.code, 1, "{}", run.stderr);
-    assert!(run.stderr.contains("streamy/agent.py: is read-only"), "{}", run.stderr);
+    assert!(
+        run.stderr.contains("streamy/agent.py: is read-only"),
+        "{}",
+        run.stderr
+    );
     assert_eq!(before, snapshot_tree(dir.path()));
 }
 
@@ -444,16 +604,27 @@ fn partially_patched_tree_gets_only_the_missing_pieces() {
     let dir = copy_tree(&fixture(FIXTURE).join("after"));
     let path = dir.path().join("streamy/agent.py");
     let patched = std::fs::read_to_string(&path).unwrap();
-    let without_start = patched.replacen("        _acp_progress_start(self)\n", "", 1);
+    let without_start = patched.replacen(
+        "        _acp_progress_start(self)\n        await _acp_drain_sends(session_id)\n",
+        "",
+        1,
+    );
     assert_ne!(without_start, patched);
     std::fs::write(&path, &without_start).unwrap();
     let verify = acp_patch(&["verify", path_str(dir.path())], None);
     assert_eq!(verify.code, 1);
-    assert!(verify.stdout.contains("malformed  hook.start"), "{}", verify.stdout);
+    assert!(
+        verify.stdout.contains("malformed  hook.start"),
+        "{}",
+        verify.stdout
+    );
     let run = acp_patch(&["apply", path_str(dir.path())], None);
     assert_eq!(run.code, 0, "{}", run.stderr);
     assert!(run.stderr.contains("inserted 1 pieces"), "{}", run.stderr);
-    assert_eq!(std::fs::read_to_string(&path).unwrap(), patched);
+    assert!(
+        std::fs::read_to_string(&path).unwrap() == patched,
+        "re-apply did not restore the patched file"
+    );
 }
 
 #[test]
@@ -465,6 +636,14 @@ fn duplicated_hook_call_is_reported() {
     std::fs::write(&path, format!("{patched}{extra}")).unwrap();
     let verify = acp_patch(&["verify", path_str(dir.path())], None);
     assert_eq!(verify.code, 1, "{}", verify.stdout);
-    assert!(verify.stdout.contains("duplicated hook.start"), "{}", verify.stdout);
-    assert!(verify.stdout.contains("2 calls with \"start\""), "{}", verify.stdout);
+    assert!(
+        verify.stdout.contains("duplicated hook.start"),
+        "{}",
+        verify.stdout
+    );
+    assert!(
+        verify.stdout.contains("2 calls with \"start\""),
+        "{}",
+        verify.stdout
+    );
 }

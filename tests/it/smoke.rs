@@ -10,10 +10,10 @@ fn fixtures() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/smoke")
 }
 
-struct Run {
-    code: i32,
-    stdout: String,
-    stderr: String,
+pub(crate) struct Run {
+    pub(crate) code: i32,
+    pub(crate) stdout: String,
+    pub(crate) stderr: String,
     report: Value,
     elapsed: Duration,
     html: Option<String>,
@@ -33,7 +33,7 @@ impl Run {
         self.check(name)["figures"][fig].as_f64().unwrap()
     }
     /// Asserts exactly these checks fail.
-    fn assert_failing(&self, failing: &[&str]) {
+    pub(crate) fn assert_failing(&self, failing: &[&str]) {
         let all = [
             "think_card",
             "heartbeat",
@@ -59,7 +59,7 @@ impl Run {
     }
 }
 
-fn smoke(dir: &Path, extra: &[&str]) -> Run {
+pub(crate) fn smoke(dir: &Path, extra: &[&str]) -> Run {
     let out_dir = tempfile::tempdir().unwrap();
     let json = out_dir.path().join("report.json");
     let html = out_dir.path().join("report.html");
@@ -108,7 +108,7 @@ fn live_in_group(pgid: i32) -> Vec<String> {
     live
 }
 
-fn assert_group_gone(run: &Run) {
+pub(crate) fn assert_group_gone(run: &Run) {
     let pgid = run.pgid();
     assert!(pgid > 1);
     let deadline = Instant::now() + Duration::from_secs(3);

@@ -89,7 +89,12 @@ pub fn assert_same_tree(a: &Path, b: &Path) {
     let names = |s: &[(String, Vec<u8>)]| s.iter().map(|(n, _)| n.clone()).collect::<Vec<_>>();
     assert_eq!(names(&sa), names(&sb), "file lists differ");
     for ((n, x), (_, y)) in sa.iter().zip(sb.iter()) {
-        assert!(x == y, "{n} differs between {} and {}", a.display(), b.display());
+        assert!(
+            x == y,
+            "{n} differs between {} and {}",
+            a.display(),
+            b.display()
+        );
     }
 }
 
@@ -100,8 +105,12 @@ pub fn assert_snapshot(path: &Path, actual: &str) {
         std::fs::write(path, actual).unwrap();
         return;
     }
-    let expected = std::fs::read_to_string(path)
-        .unwrap_or_else(|_| panic!("missing snapshot {} (ACP_PATCH_BLESS=1 writes it)", path.display()));
+    let expected = std::fs::read_to_string(path).unwrap_or_else(|_| {
+        panic!(
+            "missing snapshot {} (ACP_PATCH_BLESS=1 writes it)",
+            path.display()
+        )
+    });
     if expected != actual {
         let diff = similar::TextDiff::from_lines(&expected, actual)
             .unified_diff()
@@ -113,7 +122,14 @@ pub fn assert_snapshot(path: &Path, actual: &str) {
 
 pub fn git(dir: &Path, args: &[&str]) {
     let ok = Command::new("git")
-        .args(["-c", "user.name=t", "-c", "user.email=t@t", "-c", "commit.gpgsign=false"])
+        .args([
+            "-c",
+            "user.name=t",
+            "-c",
+            "user.email=t@t",
+            "-c",
+            "commit.gpgsign=false",
+        ])
         .args(args)
         .current_dir(dir)
         .output()

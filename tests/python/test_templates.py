@@ -310,6 +310,18 @@ class ThreadHooks(unittest.TestCase):
         self.ns["_acp_progress_heartbeat"](self.agent, self.agent._acp_progress_generation)
         self.assertEqual(self.rec.states(), ["start", "complete", "start", "complete"])
 
+    def test_hand_off_card_covers_the_first_call_then_retries_get_a_new_card(self):
+        self.ns["_acp_progress_begin_turn"](self.agent)  # prompt handler hands the turn to the worker
+        self.ns["_acp_progress_start"](self.agent)  # the engine's first LLM call keeps that card
+        self.assertEqual(self.rec.states(), ["start"])
+        self.ns["_acp_progress_start"](self.agent)  # a retry: close and open a new card
+        self.assertEqual(self.rec.states(), ["start", "complete", "start"])
+        self.ns["_acp_progress_complete"](self.agent)
+        self.ns["_acp_progress_begin_turn"](self.agent)
+        self.ns["_acp_progress_complete"](self.agent)  # e.g. the engine failed before calling
+        self.ns["_acp_progress_start"](self.agent)  # no hand-off card is open: a fresh one
+        self.assertEqual(self.rec.states(), ["start", "complete", "start", "complete", "start", "complete", "start"])
+
     def test_callbacks_raising_never_propagate(self):
         self.agent.agent_progress_callback = rec = Recorder(fail=True)
         self.ns["_acp_progress_start"](self.agent)

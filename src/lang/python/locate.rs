@@ -17,6 +17,7 @@ pub struct At<'a> {
 }
 
 /// How the adapter hands work to the model.
+#[allow(clippy::large_enum_variant)] // one per run: boxing buys nothing
 pub enum Shape<'a> {
     /// An engine object whose callbacks the prompt handler assigns (Hermes): hooks go
     /// into the engine's LLM call lifecycle, which runs on worker threads.
@@ -53,6 +54,9 @@ pub struct CallbackSites<'a> {
     pub factories: At<'a>,
     /// The adapter's own `send(conn, session_id, loop, update)`, if it has one.
     pub sender: Option<String>,
+    /// Body of the function the hand-off runs on the worker (`_run_agent`), if it is a
+    /// nested def: the card opens at its top, before the engine prepares the request.
+    pub worker_body: Option<At<'a>>,
 }
 
 pub struct LlmSites<'a> {
@@ -149,7 +153,11 @@ fn imports_acp(p: &Parsed) -> bool {
     })
 }
 
-pub fn locate<'a>(root: &std::path::Path, files: &'a [Parsed], pins: &PythonPins) -> Result<Sites<'a>> {
+pub fn locate<'a>(
+    root: &std::path::Path,
+    files: &'a [Parsed],
+    pins: &PythonPins,
+) -> Result<Sites<'a>> {
     // 1. The ACP prompt handler: `async def prompt` in a class, in a module importing acp.
     let mut prompts = Vec::new();
     for (i, p) in files.iter().enumerate() {
@@ -173,12 +181,20 @@ pub fn locate<'a>(root: &std::path::Path, files: &'a [Parsed], pins: &PythonPins
             detail: "no `async def prompt` method in a module that imports `acp`".into(),
         });
     }
-    let prompt = choose(files, prompts, pins.prompt.as_ref(), "ACP prompt handler", "prompt", || {
-        "no `async def prompt` method in a module that imports `acp`".into()
-    })?;
+    let prompt = choose(
+        files,
+        prompts,
+        pins.prompt.as_ref(),
+        "ACP prompt handler",
+        "prompt",
+        || "no `async def prompt` method in a module that imports `acp`".into(),
+    )?;
     let p = &files[prompt.file];
     let src = p.file.text.as_str();
-    let body = prompt.node.child_by_field_name("body").expect("def has a body");
+    let body = prompt
+        .node
+        .child_by_field_name("body")
+        .expect("def has a body");
 
     // 2. Callback assignments (`agent.x_callback = ...`) decide the shape.
     let assigns: Vec<Node> = descendants_same_scope(body, "assignment")
@@ -186,10 +202,12 @@ pub fn locate<'a>(root: &std::path::Path, files: &'a [Parsed], pins: &PythonPins
         .filter(|a| {
             a.child_by_field_name("left").is_some_and(|l| {
                 l.kind() == "attribute"
-                    && l.child_by_field_name("object").is_some_and(|o| o.kind() == "identifier")
-                    && l
-                        .child_by_field_name("attribute")
-                        .is_some_and(|n| text(n, src).ends_with("_callback") && text(n, src) != "agent_progress_callback")
+                    && l.child_by_field_name("object")
+                        .is_some_and(|o| o.kind() == "identifier")
+                    && l.child_by_field_name("attribute").is_some_and(|n| {
+                        text(n, src).ends_with("_callback")
+                            && text(n, src) != "agent_progress_callback"
+                    })
             })
         })
         .collect();
@@ -202,12 +220,18 @@ pub fn locate<'a>(root: &std::path::Path, files: &'a [Parsed], pins: &PythonPins
         let block = statement_of(*first).parent();
         let last = assigns
             .iter()
-            .filter(|a| statement_of(**a).parent() == block)
-            .last()
+            .rfind(|a| statement_of(**a).parent() == block)
             .copied()
             .unwrap_or(*first);
-        let left = last.child_by_field_name("left").expect("assignment has a left side");
-        let receiver = text(left.child_by_field_name("object").expect("attribute object"), src).to_string();
+        let left = last
+            .child_by_field_name("left")
+            .expect("assignment has a left side");
+        let receiver = text(
+            left.child_by_field_name("object")
+                .expect("attribute object"),
+            src,
+        )
+        .to_string();
         let handoff = match handoff_calls.as_slice() {
             [one] => statement_of(*one),
             [] => {
@@ -226,7 +250,16 @@ pub fn locate<'a>(root: &std::path::Path, files: &'a [Parsed], pins: &PythonPins
                     site: "hand-off to the engine",
                     candidates: many
                         .iter()
-                        .map(|c| candidate(files, At { file: prompt.file, node: *c }, text(*c, src).lines().next().unwrap_or("").to_string()))
+                        .map(|c| {
+                            candidate(
+                                files,
+                                At {
+                                    file: prompt.file,
+                                    node: *c,
+                                },
+                                text(*c, src).lines().next().unwrap_or("").to_string(),
+                            )
+                        })
                         .collect(),
                     pin_key: "prompt",
                 });
@@ -243,35 +276,76 @@ pub fn locate<'a>(root: &std::path::Path, files: &'a [Parsed], pins: &PythonPins
         })?;
         let wired: Vec<String> = assigns
             .iter()
-            .filter_map(|a| a.child_by_field_name("left")?.child_by_field_name("attribute"))
+            .filter_map(|a| {
+                a.child_by_field_name("left")?
+                    .child_by_field_name("attribute")
+            })
             .map(|n| text(n, src).to_string())
             .collect();
         let llm = locate_llm(files, pins)?;
         let (anchor_callback, stores, passers) = locate_callback_store(files, &wired, pins)?;
-        let builders = locate_module_def(files, pins.helpers.as_ref(), "tool-call builders", "helpers", |def, src| {
-            descendants_same_scope(def, "call")
-                .iter()
-                .any(|c| matches!(callee_name(*c, src), "start_tool_call" | "update_tool_call"))
-        })?;
-        let factories = locate_module_def(files, pins.factories.as_ref(), "callback factories", "factories", |def, src| {
-            let params: Vec<String> = parameters(def, src).into_iter().map(|(n, _)| n).collect();
-            name_of(def, src).starts_with("make_")
-                && params.iter().any(|n| n == "conn")
-                && params.iter().any(|n| n == "loop")
-        })?;
+        let builders = locate_module_def(
+            files,
+            pins.helpers.as_ref(),
+            "tool-call builders",
+            "helpers",
+            |def, src| {
+                descendants_same_scope(def, "call")
+                    .iter()
+                    .any(|c| matches!(callee_name(*c, src), "start_tool_call" | "update_tool_call"))
+            },
+        )?;
+        let factories = locate_module_def(
+            files,
+            pins.factories.as_ref(),
+            "callback factories",
+            "factories",
+            |def, src| {
+                let params: Vec<String> =
+                    parameters(def, src).into_iter().map(|(n, _)| n).collect();
+                name_of(def, src).starts_with("make_")
+                    && params.iter().any(|n| n == "conn")
+                    && params.iter().any(|n| n == "loop")
+            },
+        )?;
         let sender = {
             let fp = &files[factories.file];
-            top_level_functions(fp.tree.root_node()).into_iter().find_map(|def| {
-                let params: Vec<String> = parameters(def, &fp.file.text).into_iter().map(|(n, _)| n).collect();
-                (params == ["conn", "session_id", "loop", "update"]).then(|| name_of(def, &fp.file.text).to_string())
-            })
+            top_level_functions(fp.tree.root_node())
+                .into_iter()
+                .find_map(|def| {
+                    let params: Vec<String> = parameters(def, &fp.file.text)
+                        .into_iter()
+                        .map(|(n, _)| n)
+                        .collect();
+                    (params == ["conn", "session_id", "loop", "update"])
+                        .then(|| name_of(def, &fp.file.text).to_string())
+                })
         };
+        let worker_body = handoff_calls.first().and_then(|call| {
+            let last = positional_args(*call).last().copied()?;
+            let name = text(last, src);
+            descendants_same_scope(body, "function_definition")
+                .into_iter()
+                .find(|d| name_of(*d, src) == name)
+                .and_then(|d| d.child_by_field_name("body"))
+                .map(|b| At {
+                    file: prompt.file,
+                    node: b,
+                })
+        });
         return Ok(Sites {
             prompt,
-            handoff: At { file: prompt.file, node: handoff },
+            handoff: At {
+                file: prompt.file,
+                node: handoff,
+            },
             shape: Shape::Callback(CallbackSites {
+                worker_body,
                 receiver,
-                wiring_anchor: At { file: prompt.file, node: statement_of(last) },
+                wiring_anchor: At {
+                    file: prompt.file,
+                    node: statement_of(last),
+                },
                 factory_args,
                 llm,
                 anchor_callback,
@@ -299,7 +373,11 @@ pub fn locate<'a>(root: &std::path::Path, files: &'a [Parsed], pins: &PythonPins
             ),
             pin_key: "prompt",
         })?;
-    let class = prompt.node.parent().and_then(|b| b.parent()).expect("prompt is in a class");
+    let class = prompt
+        .node
+        .parent()
+        .and_then(|b| b.parent())
+        .expect("prompt is in a class");
     let class_body = class.child_by_field_name("body").expect("class body");
     let methods: Vec<Node> = {
         let mut c = class_body.walk();
@@ -320,24 +398,46 @@ pub fn locate<'a>(root: &std::path::Path, files: &'a [Parsed], pins: &PythonPins
                     .iter()
                     .any(|c| matches!(callee_name(*c, src), "session_update" | "sessionUpdate"))
                 && descendants_same_scope(body, "call").iter().any(|c| {
-                    callee_name(*c, src) == name_of(**m, src) && callee_object(*c, src) == Some("self")
+                    callee_name(*c, src) == name_of(**m, src)
+                        && callee_object(*c, src) == Some("self")
                 })
         })
-        .map(|m| (At { file: prompt.file, node: *m }, qualified_name(*m, src)))
+        .map(|m| {
+            (
+                At {
+                    file: prompt.file,
+                    node: *m,
+                },
+                qualified_name(*m, src),
+            )
+        })
         .collect();
-    let emitter = choose(files, emitters, pins.emitter.as_ref(), "session-update emitter", "emitter", || {
-        format!(
-            "the prompt handler at {}:{} calls no method of its class that awaits `session_update`",
-            p.file.rel,
-            prompt.node.start_position().row + 1
-        )
-    })?;
+    let emitter = choose(
+        files,
+        emitters,
+        pins.emitter.as_ref(),
+        "session-update emitter",
+        "emitter",
+        || {
+            format!(
+                "the prompt handler at {}:{} calls no method of its class that awaits `session_update`",
+                p.file.rel,
+                prompt.node.start_position().row + 1
+            )
+        },
+    )?;
     let send_call = descendants_same_scope(emitter.node, "call")
         .into_iter()
         .find(|c| matches!(callee_name(*c, src), "session_update" | "sessionUpdate"))
         .expect("chosen because it has one");
-    let conn = callee_object(send_call, src).unwrap_or("self._conn").to_string();
-    let eparams: Vec<String> = parameters(emitter.node, src).into_iter().map(|(n, _)| n).skip(1).collect();
+    let conn = callee_object(send_call, src)
+        .unwrap_or("self._conn")
+        .to_string();
+    let eparams: Vec<String> = parameters(emitter.node, src)
+        .into_iter()
+        .map(|(n, _)| n)
+        .skip(1)
+        .collect();
     let emitter_params = match eparams.as_slice() {
         [sid, update, ..] => (sid.clone(), update.clone()),
         _ => {
@@ -348,7 +448,11 @@ pub fn locate<'a>(root: &std::path::Path, files: &'a [Parsed], pins: &PythonPins
             });
         }
     };
-    let pparams: Vec<String> = parameters(prompt.node, src).into_iter().map(|(n, _)| n).skip(1).collect();
+    let pparams: Vec<String> = parameters(prompt.node, src)
+        .into_iter()
+        .map(|(n, _)| n)
+        .skip(1)
+        .collect();
     let session_id = if pparams.iter().any(|n| n == "session_id") {
         "session_id".to_string()
     } else if let Some(first) = pparams.first() {
@@ -360,12 +464,24 @@ pub fn locate<'a>(root: &std::path::Path, files: &'a [Parsed], pins: &PythonPins
             message: "the prompt handler takes no session id".into(),
         });
     };
-    let init = methods.iter().find(|m| name_of(**m, src) == "__init__").map(|m| At { file: prompt.file, node: *m });
+    let init = methods
+        .iter()
+        .find(|m| name_of(**m, src) == "__init__")
+        .map(|m| At {
+            file: prompt.file,
+            node: *m,
+        });
     Ok(Sites {
         prompt,
-        handoff: At { file: prompt.file, node: handoff },
+        handoff: At {
+            file: prompt.file,
+            node: handoff,
+        },
         shape: Shape::Emitter(EmitterSites {
-            class: At { file: prompt.file, node: class },
+            class: At {
+                file: prompt.file,
+                node: class,
+            },
             init,
             emitter_name: name_of(emitter.node, src).to_string(),
             emitter,
@@ -378,17 +494,19 @@ pub fn locate<'a>(root: &std::path::Path, files: &'a [Parsed], pins: &PythonPins
 
 /// `(conn, session_id, loop)` from the first `make_*_cb(a, b, c, ...)` call.
 fn factory_args(body: Node, src: &str) -> Option<[String; 3]> {
-    descendants_same_scope(body, "call").into_iter().find_map(|c| {
-        let name = callee_name(c, src);
-        let args = positional_args(c);
-        (name.starts_with("make_") && name.ends_with("_cb") && args.len() >= 3).then(|| {
-            [
-                text(args[0], src).to_string(),
-                text(args[1], src).to_string(),
-                text(args[2], src).to_string(),
-            ]
+    descendants_same_scope(body, "call")
+        .into_iter()
+        .find_map(|c| {
+            let name = callee_name(c, src);
+            let args = positional_args(c);
+            (name.starts_with("make_") && name.ends_with("_cb") && args.len() >= 3).then(|| {
+                [
+                    text(args[0], src).to_string(),
+                    text(args[1], src).to_string(),
+                    text(args[2], src).to_string(),
+                ]
+            })
         })
-    })
 }
 
 /// The engine's LLM call: `X._interruptible_streaming_api_call(..., on_first_delta=f)`.
@@ -410,9 +528,14 @@ fn locate_llm<'a>(files: &'a [Parsed], pins: &PythonPins) -> Result<LlmSites<'a>
             }
         }
     }
-    let call = choose(files, calls, pins.llm_call.as_ref(), "LLM call", "llm_call", || {
-        "no `*_interruptible_streaming_api_call(..., on_first_delta=...)` call".into()
-    })?;
+    let call = choose(
+        files,
+        calls,
+        pins.llm_call.as_ref(),
+        "LLM call",
+        "llm_call",
+        || "no `*_interruptible_streaming_api_call(..., on_first_delta=...)` call".into(),
+    )?;
     let p = &files[call.file];
     let src = p.file.text.as_str();
     let err = |line: usize, message: &str| Error::Unsupported {
@@ -425,7 +548,9 @@ fn locate_llm<'a>(files: &'a [Parsed], pins: &PythonPins) -> Result<LlmSites<'a>
         .ok_or_else(|| err(row, "the LLM call is not made on an object"))?
         .to_string();
     let closure_name = text(
-        keyword_arg(call.node, "on_first_delta", src).and_then(|k| k.child_by_field_name("value")).expect("found by it"),
+        keyword_arg(call.node, "on_first_delta", src)
+            .and_then(|k| k.child_by_field_name("value"))
+            .expect("found by it"),
         src,
     );
     // The closure is defined in the call's function or one enclosing it.
@@ -433,15 +558,20 @@ fn locate_llm<'a>(files: &'a [Parsed], pins: &PythonPins) -> Result<LlmSites<'a>
     let mut closure = None;
     while let Some(f) = scope {
         let body = f.child_by_field_name("body").expect("def body");
-        if let Some(d) = descendants_same_scope(body, "function_definition").into_iter().find(|d| name_of(*d, src) == closure_name) {
+        if let Some(d) = descendants_same_scope(body, "function_definition")
+            .into_iter()
+            .find(|d| name_of(*d, src) == closure_name)
+        {
             closure = Some(d);
             break;
         }
         scope = enclosing_function(f);
     }
     let closure = closure.ok_or_else(|| err(row, &format!("the on_first_delta closure `{closure_name}` is not defined in an enclosing function")))?;
-    let outer = enclosing_function(closure).ok_or_else(|| err(row, "the first-delta closure is not nested in a function"))?;
-    let start_before = ancestor_in_function(call.node, "if_statement").unwrap_or_else(|| statement_of(call.node));
+    let outer = enclosing_function(closure)
+        .ok_or_else(|| err(row, "the first-delta closure is not nested in a function"))?;
+    let start_before =
+        ancestor_in_function(call.node, "if_statement").unwrap_or_else(|| statement_of(call.node));
     // Where the call has returned: after the branch when it is in the outer function, else
     // after the statement of the outer function that uses the nested function holding it.
     let call_fn = enclosing_function(call.node).expect("has one");
@@ -460,7 +590,10 @@ fn locate_llm<'a>(files: &'a [Parsed], pins: &PythonPins) -> Result<LlmSites<'a>
         let mut next = nested_stmt.next_named_sibling();
         let mut user = None;
         while let Some(s) = next {
-            if descendants(s, "identifier").iter().any(|i| text(*i, src) == name) {
+            if descendants(s, "identifier")
+                .iter()
+                .any(|i| text(*i, src) == name)
+            {
                 user = Some(s);
                 break;
             }
@@ -470,25 +603,34 @@ fn locate_llm<'a>(files: &'a [Parsed], pins: &PythonPins) -> Result<LlmSites<'a>
     };
     let error_paths = ancestor_in_function(returned_after, "try_statement")
         .map(|t| {
-            let mut c = t.walk();
-            t.named_children(&mut c)
-                .filter(|n| n.kind() == "except_clause")
-                .filter_map(|n| {
-                    let mut c2 = n.walk();
-                    let block = n.named_children(&mut c2).find(|b| b.kind() == "block");
-                    block
+            except_blocks(t)
+                .into_iter()
+                .map(|b| At {
+                    file: call.file,
+                    node: b,
                 })
-                .map(|b| At { file: call.file, node: b })
                 .collect()
         })
         .unwrap_or_default();
     Ok(LlmSites {
         receiver,
-        start_before: At { file: call.file, node: start_before },
-        first_delta: At { file: call.file, node: closure.child_by_field_name("body").expect("def body") },
-        returned_after: At { file: call.file, node: returned_after },
+        start_before: At {
+            file: call.file,
+            node: start_before,
+        },
+        first_delta: At {
+            file: call.file,
+            node: closure.child_by_field_name("body").expect("def body"),
+        },
+        returned_after: At {
+            file: call.file,
+            node: returned_after,
+        },
         error_paths,
-        module_anchor: At { file: call.file, node: top_level(call.node) },
+        module_anchor: At {
+            file: call.file,
+            node: top_level(call.node),
+        },
     })
 }
 
@@ -496,9 +638,16 @@ type StoreSites<'a> = (String, Vec<(At<'a>, At<'a>)>, Vec<(At<'a>, At<'a>)>);
 
 /// Where the agent takes and stores its callbacks: functions with a `<name>_callback`
 /// parameter that store it (`x.name = name`), and those that pass it on to them.
-fn locate_callback_store<'a>(files: &'a [Parsed], wired: &[String], pins: &PythonPins) -> Result<StoreSites<'a>> {
+fn locate_callback_store<'a>(
+    files: &'a [Parsed],
+    wired: &[String],
+    pins: &PythonPins,
+) -> Result<StoreSites<'a>> {
     let prefer = ["thinking_callback", "reasoning_callback"];
-    let mut order: Vec<&String> = wired.iter().filter(|w| prefer.contains(&w.as_str())).collect();
+    let mut order: Vec<&String> = wired
+        .iter()
+        .filter(|w| prefer.contains(&w.as_str()))
+        .collect();
     order.sort_by_key(|w| prefer.iter().position(|p| p == w));
     order.extend(wired.iter().filter(|w| !prefer.contains(&w.as_str())));
     let pin = pins.callback_store.as_ref().map(|s| Pin::parse(s));
@@ -519,20 +668,35 @@ fn locate_callback_store<'a>(files: &'a [Parsed], wired: &[String], pins: &Pytho
                     continue;
                 }
                 let body = def.child_by_field_name("body").expect("def body");
-                if let Some(a) = descendants_same_scope(body, "assignment").into_iter().find(|a| {
-                    let l = a.child_by_field_name("left");
-                    let r = a.child_by_field_name("right");
-                    l.is_some_and(|l| l.kind() == "attribute" && l.child_by_field_name("attribute").is_some_and(|n| text(n, src) == anchor))
-                        && r.is_some_and(|r| text(r, src) == anchor)
-                }) {
-                    stores.push((At { file: i, node: def }, At { file: i, node: statement_of(a) }));
+                if let Some(a) = descendants_same_scope(body, "assignment")
+                    .into_iter()
+                    .find(|a| {
+                        let l = a.child_by_field_name("left");
+                        let r = a.child_by_field_name("right");
+                        l.is_some_and(|l| {
+                            l.kind() == "attribute"
+                                && l.child_by_field_name("attribute")
+                                    .is_some_and(|n| text(n, src) == anchor)
+                        }) && r.is_some_and(|r| text(r, src) == anchor)
+                    })
+                {
+                    stores.push((
+                        At { file: i, node: def },
+                        At {
+                            file: i,
+                            node: statement_of(a),
+                        },
+                    ));
                 }
             }
         }
         if stores.is_empty() {
             continue;
         }
-        let store_names: Vec<String> = stores.iter().map(|(d, _)| name_of(d.node, &files[d.file].file.text).to_string()).collect();
+        let store_names: Vec<String> = stores
+            .iter()
+            .map(|(d, _)| name_of(d.node, &files[d.file].file.text).to_string())
+            .collect();
         let mut passers = Vec::new();
         for (i, p) in files.iter().enumerate() {
             let src = p.file.text.as_str();
@@ -547,7 +711,8 @@ fn locate_callback_store<'a>(files: &'a [Parsed], wired: &[String], pins: &Pytho
                 for c in descendants_same_scope(body, "call") {
                     if store_names.iter().any(|s| s == callee_name(c, src))
                         && let Some(k) = keyword_arg(c, anchor, src)
-                        && k.child_by_field_name("value").is_some_and(|v| text(v, src) == anchor)
+                        && k.child_by_field_name("value")
+                            .is_some_and(|v| text(v, src) == anchor)
                     {
                         passers.push((At { file: i, node: def }, At { file: i, node: k }));
                     }
@@ -588,7 +753,10 @@ fn locate_module_def<'a>(
             .filter(|d| is_one(*d, &p.file.text))
             .collect();
         let Some(last) = defs.last() else { continue };
-        let at = At { file: i, node: *last };
+        let at = At {
+            file: i,
+            node: *last,
+        };
         match &best {
             Some((n, _)) if *n > defs.len() => {}
             Some((n, _)) if *n == defs.len() => tied.push(at),
@@ -604,7 +772,13 @@ fn locate_module_def<'a>(
             site,
             candidates: std::iter::once(at)
                 .chain(tied)
-                .map(|a| candidate(files, a, name_of(a.node, &files[a.file].file.text).to_string()))
+                .map(|a| {
+                    candidate(
+                        files,
+                        a,
+                        name_of(a.node, &files[a.file].file.text).to_string(),
+                    )
+                })
                 .collect(),
             pin_key,
         }),

@@ -55,7 +55,11 @@ impl Python {
 
     /// Locates and builds every part; a locate failure caused by a file that does not
     /// parse is reported as that parse error.
-    fn analyze<'a>(&self, project: &'a Project, files: &'a [Parsed]) -> Result<(String, Vec<Part>)> {
+    fn analyze<'a>(
+        &self,
+        project: &'a Project,
+        files: &'a [Parsed],
+    ) -> Result<(String, Vec<Part>)> {
         let sites = match locate::locate(&project.root, files, &project.config.python) {
             Ok(s) => s,
             Err(e @ (Error::NoAgent { .. } | Error::Unlocatable { .. })) => {
@@ -117,7 +121,12 @@ impl Language for Python {
             if let Some(e) = parse_error(&files[part.file]) {
                 return Err(e);
             }
-            plan.add(&files[part.file].file, part.offset, part.text.clone(), part.label);
+            plan.add(
+                &files[part.file].file,
+                part.offset,
+                part.text.clone(),
+                part.label,
+            );
         }
         for p in &files {
             if let Some((offset, msg)) = &p.error
@@ -139,8 +148,16 @@ impl Language for Python {
         let (shape, parts) = self.analyze(project, &files)?;
         // A file acp-patch touched (or would touch) must parse.
         for p in &files {
-            let touched = parts.iter().any(|part| part.file == files.iter().position(|f| std::ptr::eq(f, p)).unwrap_or(usize::MAX));
-            if (touched || p.file.text.contains("_acp_progress_")) && let Some(e) = parse_error(p) {
+            let touched = parts.iter().any(|part| {
+                part.file
+                    == files
+                        .iter()
+                        .position(|f| std::ptr::eq(f, p))
+                        .unwrap_or(usize::MAX)
+            });
+            if (touched || p.file.text.contains("_acp_progress_"))
+                && let Some(e) = parse_error(p)
+            {
                 return Err(e);
             }
         }
@@ -159,19 +176,34 @@ impl Language for Python {
             } else {
                 Status::Malformed
             };
-            if let Some(k) = ["hook.start", "hook.heartbeat", "hook.complete"].iter().position(|h| h == id) {
+            if let Some(k) = ["hook.start", "hook.heartbeat", "hook.complete"]
+                .iter()
+                .position(|h| h == id)
+            {
                 let state = ["start", "heartbeat", "complete"][k];
                 match calls[k].len() {
-                    1 => locations.push(format!("{} (callback call)", at(calls[k][0].0, calls[k][0].1))),
+                    1 => locations.push(format!(
+                        "{} (callback call)",
+                        at(calls[k][0].0, calls[k][0].1)
+                    )),
                     0 if status == Status::Ok => {
                         status = Status::Malformed;
-                        problems.push(format!("no `agent_progress_callback(\"{state}\", ...)` call"));
+                        problems.push(format!(
+                            "no `agent_progress_callback(\"{state}\", ...)` call"
+                        ));
                     }
                     0 => {}
                     _ => {
                         status = Status::Duplicated;
-                        locations.extend(calls[k].iter().map(|(f, l)| format!("{} (callback call)", at(*f, *l))));
-                        problems.push(format!("{} calls with \"{state}\"; exactly one is allowed", calls[k].len()));
+                        locations.extend(
+                            calls[k]
+                                .iter()
+                                .map(|(f, l)| format!("{} (callback call)", at(*f, *l))),
+                        );
+                        problems.push(format!(
+                            "{} calls with \"{state}\"; exactly one is allowed",
+                            calls[k].len()
+                        ));
                     }
                 }
             }
@@ -189,11 +221,16 @@ impl Language for Python {
                                 .any(|d| syntax::name_of(*d, &files[p.file].file.text) == name)
                             {
                                 status = Status::Malformed;
-                                problems.push(format!("{} lacks `def {name}`", files[p.file].file.rel));
+                                problems
+                                    .push(format!("{} lacks `def {name}`", files[p.file].file.rel));
                             }
                         }
                     }
-                    None => problems.push(format!("apply inserts the {} at {}", p.label, at(p.file, p.anchor_line))),
+                    None => problems.push(format!(
+                        "apply inserts the {} at {}",
+                        p.label,
+                        at(p.file, p.anchor_line)
+                    )),
                 }
             }
             problems.dedup();
@@ -217,7 +254,10 @@ impl Language for Python {
 fn defined_names(block: &str) -> Vec<&str> {
     block
         .lines()
-        .filter_map(|l| l.strip_prefix("async def ").or_else(|| l.strip_prefix("def ")))
+        .filter_map(|l| {
+            l.strip_prefix("async def ")
+                .or_else(|| l.strip_prefix("def "))
+        })
         .filter_map(|l| l.split('(').next())
         .collect()
 }

@@ -31,16 +31,23 @@ pub fn first_error(tree: &Tree) -> Option<(usize, String)> {
     found.or(Some((0, "invalid syntax".into())))
 }
 
-/// Counts ERROR and MISSING nodes.
-pub fn error_count(tree: &Tree) -> usize {
-    let mut n = 0;
-    walk(tree.root_node(), &mut |node| {
-        if node.is_error() || node.is_missing() {
-            n += 1;
-        }
-        true
-    });
-    n
+/// The bodies of a `try` statement's `except` clauses.
+pub fn except_blocks(try_stmt: Node) -> Vec<Node> {
+    named_children(try_stmt)
+        .into_iter()
+        .filter(|n| n.kind() == "except_clause")
+        .filter_map(|clause| {
+            named_children(clause)
+                .into_iter()
+                .find(|b| b.kind() == "block")
+        })
+        .collect()
+}
+
+pub fn named_children(node: Node) -> Vec<Node> {
+    (0..node.named_child_count())
+        .filter_map(|i| node.named_child(i as u32))
+        .collect()
 }
 
 /// Pre-order walk; `f` returns whether to descend into the node.
@@ -75,7 +82,10 @@ pub fn descendants_same_scope<'t>(node: Node<'t>, kind: &str) -> Vec<Node<'t>> {
             if n.kind() == kind {
                 out.push(n);
             }
-            !matches!(n.kind(), "function_definition" | "class_definition" | "lambda")
+            !matches!(
+                n.kind(),
+                "function_definition" | "class_definition" | "lambda"
+            )
         });
     }
     out

@@ -1,0 +1,112 @@
+//! The smoke run on real Python agents, unpatched and patched: our asyncio fixture and
+//! Hermes Agent 0.19.0 installed from PyPI.
+
+use crate::python::hermes;
+use crate::smoke::{assert_group_gone, smoke};
+use crate::support::*;
+use std::path::{Path, PathBuf};
+
+fn fixture_python() -> String {
+    test_python()
+}
+
+#[test]
+fn fixture_unpatched_shows_no_card_and_a_split_thought_block() {
+    let dir = copy_tree(&fixture("python/asyncio_agent/before"));
+    let run = smoke(dir.path(), &["--python", &fixture_python()]);
+    assert_eq!(run.code, 1, "{}\n{}", run.stdout, run.stderr);
+    run.assert_failing(&["think_card", "heartbeat", "complete", "one_thought_block"]);
+    assert_group_gone(&run);
+}
+
+#[test]
+fn fixture_patched_passes_every_check() {
+    let dir = copy_tree(&fixture("python/asyncio_agent/before"));
+    assert_eq!(
+        acp_patch(&["apply", dir.path().to_str().unwrap()], None).code,
+        0
+    );
+    let run = smoke(dir.path(), &["--python", &fixture_python()]);
+    assert_eq!(run.code, 0, "{}\n{}", run.stdout, run.stderr);
+    run.assert_failing(&[]);
+    assert_group_gone(&run);
+}
+
+#[test]
+fn verify_smoke_on_the_patched_fixture() {
+    let run = std::process::Command::new(env!("CARGO_BIN_EXE_acp-patch"))
+        .args(["verify", "--smoke"])
+        .arg(fixture("python/asyncio_agent/after"))
+        .env("ACP_PATCH_PYTHON", fixture_python())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&run.stdout);
+    assert_eq!(
+        run.status.code(),
+        Some(0),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    assert!(stdout.contains("all 9 checks hold"), "{stdout}");
+    assert!(stdout.contains("PASS think_card"), "{stdout}");
+}
+
+/// A venv with `hermes-agent[acp]==VERSION` from PyPI, made once and cached under target/.
+fn hermes_venv(version: &str) -> PathBuf {
+    let venv = repo().join("target/hermes").join(format!("venv-{version}"));
+    let python = venv.join("bin/python");
+    let stamp = venv.join(".installed");
+    if stamp.is_file() {
+        return python;
+    }
+    let _ = std::fs::remove_dir_all(&venv);
+    let ok = std::process::Command::new("python3")
+        .args(["-m", "venv"])
+        .arg(&venv)
+        .status()
+        .unwrap()
+        .success();
+    assert!(ok, "python3 -m venv failed");
+    let ok = std::process::Command::new(&python)
+        .args(["-m", "pip", "install", "-q", "--disable-pip-version-check"])
+        .arg(format!("hermes-agent[acp]=={version}"))
+        .status()
+        .unwrap()
+        .success();
+    assert!(ok, "pip install hermes-agent[acp]=={version} failed");
+    std::fs::write(&stamp, version).unwrap();
+    python
+}
+
+fn hermes_smoke(root: &Path, python: &Path) -> crate::smoke::Run {
+    let config = fixture("python/hermes-smoke.toml");
+    smoke(
+        root,
+        &[
+            "--config",
+            config.to_str().unwrap(),
+            "--python",
+            python.to_str().unwrap(),
+        ],
+    )
+}
+
+#[test]
+fn hermes_0_19_0_unpatched_then_patched() {
+    let python = hermes_venv("0.19.0");
+    let src = hermes("0.19.0");
+
+    let unpatched = copy_tree(&src);
+    let run = hermes_smoke(unpatched.path(), &python);
+    assert_eq!(run.code, 1, "{}\n{}", run.stdout, run.stderr);
+    run.assert_failing(&["think_card", "heartbeat", "complete", "one_thought_block"]);
+    assert_group_gone(&run);
+
+    let patched = copy_tree(&src);
+    let apply = acp_patch(&["apply", patched.path().to_str().unwrap()], None);
+    assert_eq!(apply.code, 0, "{}", apply.stderr);
+    let run = hermes_smoke(patched.path(), &python);
+    assert_eq!(run.code, 0, "{}\n{}", run.stdout, run.stderr);
+    run.assert_failing(&[]);
+    assert_group_gone(&run);
+}
