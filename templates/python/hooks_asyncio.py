@@ -24,11 +24,15 @@ def _acp_progress_start(agent):
         loop = asyncio.get_running_loop()
     except RuntimeError:
         return  # not on an event loop: no heartbeat
-    agent._acp_heartbeat_task = loop.create_task(_acp_progress_heartbeat(agent, generation))
+    agent._acp_heartbeat_task = loop.create_task(_acp_progress_heartbeat(agent, generation, asyncio.current_task()))
 
 
-async def _acp_progress_heartbeat(agent, generation):
-    """Hook C (a task on the loop): every interval, report the elapsed time until completed or replaced."""
+async def _acp_progress_heartbeat(agent, generation, turn=None):
+    """Hook C (a task on the loop): every interval, report the elapsed time until completed or replaced.
+
+    `turn` is the task that started the card (the prompt handler): if it ended without
+    completing the card (an exception escaped the model stream), the card is closed here.
+    """
     import asyncio
     import logging
     import os
@@ -44,6 +48,9 @@ async def _acp_progress_heartbeat(agent, generation):
         await asyncio.sleep(interval)
         if generation != getattr(agent, "_acp_progress_generation", 0) or not getattr(agent, "_acp_progress_open", False):
             return  # stale: the card was completed or a newer start happened
+        if turn is not None and turn.done():
+            _acp_progress_complete(agent)
+            return
         callback = getattr(agent, "agent_progress_callback", None)
         if callback is None:
             return

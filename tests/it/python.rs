@@ -49,7 +49,7 @@ fn fixture_apply_gives_the_after_tree_and_a_second_apply_is_a_no_op() {
     let run = acp_patch(&["apply", path_str(dir.path())], None);
     assert_eq!(run.code, 0, "{}", run.stderr);
     assert!(
-        run.stderr.contains("streamy/agent.py:355  hook start"),
+        run.stderr.contains("  hook start\n"),
         "{}",
         run.stderr
     );

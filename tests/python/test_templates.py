@@ -382,6 +382,22 @@ class AsyncioHooks(unittest.TestCase):
         self.assertGreater(beats[-1], beats[0])
         self.assertEqual((self.rec.states()[0], self.rec.states()[-1]), ("start", "complete"))
 
+    def test_card_closes_when_the_turn_dies_without_completing_it(self):
+        async def turn():
+            self.ns["_acp_progress_start"](self.agent)
+            raise RuntimeError("the model stream failed")
+
+        async def main():
+            with self.assertRaises(RuntimeError):
+                await asyncio.get_running_loop().create_task(turn())
+            self.assertTrue(await async_wait_until(lambda: self.rec.count("complete") == 1))
+            after = len(self.rec.calls)
+            await asyncio.sleep(0.3)
+            self.assertEqual(len(self.rec.calls), after)  # no heartbeat after the turn is gone
+
+        asyncio.run(main())
+        self.assertEqual(self.rec.states(), ["start", "complete"])
+
     def test_no_running_loop_skips_heartbeat(self):
         self.ns["_acp_progress_start"](self.agent)
         self.assertIsNone(getattr(self.agent, "_acp_heartbeat_task", None))
