@@ -1,6 +1,8 @@
 //! One module per language, all behind [`Language`].
 
+pub(crate) mod parts;
 pub mod python;
+pub(crate) mod tree;
 
 use crate::error::Result;
 use crate::plan::Plan;

@@ -5,36 +5,14 @@ mod locate;
 mod pieces;
 pub(crate) mod syntax;
 
-use crate::error::{Error, Location, Result};
+use crate::error::{Error, Result};
 use crate::lang::Language;
+use crate::lang::parts::{self, Naming, Parsed, Part};
 use crate::plan::Plan;
 use crate::project::Project;
-use crate::report::{Check, Report, Status};
-use crate::source::SourceFile;
-use pieces::Part;
-use tree_sitter::Tree;
+use crate::report::Report;
 
 pub struct Python;
-
-pub(crate) struct Parsed {
-    pub file: SourceFile,
-    pub tree: Tree,
-    /// The first syntax error: (byte offset, message).
-    pub error: Option<(usize, String)>,
-}
-
-/// The order and names of verify's checks.
-const CHECKS: &[&str] = &[
-    "hook.start",
-    "hook.heartbeat",
-    "hook.complete",
-    "callback.declared",
-    "callback.stored",
-    "helpers",
-    "factory",
-    "wiring",
-    "coalescing",
-];
 
 impl Python {
     fn parse_all(&self, project: &Project) -> Vec<Parsed> {
@@ -63,7 +41,7 @@ impl Python {
         let sites = match locate::locate(&project.root, files, &project.config.python) {
             Ok(s) => s,
             Err(e @ (Error::NoAgent { .. } | Error::Unlocatable { .. })) => {
-                return Err(files.iter().find_map(parse_error).unwrap_or(e));
+                return Err(files.iter().find_map(parts::parse_error).unwrap_or(e));
             }
             Err(e) => return Err(e),
         };
@@ -74,16 +52,6 @@ impl Python {
         let parts = pieces::build(files, project, &sites)?;
         Ok((shape.to_string(), parts))
     }
-}
-
-fn parse_error(p: &Parsed) -> Option<Error> {
-    p.error.as_ref().map(|(offset, message)| Error::Parse {
-        location: Location {
-            file: p.file.rel.clone(),
-            line: p.file.line_of(*offset),
-        },
-        message: message.clone(),
-    })
 }
 
 impl Language for Python {
@@ -112,146 +80,31 @@ impl Language for Python {
     fn plan(&self, project: &Project) -> Result<Plan> {
         let files = self.parse_all(project);
         let (_, parts) = self.analyze(project, &files)?;
-        let mut plan = Plan::default();
-        let mut seen = std::collections::HashSet::new();
-        for part in parts.iter().filter(|p| p.present.is_none()) {
-            if !seen.insert((part.file, part.offset, part.text.clone())) {
-                continue; // one block can serve several checks
-            }
-            if let Some(e) = parse_error(&files[part.file]) {
-                return Err(e);
-            }
-            plan.add(
-                &files[part.file].file,
-                part.offset,
-                part.text.clone(),
-                part.label,
-            );
-        }
-        for p in &files {
-            if let Some((offset, msg)) = &p.error
-                && !plan.files.iter().any(|f| f.file.path == p.file.path)
-            {
-                plan.notes.push(format!(
-                    "{}:{}: does not parse ({msg}); it needs no patch and was left alone",
-                    p.file.rel,
-                    p.file.line_of(*offset)
-                ));
-            }
-        }
-        plan.sort();
-        Ok(plan)
+        parts::plan(&files, &parts)
     }
 
     fn verify(&self, project: &Project) -> Result<Report> {
         let files = self.parse_all(project);
         let (shape, parts) = self.analyze(project, &files)?;
-        // A file acp-patch touched (or would touch) must parse.
-        for p in &files {
-            let touched = parts.iter().any(|part| {
-                part.file
-                    == files
-                        .iter()
-                        .position(|f| std::ptr::eq(f, p))
-                        .unwrap_or(usize::MAX)
-            });
-            if (touched || p.file.text.contains("_acp_progress_"))
-                && let Some(e) = parse_error(p)
-            {
-                return Err(e);
-            }
-        }
-        let calls = pieces::hook_calls(&files);
-        let at = |file: usize, line: usize| format!("{}:{line}", files[file].file.rel);
-        let mut checks = Vec::new();
-        for id in CHECKS {
-            let mine: Vec<&Part> = parts.iter().filter(|p| p.checks.contains(id)).collect();
-            let mut locations: Vec<String> = Vec::new();
-            let mut problems: Vec<String> = Vec::new();
-            let present = mine.iter().filter(|p| p.present.is_some()).count();
-            let mut status = if mine.is_empty() || present == mine.len() {
-                Status::Ok
-            } else if present == 0 {
-                Status::Missing
-            } else {
-                Status::Malformed
-            };
-            if let Some(k) = ["hook.start", "hook.heartbeat", "hook.complete"]
-                .iter()
-                .position(|h| h == id)
-            {
-                let state = ["start", "heartbeat", "complete"][k];
-                match calls[k].len() {
-                    1 => locations.push(format!(
-                        "{} (callback call)",
-                        at(calls[k][0].0, calls[k][0].1)
-                    )),
-                    0 if status == Status::Ok => {
-                        status = Status::Malformed;
-                        problems.push(format!(
-                            "no `agent_progress_callback(\"{state}\", ...)` call"
-                        ));
-                    }
-                    0 => {}
-                    _ => {
-                        status = Status::Duplicated;
-                        locations.extend(
-                            calls[k]
-                                .iter()
-                                .map(|(f, l)| format!("{} (callback call)", at(*f, *l))),
-                        );
-                        problems.push(format!(
-                            "{} calls with \"{state}\"; exactly one is allowed",
-                            calls[k].len()
-                        ));
-                    }
-                }
-            }
-            for p in &mine {
-                match p.present {
-                    Some(line) => {
-                        let l = format!("{} ({})", at(p.file, line), p.label);
-                        if !locations.contains(&l) {
-                            locations.push(l);
-                        }
-                        // every function a present block defines must still be there
-                        for name in defined_names(&p.text) {
-                            if !syntax::top_level_functions(files[p.file].tree.root_node())
-                                .iter()
-                                .any(|d| syntax::name_of(*d, &files[p.file].file.text) == name)
-                            {
-                                status = Status::Malformed;
-                                problems
-                                    .push(format!("{} lacks `def {name}`", files[p.file].file.rel));
-                            }
-                        }
-                    }
-                    None => problems.push(format!(
-                        "apply inserts the {} at {}",
-                        p.label,
-                        at(p.file, p.anchor_line)
-                    )),
-                }
-            }
-            problems.dedup();
-            checks.push(Check {
-                id: id.to_string(),
-                status,
-                locations,
-                detail: problems.join("; "),
-            });
-        }
-        Ok(Report {
-            root: project.root.display().to_string(),
-            language: self.name().into(),
+        let naming = Naming {
+            language: self.name(),
             shape,
-            checks,
-        })
+            callback: "agent_progress_callback",
+            defines: &defined_names,
+            has_function: &|p, name| {
+                syntax::top_level_functions(p.tree.root_node())
+                    .iter()
+                    .any(|d| syntax::name_of(*d, &p.file.text) == name)
+            },
+            marker: "_acp_progress_",
+        };
+        let root = project.root.display().to_string();
+        parts::report(&root, &files, &parts, &pieces::hook_calls(&files), &naming)
     }
 }
 
 /// Names of the top-level functions a rendered block defines.
-fn defined_names(block: &str) -> Vec<&str> {
+fn defined_names(block: &str) -> Vec<String> {
     block
         .lines()
         .filter_map(|l| {
@@ -259,5 +112,6 @@ fn defined_names(block: &str) -> Vec<&str> {
                 .or_else(|| l.strip_prefix("def "))
         })
         .filter_map(|l| l.split('(').next())
+        .map(str::to_string)
         .collect()
 }

@@ -1,29 +1,14 @@
 //! Every piece apply inserts, as planned insertions with a presence check each. Apply
 //! plans the parts that are missing; verify reports on all of them — one computation.
 
-use super::Parsed;
 use super::locate::{At, CallbackSites, EmitterSites, Shape, Sites};
 use super::syntax::*;
 use crate::error::{Error, Result};
+use crate::lang::parts::*;
 use crate::project::Project;
 use crate::render::{fill, reindent};
 use crate::source::{indent_at, line_end_after, line_start};
 use tree_sitter::Node;
-
-/// One insertion, and whether (and where) it is already there.
-#[derive(Debug, Clone)]
-pub struct Part {
-    /// The verify checks this part belongs to.
-    pub checks: &'static [&'static str],
-    pub label: &'static str,
-    pub file: usize,
-    pub offset: usize,
-    pub text: String,
-    /// 1-based line where the part already is, if present.
-    pub present: Option<usize>,
-    /// 1-based line of the anchor (where apply would insert).
-    pub anchor_line: usize,
-}
 
 pub struct Builder<'a> {
     files: &'a [Parsed],
@@ -31,16 +16,6 @@ pub struct Builder<'a> {
     sites: std::collections::HashMap<String, String>,
     pub parts: Vec<Part>,
 }
-
-const CHECK_START: &[&str] = &["hook.start"];
-const CHECK_COMPLETE: &[&str] = &["hook.complete"];
-const CHECK_HOOKS: &[&str] = &["hook.start", "hook.heartbeat", "hook.complete"];
-const CHECK_DECLARED: &[&str] = &["callback.declared"];
-const CHECK_STORED: &[&str] = &["callback.stored"];
-const CHECK_HELPERS: &[&str] = &["helpers"];
-const CHECK_FACTORY: &[&str] = &["factory"];
-const CHECK_WIRING: &[&str] = &["wiring"];
-const CHECK_HOLD: &[&str] = &["coalescing"];
 
 fn line(n: Node) -> usize {
     n.start_position().row + 1

@@ -1,0 +1,217 @@
+//! What every language module produces — `Part`s: an insertion plus whether it is already
+//! there — and the two things made from them: apply's plan and verify's report. One
+//! computation serves both, so a dry run, apply and verify can never disagree.
+
+use crate::error::{Error, Location, Result};
+use crate::plan::Plan;
+use crate::report::{Check, Report, Status};
+use crate::source::SourceFile;
+use tree_sitter::Tree;
+
+/// A source file with its syntax tree.
+pub struct Parsed {
+    pub file: SourceFile,
+    pub tree: Tree,
+    /// The first syntax error: (byte offset, message).
+    pub error: Option<(usize, String)>,
+}
+
+/// One insertion, and whether (and where) it is already present.
+#[derive(Debug, Clone)]
+pub struct Part {
+    /// The verify checks this part belongs to.
+    pub checks: &'static [&'static str],
+    pub label: &'static str,
+    pub file: usize,
+    pub offset: usize,
+    pub text: String,
+    /// 1-based line where the part already is, if present.
+    pub present: Option<usize>,
+    /// 1-based line of the anchor (where apply would insert).
+    pub anchor_line: usize,
+}
+
+pub const CHECK_START: &[&str] = &["hook.start"];
+pub const CHECK_COMPLETE: &[&str] = &["hook.complete"];
+pub const CHECK_HOOKS: &[&str] = &["hook.start", "hook.heartbeat", "hook.complete"];
+pub const CHECK_DECLARED: &[&str] = &["callback.declared"];
+pub const CHECK_STORED: &[&str] = &["callback.stored"];
+pub const CHECK_HELPERS: &[&str] = &["helpers"];
+pub const CHECK_FACTORY: &[&str] = &["factory"];
+pub const CHECK_WIRING: &[&str] = &["wiring"];
+pub const CHECK_HOLD: &[&str] = &["coalescing"];
+
+/// Verify's checks, in report order, for every language.
+pub const CHECKS: &[&str] = &[
+    "hook.start",
+    "hook.heartbeat",
+    "hook.complete",
+    "callback.declared",
+    "callback.stored",
+    "helpers",
+    "factory",
+    "wiring",
+    "coalescing",
+];
+
+/// The three hook states, in the order of `HookCalls`.
+pub const STATES: [&str; 3] = ["start", "heartbeat", "complete"];
+
+/// The progress callback's call sites per state: (file index, line).
+pub type HookCalls = [Vec<(usize, usize)>; 3];
+
+pub fn parse_error(p: &Parsed) -> Option<Error> {
+    p.error.as_ref().map(|(offset, message)| Error::Parse {
+        location: Location {
+            file: p.file.rel.clone(),
+            line: p.file.line_of(*offset),
+        },
+        message: message.clone(),
+    })
+}
+
+/// Apply's plan: every missing part once; a file to patch that does not parse is an error;
+/// one that does not parse but needs nothing is noted and left alone.
+pub fn plan(files: &[Parsed], parts: &[Part]) -> Result<Plan> {
+    let mut plan = Plan::default();
+    let mut seen = std::collections::HashSet::new();
+    for part in parts.iter().filter(|p| p.present.is_none()) {
+        if !seen.insert((part.file, part.offset, part.text.clone())) {
+            continue; // one block can serve several checks
+        }
+        if let Some(e) = parse_error(&files[part.file]) {
+            return Err(e);
+        }
+        plan.add(
+            &files[part.file].file,
+            part.offset,
+            part.text.clone(),
+            part.label,
+        );
+    }
+    for p in files {
+        if let Some((offset, msg)) = &p.error
+            && !plan.files.iter().any(|f| f.file.path == p.file.path)
+        {
+            plan.notes.push(format!(
+                "{}:{}: does not parse ({msg}); it needs no patch and was left alone",
+                p.file.rel,
+                p.file.line_of(*offset)
+            ));
+        }
+    }
+    plan.sort();
+    Ok(plan)
+}
+
+/// How a language names things in the report.
+pub struct Naming<'a> {
+    pub language: &'static str,
+    pub shape: String,
+    /// `agent_progress_callback` / `agentProgressCallback`.
+    pub callback: &'static str,
+    /// Top-level functions a rendered block defines.
+    pub defines: &'a dyn Fn(&str) -> Vec<String>,
+    /// Whether a parsed file defines a top-level function of that name.
+    pub has_function: &'a dyn Fn(&Parsed, &str) -> bool,
+    /// A text marker of inserted code: files holding it must parse.
+    pub marker: &'static str,
+}
+
+/// Verify's report: per check, present / missing / partial parts, and exactly one progress
+/// callback call per state. A touched file that does not parse is an error (exit 2).
+pub fn report(
+    root: &str,
+    files: &[Parsed],
+    parts: &[Part],
+    calls: &HookCalls,
+    naming: &Naming,
+) -> Result<Report> {
+    for (i, p) in files.iter().enumerate() {
+        let touched = parts.iter().any(|part| part.file == i);
+        if (touched || p.file.text.contains(naming.marker))
+            && let Some(e) = parse_error(p)
+        {
+            return Err(e);
+        }
+    }
+    let at = |file: usize, line: usize| format!("{}:{line}", files[file].file.rel);
+    let mut checks = Vec::new();
+    for id in CHECKS {
+        let mine: Vec<&Part> = parts.iter().filter(|p| p.checks.contains(id)).collect();
+        let mut locations: Vec<String> = Vec::new();
+        let mut problems: Vec<String> = Vec::new();
+        let present = mine.iter().filter(|p| p.present.is_some()).count();
+        let mut status = if mine.is_empty() || present == mine.len() {
+            Status::Ok
+        } else if present == 0 {
+            Status::Missing
+        } else {
+            Status::Malformed
+        };
+        if let Some(k) = ["hook.start", "hook.heartbeat", "hook.complete"]
+            .iter()
+            .position(|h| h == id)
+        {
+            let state = STATES[k];
+            match calls[k].len() {
+                1 => locations.push(format!(
+                    "{} (callback call)",
+                    at(calls[k][0].0, calls[k][0].1)
+                )),
+                0 if status == Status::Ok => {
+                    status = Status::Malformed;
+                    problems.push(format!("no `{}(\"{state}\", ...)` call", naming.callback));
+                }
+                0 => {}
+                _ => {
+                    status = Status::Duplicated;
+                    locations.extend(
+                        calls[k]
+                            .iter()
+                            .map(|(f, l)| format!("{} (callback call)", at(*f, *l))),
+                    );
+                    problems.push(format!(
+                        "{} calls with \"{state}\"; exactly one is allowed",
+                        calls[k].len()
+                    ));
+                }
+            }
+        }
+        for p in &mine {
+            match p.present {
+                Some(line) => {
+                    let l = format!("{} ({})", at(p.file, line), p.label);
+                    if !locations.contains(&l) {
+                        locations.push(l);
+                    }
+                    // every function a present block defines must still be there
+                    for name in (naming.defines)(&p.text) {
+                        if !(naming.has_function)(&files[p.file], &name) {
+                            status = Status::Malformed;
+                            problems.push(format!("{} lacks `{name}`", files[p.file].file.rel));
+                        }
+                    }
+                }
+                None => problems.push(format!(
+                    "apply inserts the {} at {}",
+                    p.label,
+                    at(p.file, p.anchor_line)
+                )),
+            }
+        }
+        problems.dedup();
+        checks.push(Check {
+            id: id.to_string(),
+            status,
+            locations,
+            detail: problems.join("; "),
+        });
+    }
+    Ok(Report {
+        root: root.to_string(),
+        language: naming.language.into(),
+        shape: naming.shape.clone(),
+        checks,
+    })
+}
