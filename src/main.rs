@@ -172,19 +172,47 @@ fn run_verify(args: &VerifyArgs) -> u8 {
         }
         Err(e) => return fail(&e, args.format),
     };
-    match args.format {
-        Format::Text => print!("{}", report.to_text()),
-        Format::Json => print!("{}", report.to_json()),
-        Format::Github => print!("{}{}", report.to_github(), report.to_text()),
-    }
+    // the smoke run with its defaults, reading [smoke] from the agent's acp-patch.toml
+    let smoke = args.smoke.then(|| {
+        SmokeOnly::parse_from([std::ffi::OsStr::new("smoke"), args.common.path.as_os_str()]).args
+    });
     let mut code = report.exit_code();
-    if args.smoke {
-        // the smoke run with its defaults, reading [smoke] from the agent's acp-patch.toml
-        let smoke =
-            SmokeOnly::parse_from([std::ffi::OsStr::new("smoke"), args.common.path.as_os_str()])
-                .args;
-        let s = acp_patch::smoke::run_cli(&smoke) as u8;
-        code = code.max(s);
+    match args.format {
+        Format::Json => {
+            // one JSON document on stdout: the verify report, or {verify, smoke} with --smoke
+            let Some(smoke) = &smoke else {
+                print!("{}", report.to_json());
+                return code;
+            };
+            let mut doc = serde_json::json!({ "verify": serde_json::from_str::<serde_json::Value>(&report.to_json()).expect("json") });
+            {
+                let result = acp_patch::smoke::SmokeOptions::from_args(smoke)
+                    .and_then(|o| acp_patch::smoke::run(&o));
+                let (value, smoke_code) = match result {
+                    Ok(r) => (
+                        serde_json::to_value(&r).expect("smoke report serializes"),
+                        if r.passed { 0 } else { 1 },
+                    ),
+                    Err(e) => (
+                        serde_json::json!({ "passed": false, "error": e.to_string() }),
+                        2,
+                    ),
+                };
+                doc["smoke"] = value;
+                code = code.max(smoke_code);
+            }
+            println!("{}", serde_json::to_string_pretty(&doc).expect("json"));
+        }
+        Format::Text | Format::Github => {
+            if args.format == Format::Github {
+                print!("{}", report.to_github());
+            }
+            print!("{}", report.to_text());
+            if let Some(smoke) = &smoke {
+                println!();
+                code = code.max(acp_patch::smoke::run_cli(smoke) as u8);
+            }
+        }
     }
     code
 }

@@ -110,3 +110,25 @@ fn hermes_0_19_0_unpatched_then_patched() {
     run.assert_failing(&[]);
     assert_group_gone(&run);
 }
+
+#[test]
+fn verify_smoke_json_is_one_document() {
+    let run = std::process::Command::new(env!("CARGO_BIN_EXE_acp-patch"))
+        .args(["verify", "--smoke", "--format", "json"])
+        .arg(fixture("python/asyncio_agent/before"))
+        .env("ACP_PATCH_PYTHON", fixture_python())
+        .output()
+        .unwrap();
+    assert_eq!(run.status.code(), Some(1));
+    let doc: serde_json::Value = serde_json::from_slice(&run.stdout).expect("stdout is one JSON document");
+    assert_eq!(doc["verify"]["ok"], false);
+    assert_eq!(doc["smoke"]["passed"], false);
+    let failed: Vec<&str> = doc["smoke"]["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["passed"] == false)
+        .map(|c| c["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(failed, ["think_card", "heartbeat", "complete", "one_thought_block"]);
+}
