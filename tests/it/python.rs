@@ -48,11 +48,7 @@ fn fixture_apply_gives_the_after_tree_and_a_second_apply_is_a_no_op() {
     let dir = copy_tree(&fixture_before());
     let run = acp_patch(&["apply", path_str(dir.path())], None);
     assert_eq!(run.code, 0, "{}", run.stderr);
-    assert!(
-        run.stderr.contains("  hook start\n"),
-        "{}",
-        run.stderr
-    );
+    assert!(run.stderr.contains("  hook start\n"), "{}", run.stderr);
     if std::env::var_os("ACP_PATCH_BLESS").is_some() {
         let after = fixture(FIXTURE).join("after");
         let _ = std::fs::remove_dir_all(&after);
@@ -646,4 +642,50 @@ fn duplicated_hook_call_is_reported() {
         "{}",
         verify.stdout
     );
+}
+
+// ---- a Hermes-shaped agent of other names: generic callback-shape locating --------------
+
+const CALLBACK_FIXTURE: &str = "python/callback_agent";
+
+#[test]
+fn callback_shaped_agent_with_locals_forwarding() {
+    let before = fixture(CALLBACK_FIXTURE).join("before");
+    let verify = acp_patch(&["verify", path_str(&before)], None);
+    assert_eq!(verify.code, 1);
+    assert_snapshot(
+        &fixture(CALLBACK_FIXTURE).join("verify-before.txt"),
+        &normalize(&verify.stdout, &before),
+    );
+    let dir = copy_tree(&before);
+    let dry = acp_patch(&["apply", "--dry-run", path_str(dir.path())], None);
+    assert_eq!(dry.code, 0, "{}", dry.stderr);
+    assert_snapshot(
+        &fixture(CALLBACK_FIXTURE).join("expected.diff"),
+        &dry.stdout,
+    );
+    // `setup_agent(**locals())` passes the new parameter on by itself: no keyword is added
+    let core_hunk = dry
+        .stdout
+        .split("diff --git")
+        .find(|h| h.contains("b/engine/core.py"))
+        .unwrap();
+    assert_eq!(
+        core_hunk
+            .lines()
+            .filter(|l| l.starts_with('+') && !l.starts_with("+++"))
+            .count(),
+        1
+    );
+
+    assert_eq!(acp_patch(&["apply", path_str(dir.path())], None).code, 0);
+    py_compile("python3", dir.path(), &py_files(dir.path()));
+    let after = acp_patch(&["verify", path_str(dir.path())], None);
+    assert_eq!(after.code, 0, "{}", after.stdout);
+    assert_snapshot(
+        &fixture(CALLBACK_FIXTURE).join("verify-after.txt"),
+        &normalize(&after.stdout, dir.path()),
+    );
+    let again = acp_patch(&["apply", path_str(dir.path())], None);
+    assert!(again.stderr.contains("nothing to do"), "{}", again.stderr);
 }

@@ -46,8 +46,9 @@ pub struct CallbackSites<'a> {
     pub anchor_callback: String,
     /// Functions storing `X.<anchor> = <anchor>`: (function, the assignment statement).
     pub stores: Vec<(At<'a>, At<'a>)>,
-    /// Functions passing `<anchor>=<anchor>` on to a store: (function, the keyword argument).
-    pub passers: Vec<(At<'a>, At<'a>)>,
+    /// Functions passing `<anchor>=<anchor>` on to a store: (function, the keyword argument,
+    /// or none when they forward `**locals()`).
+    pub passers: Vec<(At<'a>, Option<At<'a>>)>,
     /// Module of the tool-call builders, and the last builder (helpers go after it).
     pub builders: At<'a>,
     /// Module of the callback factories, and the last factory (the new one goes after it).
@@ -634,7 +635,18 @@ fn locate_llm<'a>(files: &'a [Parsed], pins: &PythonPins) -> Result<LlmSites<'a>
     })
 }
 
-type StoreSites<'a> = (String, Vec<(At<'a>, At<'a>)>, Vec<(At<'a>, At<'a>)>);
+type StoreSites<'a> = (String, Vec<(At<'a>, At<'a>)>, Vec<(At<'a>, Option<At<'a>>)>);
+
+/// Whether a call passes `**locals()`.
+fn forwards_locals(call: Node, src: &str) -> bool {
+    call.child_by_field_name("arguments").is_some_and(|args| {
+        named_children(args).into_iter().any(|a| {
+            a.kind() == "dictionary_splat"
+                && a.named_child(0)
+                    .is_some_and(|c| c.kind() == "call" && callee_name(c, src) == "locals")
+        })
+    })
+}
 
 /// Where the agent takes and stores its callbacks: functions with a `<name>_callback`
 /// parameter that store it (`x.name = name`), and those that pass it on to them.
@@ -709,12 +721,17 @@ fn locate_callback_store<'a>(
                 }
                 let body = def.child_by_field_name("body").expect("def body");
                 for c in descendants_same_scope(body, "call") {
-                    if store_names.iter().any(|s| s == callee_name(c, src))
-                        && let Some(k) = keyword_arg(c, anchor, src)
+                    if !store_names.iter().any(|s| s == callee_name(c, src)) {
+                        continue;
+                    }
+                    if let Some(k) = keyword_arg(c, anchor, src)
                         && k.child_by_field_name("value")
                             .is_some_and(|v| text(v, src) == anchor)
                     {
-                        passers.push((At { file: i, node: def }, At { file: i, node: k }));
+                        passers.push((At { file: i, node: def }, Some(At { file: i, node: k })));
+                    } else if forwards_locals(c, src) {
+                        // `init_agent(self, **locals())`: a new parameter reaches it by itself
+                        passers.push((At { file: i, node: def }, None));
                     }
                 }
             }

@@ -386,33 +386,31 @@ impl<'a> Builder<'a> {
     }
 
     /// A keyword parameter beside `anchor` in a signature (own line if the anchor has one).
-    fn param_after(&mut self, def: At, anchor: Node, copy_annotation: bool) {
+    /// A keyword parameter `agent_progress_callback` appended to a signature (before a
+    /// `**kwargs`, so positional callers keep working), annotated like `style` if given, on its
+    /// own line when the parameters are one per line.
+    fn param_after(&mut self, def: At, style: Option<Node>) {
         let f = &self.files[def.file];
         let src = f.file.text.as_str();
         let present = parameters(def.node, src)
             .iter()
             .find(|(n, _)| n == "agent_progress_callback")
             .map(|(_, n)| line(*n));
+        let params_node = def.node.child_by_field_name("parameters").expect("params");
+        let Some(anchor) = named_children(params_node)
+            .into_iter()
+            .rfind(|p| !matches!(p.kind(), "comment" | "dictionary_splat_pattern"))
+        else {
+            return; // `def f():` has nothing to append after; hooks read the attribute with getattr
+        };
         let own_line = src[line_start(src, anchor.start_byte())..anchor.start_byte()]
             .trim()
             .is_empty()
-            && line(def.node.child_by_field_name("parameters").expect("params")) != line(anchor);
-        let anchor_text = text(anchor, src);
-        let param = match anchor.kind() {
-            "typed_default_parameter" if copy_annotation => {
-                let name = text(anchor.child_by_field_name("name").expect("name"), src);
-                format!("agent_progress_callback{}", &anchor_text[name.len()..])
-            }
-            "typed_default_parameter" | "typed_parameter" => {
-                let ty = anchor
-                    .child_by_field_name("type")
-                    .map(|t| text(t, src))
-                    .unwrap_or("");
-                if copy_annotation && !ty.is_empty() {
-                    format!("agent_progress_callback: {ty} = None")
-                } else {
-                    "agent_progress_callback=None".into()
-                }
+            && line(params_node) != line(anchor);
+        let param = match style {
+            Some(st) if st.kind() == "typed_default_parameter" => {
+                let name = text(st.child_by_field_name("name").expect("name"), src);
+                format!("agent_progress_callback{}", &text(st, src)[name.len()..])
             }
             _ => "agent_progress_callback=None".into(),
         };
@@ -504,7 +502,7 @@ impl<'a> Builder<'a> {
                 .find(|(n, _)| n == anchor)
                 .expect("store takes it")
                 .1;
-            self.param_after(*def, param, true);
+            self.param_after(*def, Some(param));
             let obj = store
                 .node
                 .named_child(0)
@@ -528,7 +526,8 @@ impl<'a> Builder<'a> {
                 .find(|(n, _)| n == anchor)
                 .expect("passer takes it")
                 .1;
-            self.param_after(*def, param, true);
+            self.param_after(*def, Some(param));
+            let Some(kw) = kw else { continue };
             let call = kw
                 .node
                 .parent()
@@ -726,9 +725,7 @@ impl<'a> Builder<'a> {
         // The callback attribute on the agent class.
         if let Some(init) = em.init {
             let params = parameters(init.node, src);
-            if let Some((_, last)) = params.iter().skip(1).last().or(params.first()) {
-                self.param_after(init, *last, false);
-            }
+            self.param_after(init, None);
             let me = params.first().map(|(n, _)| n.as_str()).unwrap_or("self");
             let body = init.node.child_by_field_name("body").expect("def body");
             let last_stmt = body
