@@ -17,4 +17,23 @@ if [ ! -x "$venv/bin/python" ] || [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; 
 fi
 export ACP_PATCH_TEST_PYTHON="$PWD/$venv/bin/python"
 
+# TypeScript: node_modules for each TypeScript fixture and for the pi-acp test (typescript,
+# tsx, the ACP SDK generations), installed with `npm ci` from the committed lock files into
+# target/ts/<name>, keyed by the lock's hash like the venv.
+ts_root=target/ts
+for pkg in fixtures/typescript/sdk2_agent/before fixtures/typescript/sdk1_agent/before fixtures/typescript/pi-acp; do
+  name=$(basename "$( [ "$(basename "$pkg")" = before ] && dirname "$pkg" || echo "$pkg")")
+  dest="$ts_root/$name"
+  want=$(cat "$pkg/package.json" "$pkg/package-lock.json" | sha256sum | cut -d' ' -f1)
+  if [ ! -d "$dest/node_modules" ] || [ "$(cat "$dest/.lock.sha256" 2>/dev/null)" != "$want" ]; then
+    echo "provisioning $dest from $pkg/package-lock.json" >&2
+    rm -rf "$dest"
+    mkdir -p "$dest"
+    cp "$pkg/package.json" "$pkg/package-lock.json" "$dest/"
+    (cd "$dest" && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error)
+    echo "$want" > "$dest/.lock.sha256"
+  fi
+done
+export ACP_PATCH_TEST_TS="$PWD/$ts_root"
+
 cargo test --all-targets "$@"

@@ -16,6 +16,8 @@ pub struct Config {
     pub templates: TemplatesConfig,
     #[serde(default)]
     pub python: PythonPins,
+    #[serde(default)]
+    pub typescript: TypeScriptPins,
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -41,6 +43,18 @@ pub struct PythonPins {
     pub factories: Option<String>,
     /// The function that stores the agent's callbacks, e.g. `agent/agent_init.py:init_agent`.
     pub callback_store: Option<String>,
+}
+
+/// `[typescript]` pins, each `path/to/file.ts:Class.method` relative to the agent root.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TypeScriptPins {
+    /// The method every session update leaves through, e.g. `src/acp/session.ts:PiAcpSession.emit`.
+    pub emitter: Option<String>,
+    /// The method holding the hand-off to the model, e.g. `src/acp/session.ts:PiAcpSession.startTurn`.
+    pub handoff: Option<String>,
+    /// Where a turn ends when the hand-off returns at once, e.g. `src/acp/session.ts:PiAcpSession.settleTurn`.
+    pub turn_end: Option<String>,
 }
 
 /// A parsed pin: a file and, optionally, a qualified name in it.

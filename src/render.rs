@@ -19,6 +19,13 @@ const EMBEDDED: &[(&str, &str)] = embedded![
     "python/text_hold_thread.py",
     "python/text_hold_asyncio.py",
     "python/sites.py",
+    "typescript/helpers.ts",
+    "typescript/factory_v1.ts",
+    "typescript/factory_v2.ts",
+    "typescript/factory_callback.ts",
+    "typescript/hooks.ts",
+    "typescript/text_hold.ts",
+    "typescript/sites.ts",
 ];
 
 /// Where templates come from: a folder that overrides some (same layout as `templates/`),

@@ -3,6 +3,7 @@
 pub(crate) mod parts;
 pub mod python;
 pub(crate) mod tree;
+pub mod typescript;
 
 use crate::error::Result;
 use crate::plan::Plan;
@@ -26,5 +27,5 @@ pub trait Language: Sync {
 }
 
 pub fn all() -> Vec<&'static dyn Language> {
-    vec![&python::Python]
+    vec![&python::Python, &typescript::TypeScript]
 }

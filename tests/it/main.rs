@@ -4,4 +4,6 @@ mod python;
 mod python_templates;
 mod smoke;
 mod smoke_python;
+mod smoke_typescript;
 mod support;
+mod typescript;

@@ -1,0 +1,260 @@
+//! Small helpers over the tree-sitter TypeScript tree.
+
+pub use crate::lang::tree::{descendants, first_error, named_children, text};
+use tree_sitter::{Node, Parser, Tree};
+
+pub fn parse(text: &str, tsx: bool) -> Tree {
+    let mut parser = Parser::new();
+    let language = if tsx {
+        tree_sitter_typescript::LANGUAGE_TSX
+    } else {
+        tree_sitter_typescript::LANGUAGE_TYPESCRIPT
+    };
+    parser
+        .set_language(&language.into())
+        .expect("the TypeScript grammar matches the tree-sitter version");
+    parser
+        .parse(mask_grammar_gaps(text).as_ref(), None)
+        .expect("parsing without a timeout")
+}
+
+/// Valid TypeScript that tree-sitter-typescript 0.23 cannot parse, blanked out byte for
+/// byte so every offset stays the same: `import("./m.js")` in type position (as in
+/// `x?: import("./m.js").T[]`) becomes an identifier of underscores.
+pub fn mask_grammar_gaps(text: &str) -> std::borrow::Cow<'_, str> {
+    if !text.contains("import(") {
+        return text.into();
+    }
+    let b = text.as_bytes();
+    let mut out: Option<Vec<u8>> = None;
+    let mut from = 0;
+    while let Some(i) = text[from..].find("import(").map(|i| i + from) {
+        from = i + 7;
+        if i > 0 && (b[i - 1].is_ascii_alphanumeric() || b[i - 1] == b'_' || b[i - 1] == b'$') {
+            continue;
+        }
+        let mut j = i + 7;
+        while j < b.len() && b[j] == b' ' {
+            j += 1;
+        }
+        let Some(&q) = b.get(j).filter(|q| **q == b'"' || **q == b'\'') else {
+            continue;
+        };
+        let Some(end) = text[j + 1..].find(q as char).map(|e| e + j + 1) else {
+            continue;
+        };
+        let mut k = end + 1;
+        while k < b.len() && b[k] == b' ' {
+            k += 1;
+        }
+        if b.get(k) != Some(&b')') || text[j..end].contains('\n') {
+            continue;
+        }
+        let buf = out.get_or_insert_with(|| b.to_vec());
+        buf[i..=k].fill(b'_');
+        from = k + 1;
+    }
+    match out {
+        Some(buf) => String::from_utf8(buf).expect("ASCII replaced ASCII").into(),
+        None => text.into(),
+    }
+}
+
+pub fn name_of<'a>(node: Node, src: &'a str) -> &'a str {
+    node.child_by_field_name("name")
+        .map(|n| text(n, src))
+        .unwrap_or("")
+}
+
+/// Every class declaration of a file (exported ones too, nested ones too).
+pub fn classes(root: Node) -> Vec<Node> {
+    let mut out = descendants(root, "class_declaration");
+    out.extend(descendants(root, "abstract_class_declaration"));
+    out.sort_by_key(|n| n.start_byte());
+    out
+}
+
+/// The methods of a class body, in order.
+pub fn methods(class: Node) -> Vec<Node> {
+    class
+        .child_by_field_name("body")
+        .map(|b| {
+            named_children(b)
+                .into_iter()
+                .filter(|m| m.kind() == "method_definition")
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+pub fn body(func: Node) -> Option<Node> {
+    func.child_by_field_name("body")
+}
+
+/// Whether a function or method is declared `async`.
+pub fn is_async(func: Node) -> bool {
+    let mut c = func.walk();
+    func.children(&mut c).any(|n| n.kind() == "async")
+}
+
+/// The nearest enclosing function-like node (method, function, arrow function).
+pub fn enclosing_function(node: Node) -> Option<Node> {
+    let mut cur = node.parent();
+    while let Some(n) = cur {
+        if is_function(n) {
+            return Some(n);
+        }
+        cur = n.parent();
+    }
+    None
+}
+
+pub fn is_function(n: Node) -> bool {
+    matches!(
+        n.kind(),
+        "method_definition"
+            | "function_declaration"
+            | "function_expression"
+            | "arrow_function"
+            | "generator_function_declaration"
+            | "generator_function"
+    )
+}
+
+/// Parameters of a function: (name, node). Destructured parameters have an empty name.
+pub fn parameters<'t>(func: Node<'t>, src: &str) -> Vec<(String, Node<'t>)> {
+    let Some(params) = func.child_by_field_name("parameters") else {
+        return vec![];
+    };
+    named_children(params)
+        .into_iter()
+        .filter(|p| p.kind() != "comment")
+        .map(|p| {
+            let name = p
+                .child_by_field_name("pattern")
+                .filter(|n| n.kind() == "identifier")
+                .map(|n| text(n, src).to_string())
+                .unwrap_or_default();
+            (name, p)
+        })
+        .collect()
+}
+
+/// The argument nodes of a call.
+pub fn arguments(call: Node) -> Vec<Node> {
+    call.child_by_field_name("arguments")
+        .map(|a| {
+            named_children(a)
+                .into_iter()
+                .filter(|n| n.kind() != "comment")
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// `a.b.c(...)` → (`a.b`, `c`); `f(...)` → (``, `f`).
+pub fn callee<'a>(call: Node, src: &'a str) -> (&'a str, &'a str) {
+    match call.child_by_field_name("function") {
+        Some(f) if f.kind() == "member_expression" => (
+            f.child_by_field_name("object")
+                .map(|o| text(o, src))
+                .unwrap_or(""),
+            f.child_by_field_name("property")
+                .map(|p| text(p, src))
+                .unwrap_or(""),
+        ),
+        Some(f) if f.kind() == "identifier" => ("", text(f, src)),
+        _ => ("", ""),
+    }
+}
+
+/// The value of a plain string literal (`"x"` / `'x'`), if the node is one.
+pub fn string_value<'a>(node: Node, src: &'a str) -> Option<&'a str> {
+    (node.kind() == "string").then(|| {
+        let t = text(node, src);
+        &t[1..t.len().saturating_sub(1).max(1)]
+    })
+}
+
+/// The value expression of property `key` in an object literal (shorthand included).
+pub fn object_property<'t>(obj: Node<'t>, key: &str, src: &str) -> Option<Node<'t>> {
+    if obj.kind() != "object" {
+        return None;
+    }
+    named_children(obj)
+        .into_iter()
+        .find_map(|p| match p.kind() {
+            "shorthand_property_identifier" if text(p, src) == key => Some(p),
+            "pair"
+                if p.child_by_field_name("key")
+                    .is_some_and(|k| text(k, src).trim_matches(['"', '\'']) == key) =>
+            {
+                p.child_by_field_name("value")
+            }
+            _ => None,
+        })
+}
+
+/// The statement that directly holds `node` in a statement block, a switch case or the program.
+pub fn statement_of(node: Node) -> Node {
+    let mut cur = node;
+    while let Some(p) = cur.parent() {
+        if matches!(p.kind(), "statement_block" | "program" | "switch_case") {
+            return cur;
+        }
+        cur = p;
+    }
+    cur
+}
+
+/// The top-level statement (child of the program) that contains `node`.
+pub fn top_level(node: Node) -> Node {
+    let mut cur = node;
+    while let Some(p) = cur.parent() {
+        if p.kind() == "program" {
+            return cur;
+        }
+        cur = p;
+    }
+    cur
+}
+
+/// Statements of a block, comments skipped.
+pub fn statements(block: Node) -> Vec<Node> {
+    named_children(block)
+        .into_iter()
+        .filter(|n| n.kind() != "comment")
+        .collect()
+}
+
+/// Names of the top-level functions of a file (exported ones too).
+pub fn top_level_functions<'t>(root: Node<'t>, src: &str) -> Vec<(String, Node<'t>)> {
+    let mut out = Vec::new();
+    for n in named_children(root) {
+        let decl = if n.kind() == "export_statement" {
+            n.child_by_field_name("declaration")
+        } else {
+            Some(n)
+        };
+        if let Some(d) = decl
+            && d.kind() == "function_declaration"
+        {
+            out.push((name_of(d, src).to_string(), d));
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn import_type_queries_parse_and_keep_offsets() {
+        let src = "type A = { b?: import('./x.js').Y[] }\nconst m = await import(\"./m.js\")\n";
+        let masked = mask_grammar_gaps(src);
+        assert_eq!(masked.len(), src.len());
+        assert!(masked.contains("_.Y[]"));
+        assert_eq!(first_error(&parse(src, false)), None);
+    }
+}
