@@ -1,6 +1,8 @@
 //! Python agents (Hermes and agents written on the `agent-client-protocol` SDK), parsed
 //! with tree-sitter.
 
+mod engine;
+mod insert;
 mod locate;
 mod pieces;
 pub(crate) mod syntax;

@@ -1,0 +1,480 @@
+//! The insertion primitives every piece is made of: code before or after a statement, at the
+//! top of a block, a module-level block, an import, a parameter. Each records where it would
+//! go and whether it is already there, in the file's own indentation and line endings.
+
+use super::locate::At;
+use super::syntax::*;
+use crate::error::{Error, Result};
+use crate::lang::parts::*;
+use crate::project::Project;
+use crate::render::{fill, reindent};
+use crate::source::{indent_at, line_end_after, line_start};
+use tree_sitter::Node;
+
+pub struct Builder<'a> {
+    pub(super) files: &'a [Parsed],
+    project: &'a Project,
+    sites: std::collections::HashMap<String, String>,
+    pub parts: Vec<Part>,
+}
+
+pub(super) fn line(n: Node) -> usize {
+    n.start_position().row + 1
+}
+
+/// The statement text of `marker`'s first appearance among `nodes`, as a line number.
+pub(super) fn find_marker<'t>(
+    nodes: impl Iterator<Item = Node<'t>>,
+    marker: &str,
+    src: &str,
+) -> Option<usize> {
+    nodes
+        .filter(|n| n.kind() != "comment")
+        .find(|n| text(*n, src).contains(marker))
+        .map(line)
+}
+
+fn prev_statements(stmt: Node<'_>) -> impl Iterator<Item = Node<'_>> {
+    std::iter::successors(stmt.prev_named_sibling(), |n| n.prev_named_sibling())
+        .filter(|n| n.kind() != "comment")
+        .take(3)
+}
+
+pub(super) fn next_statements(stmt: Node<'_>) -> impl Iterator<Item = Node<'_>> {
+    std::iter::successors(stmt.next_named_sibling(), |n| n.next_named_sibling())
+        .filter(|n| n.kind() != "comment")
+        .take(4)
+}
+
+pub(super) fn block_statements(block: Node<'_>) -> impl Iterator<Item = Node<'_>> {
+    let mut c = block.walk();
+    let v: Vec<Node> = block
+        .named_children(&mut c)
+        .filter(|n| n.kind() != "comment")
+        .take(6)
+        .collect();
+    v.into_iter()
+}
+
+impl<'a> Builder<'a> {
+    pub fn new(files: &'a [Parsed], project: &'a Project) -> Result<Builder<'a>> {
+        let raw = project.templates.get("python/sites.py")?;
+        let mut sites = std::collections::HashMap::new();
+        let mut current: Option<(String, String)> = None;
+        for l in raw.lines() {
+            if let Some(name) = l.strip_prefix("# site: ") {
+                if let Some((n, body)) = current.take() {
+                    sites.insert(n, body);
+                }
+                current = Some((name.trim().to_string(), String::new()));
+            } else if let Some((_, body)) = current.as_mut() {
+                body.push_str(l);
+                body.push('\n');
+            }
+        }
+        if let Some((n, body)) = current {
+            sites.insert(n, body);
+        }
+        Ok(Builder {
+            files,
+            project,
+            sites,
+            parts: Vec::new(),
+        })
+    }
+
+    pub(super) fn site(&self, name: &str, vars: &[(&str, &str)]) -> Result<String> {
+        let t = self.sites.get(name).ok_or_else(|| Error::Config {
+            path: "templates/python/sites.py".into(),
+            message: format!("no `# site: {name}` section"),
+        })?;
+        Ok(fill(t, vars))
+    }
+
+    pub(super) fn block(&self, name: &str, send: &str) -> Result<String> {
+        let t = self.project.templates.get(&format!("python/{name}"))?;
+        Ok(fill(
+            &t,
+            &[("PREFIX", &self.project.env_prefix), ("SEND", send)],
+        ))
+    }
+
+    pub(super) fn src(&self, file: usize) -> &'a str {
+        &self.files[file].file.text
+    }
+
+    pub(super) fn push(
+        &mut self,
+        checks: &'static [&'static str],
+        label: &'static str,
+        file: usize,
+        offset: usize,
+        text: String,
+        present: Option<usize>,
+    ) {
+        let anchor_line = self.files[file].file.line_of(offset);
+        self.parts.push(Part {
+            checks,
+            label,
+            file,
+            offset,
+            text,
+            present,
+            anchor_line,
+        });
+    }
+
+    pub(super) fn unsupported(&self, at: At, message: &str) -> Error {
+        Error::Unsupported {
+            file: self.files[at.file].file.rel.clone(),
+            line: line(at.node),
+            message: message.to_string(),
+        }
+    }
+
+    /// Code lines before a statement, at its indentation.
+    pub(super) fn before(
+        &mut self,
+        checks: &'static [&'static str],
+        label: &'static str,
+        stmt: At,
+        code: String,
+        marker: &str,
+    ) -> Result<()> {
+        let src = self.src(stmt.file);
+        // Comments right above a statement describe it: new code goes above them.
+        let mut first = stmt.node;
+        while let Some(c) = first.prev_sibling().filter(|c| {
+            c.kind() == "comment"
+                && c.end_position().row + 1 == first.start_position().row
+                && src[line_start(src, c.start_byte())..c.start_byte()]
+                    .trim()
+                    .is_empty()
+        }) {
+            first = c;
+        }
+        let start = line_start(src, first.start_byte());
+        if !src[line_start(src, stmt.node.start_byte())..stmt.node.start_byte()]
+            .trim()
+            .is_empty()
+        {
+            return Err(self.unsupported(stmt, "the statement shares its line with other code; put it on its own line or pin another site"));
+        }
+        let style = &self.files[stmt.file].file.style;
+        let text = reindent(
+            &code,
+            indent_at(src, stmt.node.start_byte()),
+            &style.indent_unit,
+            style.eol,
+        );
+        let present = find_marker(prev_statements(stmt.node), marker, src);
+        self.push(checks, label, stmt.file, start, text, present);
+        Ok(())
+    }
+
+    /// Code lines after a statement, at its indentation.
+    pub(super) fn after(
+        &mut self,
+        checks: &'static [&'static str],
+        label: &'static str,
+        stmt: At,
+        code: String,
+        marker: &str,
+    ) -> Result<()> {
+        let src = self.src(stmt.file);
+        let style = &self.files[stmt.file].file.style;
+        let offset = line_end_after(src, stmt.node.end_byte());
+        let mut text = reindent(
+            &code,
+            indent_at(src, stmt.node.start_byte()),
+            &style.indent_unit,
+            style.eol,
+        );
+        if offset == src.len() && !src.ends_with('\n') {
+            // keep "no final newline": the new lines go before the end, not after it
+            text = format!("{}{}", style.eol, text.trim_end_matches(['\r', '\n']));
+        }
+        let present = find_marker(next_statements(stmt.node), marker, src);
+        self.push(checks, label, stmt.file, offset, text, present);
+        Ok(())
+    }
+
+    /// Code lines at the top of a block (after a docstring and nonlocal/global lines).
+    pub(super) fn top(
+        &mut self,
+        checks: &'static [&'static str],
+        label: &'static str,
+        block: At,
+        code: String,
+        marker: &str,
+    ) -> Result<()> {
+        let src = self.src(block.file);
+        let present = find_marker(block_statements(block.node), marker, src);
+        let first = first_body_statement(block.node)
+            .ok_or_else(|| self.unsupported(block, "empty block"))?;
+        if line(first) == line(block.node.parent().unwrap_or(block.node)) {
+            return Err(self.unsupported(
+                block,
+                "the block is on the same line as its header; put its body on its own lines",
+            ));
+        }
+        self.before(
+            checks,
+            label,
+            At {
+                file: block.file,
+                node: first,
+            },
+            code,
+            "\u{0}",
+        )?;
+        self.parts.last_mut().expect("just pushed").present = present;
+        Ok(())
+    }
+
+    /// A module-level block before a top-level statement (decorators included).
+    pub(super) fn module_before(
+        &mut self,
+        checks: &'static [&'static str],
+        label: &'static str,
+        top: At,
+        code: String,
+        defines: &str,
+    ) {
+        let f = &self.files[top.file];
+        let style = &f.file.style;
+        let offset = line_start(&f.file.text, top.node.start_byte());
+        let text = format!(
+            "{}{}{}",
+            reindent(&code, "", &style.indent_unit, style.eol),
+            style.eol,
+            style.eol
+        );
+        let present = defined_at(f, defines);
+        self.push(checks, label, top.file, offset, text, present);
+    }
+
+    /// A module-level block after a top-level statement.
+    pub(super) fn module_after(
+        &mut self,
+        checks: &'static [&'static str],
+        label: &'static str,
+        top: At,
+        code: String,
+        defines: &str,
+    ) {
+        let f = &self.files[top.file];
+        let style = &f.file.style;
+        let src = &f.file.text;
+        let offset = line_end_after(src, top.node.end_byte());
+        let body = reindent(&code, "", &style.indent_unit, style.eol);
+        let text = if offset == src.len() && !src.ends_with('\n') {
+            format!(
+                "{eol}{eol}{eol}{}",
+                body.trim_end_matches(['\r', '\n']),
+                eol = style.eol
+            )
+        } else {
+            format!("{eol}{eol}{body}", eol = style.eol)
+        };
+        let present = defined_at(f, defines);
+        self.push(checks, label, top.file, offset, text, present);
+    }
+
+    /// `import name` after the last top-level import, unless the module has it.
+    pub(super) fn ensure_import(
+        &mut self,
+        checks: &'static [&'static str],
+        file: usize,
+        module: &str,
+    ) {
+        let f = &self.files[file];
+        let root = f.tree.root_node();
+        if imports_module(root, &f.file.text, module) {
+            return;
+        }
+        let eol = f.file.style.eol;
+        let (offset, text) = match last_top_level_import(root) {
+            Some(imp) => (
+                line_end_after(&f.file.text, imp.end_byte()),
+                format!("import {module}{eol}"),
+            ),
+            None => (0, format!("import {module}{eol}")),
+        };
+        self.push(checks, "import", file, offset, text, None);
+    }
+
+    /// `from <m> import a, b` in `file`, where <m> is spelled as the module already imports
+    /// other names of `provider`; present when every name is imported or defined there.
+    pub(super) fn ensure_from_import(
+        &mut self,
+        checks: &'static [&'static str],
+        file: usize,
+        provider: usize,
+        names: &[&str],
+    ) -> Result<()> {
+        if file == provider {
+            return Ok(());
+        }
+        let f = &self.files[file];
+        let src = f.file.text.as_str();
+        let root = f.tree.root_node();
+        let imports: Vec<Node> = descendants(root, "import_from_statement");
+        let has = |name: &str| {
+            imports.iter().any(|i| {
+                let mut c = i.walk();
+                i.children_by_field_name("name", &mut c).any(|n| {
+                    let n = if n.kind() == "aliased_import" {
+                        n.child_by_field_name("alias").unwrap_or(n)
+                    } else {
+                        n
+                    };
+                    text(n, src) == name
+                })
+            }) || defined_at(f, name).is_some()
+        };
+        if names.iter().all(|n| has(n)) {
+            let line = imports
+                .iter()
+                .find(|i| text(**i, src).contains(names[0]))
+                .map(|i| line(*i))
+                .unwrap_or(1);
+            self.push(checks, "import", file, 0, String::new(), Some(line));
+            return Ok(());
+        }
+        let p = &self.files[provider];
+        let provided: Vec<&str> = top_level_functions(p.tree.root_node())
+            .into_iter()
+            .map(|d| name_of(d, &p.file.text))
+            .collect();
+        let existing = imports.iter().find(|i| {
+            let mut c = i.walk();
+            i.children_by_field_name("name", &mut c).any(|n| {
+                let n = if n.kind() == "aliased_import" {
+                    n.child_by_field_name("name").unwrap_or(n)
+                } else {
+                    n
+                };
+                provided.contains(&text(n, src))
+            })
+        });
+        let Some(existing) = existing else {
+            return Err(Error::Unsupported {
+                file: f.file.rel.clone(),
+                line: 1,
+                message: format!(
+                    "imports nothing from {} yet; add an import of it by hand",
+                    p.file.rel
+                ),
+            });
+        };
+        let module = text(
+            existing
+                .child_by_field_name("module_name")
+                .expect("from-import has a module"),
+            src,
+        );
+        let mut sorted = names.to_vec();
+        sorted.sort();
+        let eol = f.file.style.eol;
+        let code = format!("from {module} import {}{eol}", sorted.join(", "));
+        let offset = line_end_after(src, existing.end_byte());
+        let indent = indent_at(src, existing.start_byte()).to_string();
+        self.push(
+            checks,
+            "import",
+            file,
+            offset,
+            format!("{indent}{code}"),
+            None,
+        );
+        Ok(())
+    }
+
+    /// A keyword parameter beside `anchor` in a signature (own line if the anchor has one).
+    /// A keyword parameter `agent_progress_callback` appended to a signature (before a
+    /// `**kwargs`, so positional callers keep working), annotated like `style` if given, on its
+    /// own line when the parameters are one per line.
+    pub(super) fn param_after(&mut self, def: At, style: Option<Node>) {
+        let f = &self.files[def.file];
+        let src = f.file.text.as_str();
+        let present = parameters(def.node, src)
+            .iter()
+            .find(|(n, _)| n == "agent_progress_callback")
+            .map(|(_, n)| line(*n));
+        let params_node = def.node.child_by_field_name("parameters").expect("params");
+        let Some(anchor) = named_children(params_node)
+            .into_iter()
+            .rfind(|p| !matches!(p.kind(), "comment" | "dictionary_splat_pattern"))
+        else {
+            return; // `def f():` has nothing to append after; hooks read the attribute with getattr
+        };
+        let own_line = src[line_start(src, anchor.start_byte())..anchor.start_byte()]
+            .trim()
+            .is_empty()
+            && line(params_node) != line(anchor);
+        let param = match style {
+            Some(st) if st.kind() == "typed_default_parameter" => {
+                let name = text(st.child_by_field_name("name").expect("name"), src);
+                format!("agent_progress_callback{}", &text(st, src)[name.len()..])
+            }
+            _ => "agent_progress_callback=None".into(),
+        };
+        let text = if own_line {
+            format!(
+                ",{}{}{param}",
+                f.file.style.eol,
+                indent_at(src, anchor.start_byte())
+            )
+        } else {
+            format!(", {param}")
+        };
+        self.push(
+            CHECK_DECLARED,
+            "callback parameter",
+            def.file,
+            anchor.end_byte(),
+            text,
+            present,
+        );
+    }
+
+    /// `agent_progress_callback=agent_progress_callback` after a keyword argument of a call.
+    pub(super) fn keyword_after(&mut self, kw: At) {
+        let src = self.src(kw.file);
+        let call = kw
+            .node
+            .parent()
+            .and_then(|a| a.parent())
+            .expect("keyword in a call");
+        let present = keyword_arg(call, "agent_progress_callback", src).map(line);
+        let own_line = src[line_start(src, kw.node.start_byte())..kw.node.start_byte()]
+            .trim()
+            .is_empty();
+        let text = if own_line {
+            format!(
+                ",{}{}agent_progress_callback=agent_progress_callback",
+                self.files[kw.file].file.style.eol,
+                indent_at(src, kw.node.start_byte())
+            )
+        } else {
+            ", agent_progress_callback=agent_progress_callback".to_string()
+        };
+        self.push(
+            CHECK_DECLARED,
+            "callback passed on",
+            kw.file,
+            kw.node.end_byte(),
+            text,
+            present,
+        );
+    }
+}
+
+/// The line of a top-level `def name` in a parsed file.
+fn defined_at(p: &Parsed, name: &str) -> Option<usize> {
+    top_level_functions(p.tree.root_node())
+        .into_iter()
+        .find(|d| name_of(*d, &p.file.text) == name)
+        .map(line)
+}
