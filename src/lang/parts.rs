@@ -208,6 +208,19 @@ pub fn report(
             detail: problems.join("; "),
         });
     }
+    // every file that holds (or would hold) inserted code parses: checked above, shown here
+    let mut touched: Vec<String> = parts
+        .iter()
+        .map(|p| files[p.file].file.rel.clone())
+        .collect();
+    touched.sort();
+    touched.dedup();
+    checks.push(Check {
+        id: "parses".into(),
+        status: Status::Ok,
+        locations: vec![touched.join(", ")],
+        detail: String::new(),
+    });
     Ok(Report {
         root: root.to_string(),
         language: naming.language.into(),
