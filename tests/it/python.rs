@@ -689,3 +689,44 @@ fn callback_shaped_agent_with_locals_forwarding() {
     let again = acp_patch(&["apply", path_str(dir.path())], None);
     assert!(again.stderr.contains("nothing to do"), "{}", again.stderr);
 }
+
+#[test]
+fn machine_output_apply_json_and_github_annotations() {
+    let dir = copy_tree(&fixture_before());
+    let run = acp_patch(
+        &[
+            "apply",
+            "--dry-run",
+            "--format",
+            "json",
+            path_str(dir.path()),
+        ],
+        None,
+    );
+    assert_eq!(run.code, 0);
+    // the diff comes first on stdout, then the JSON outcome
+    let json_start = run.stdout.find("\n{").unwrap() + 1;
+    let v: serde_json::Value = serde_json::from_str(&run.stdout[json_start..]).unwrap();
+    assert_eq!(v["language"], "python");
+    assert_eq!(v["written"], false);
+    assert_eq!(v["files"], serde_json::json!(["streamy/agent.py"]));
+    assert_eq!(v["placed"].as_array().unwrap().len(), 14);
+    assert_eq!(v["diff"].as_str().unwrap(), &run.stdout[..json_start]);
+
+    let gh = acp_patch(
+        &["verify", "--format", "github", path_str(dir.path())],
+        None,
+    );
+    assert_eq!(gh.code, 1);
+    let annotations: Vec<&str> = gh
+        .stdout
+        .lines()
+        .filter(|l| l.starts_with("::error "))
+        .collect();
+    assert_eq!(annotations.len(), 9, "{}", gh.stdout);
+    assert!(
+        annotations[0].starts_with("::error ::hook.start missing: apply inserts"),
+        "{}",
+        annotations[0]
+    );
+}
