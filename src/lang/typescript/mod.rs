@@ -20,17 +20,13 @@ const SDKS: &[&str] = &[
     "@zed-industries/agent-client-protocol",
 ];
 
-fn is_tsx(path: &std::path::Path) -> bool {
-    path.extension().is_some_and(|e| e == "tsx")
-}
-
 impl TypeScript {
     fn parse_all(&self, project: &Project) -> Vec<Parsed> {
         project
             .files_with_extension(self.extensions())
             .filter(|f| !f.rel.ends_with(".d.ts") && self.worth_parsing(&f.text))
             .map(|f| {
-                let tree = syntax::parse(&f.text, is_tsx(&f.path));
+                let tree = syntax::parse(&f.text);
                 let error = syntax::first_error(&tree);
                 Parsed {
                     file: f.clone(),
@@ -44,7 +40,9 @@ impl TypeScript {
     fn analyze(&self, project: &Project, files: &[Parsed]) -> Result<Vec<Part>> {
         let sites = match locate::locate(&project.root, files, &project.config.typescript) {
             Ok(s) => s,
-            Err(e @ (Error::NoAgent { .. } | Error::Unsupported { .. })) => {
+            Err(
+                e @ (Error::NoAgent { .. } | Error::Unlocatable { .. } | Error::Unsupported { .. }),
+            ) => {
                 return Err(files.iter().find_map(parts::parse_error).unwrap_or(e));
             }
             Err(e) => return Err(e),
@@ -62,7 +60,7 @@ impl Language for TypeScript {
     }
 
     fn extensions(&self) -> &'static [&'static str] {
-        &["ts", "mts", "cts", "tsx"]
+        &["ts", "mts", "cts"]
     }
 
     fn worth_parsing(&self, text: &str) -> bool {
@@ -72,7 +70,7 @@ impl Language for TypeScript {
     }
 
     fn syntax_error(&self, text: &str) -> Option<(usize, String)> {
-        syntax::first_error(&syntax::parse(text, false))
+        syntax::first_error(&syntax::parse(text))
     }
 
     fn detect(&self, project: &Project) -> bool {

@@ -3,15 +3,11 @@
 pub use crate::lang::tree::{descendants, first_error, named_children, text};
 use tree_sitter::{Node, Parser, Tree};
 
-pub fn parse(text: &str, tsx: bool) -> Tree {
+/// Parses TypeScript (`.ts`, `.mts`, `.cts`; TSX is not handled).
+pub fn parse(text: &str) -> Tree {
     let mut parser = Parser::new();
-    let language = if tsx {
-        tree_sitter_typescript::LANGUAGE_TSX
-    } else {
-        tree_sitter_typescript::LANGUAGE_TYPESCRIPT
-    };
     parser
-        .set_language(&language.into())
+        .set_language(&tree_sitter_typescript::LANGUAGE_TYPESCRIPT.into())
         .expect("the TypeScript grammar matches the tree-sitter version");
     parser
         .parse(mask_grammar_gaps(text).as_ref(), None)
@@ -255,6 +251,6 @@ mod tests {
         let masked = mask_grammar_gaps(src);
         assert_eq!(masked.len(), src.len());
         assert!(masked.contains("_.Y[]"));
-        assert_eq!(first_error(&parse(src, false)), None);
+        assert_eq!(first_error(&parse(src)), None);
     }
 }
