@@ -17,6 +17,8 @@ pub struct Config {
     #[serde(default)]
     pub python: PythonPins,
     #[serde(default)]
+    pub rust: RustPins,
+    #[serde(default)]
     pub typescript: TypeScriptPins,
 }
 
@@ -55,6 +57,18 @@ pub struct TypeScriptPins {
     pub handoff: Option<String>,
     /// Where a turn ends when the hand-off returns at once, e.g. `src/acp/session.ts:PiAcpSession.settleTurn`.
     pub turn_end: Option<String>,
+}
+
+/// `[rust]` pins, each `path/to/file.rs:Type::method` relative to the agent root.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RustPins {
+    /// The prompt handler, e.g. `src/agent.rs:StreamAgent::prompt`.
+    pub prompt: Option<String>,
+    /// The method every session update leaves through, e.g. `src/agent.rs:StreamAgent::send_update`.
+    pub emitter: Option<String>,
+    /// The statement of the prompt handler the card opens before, `path/to/file.rs:LINE`.
+    pub handoff: Option<String>,
 }
 
 /// A parsed pin: a file and, optionally, a qualified name in it.

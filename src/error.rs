@@ -50,9 +50,7 @@ pub enum Error {
         pin_key: &'static str,
     },
 
-    #[error(
-        "could not locate the {site}: {detail}\n  pin it in acp-patch.toml:\n    [python]\n    {pin_key} = \"path/to/file.py:Class.method\""
-    )]
+    #[error("{}", unlocatable_message(site, detail, pin_key))]
     Unlocatable {
         site: &'static str,
         detail: String,
@@ -84,6 +82,22 @@ pub enum Error {
     },
 }
 
+/// `rust.prompt` → (`rust`, `prompt`, an example pin); a bare key is a `[python]` pin.
+fn pin_section(pin_key: &str) -> (&str, &str, &'static str) {
+    match pin_key.split_once('.') {
+        Some(("rust", key)) => ("rust", key, "src/agent.rs:Agent::prompt"),
+        Some((section, key)) => (section, key, "path/to/file:Class.method"),
+        None => ("python", pin_key, "path/to/file.py:Class.method"),
+    }
+}
+
+fn unlocatable_message(site: &str, detail: &str, pin_key: &str) -> String {
+    let (section, key, example) = pin_section(pin_key);
+    format!(
+        "could not locate the {site}: {detail}\n  pin it in acp-patch.toml:\n    [{section}]\n    {key} = \"{example}\""
+    )
+}
+
 fn ambiguous_message(site: &str, candidates: &[Candidate], pin_key: &str) -> String {
     let mut s = format!(
         "found {} candidates for the {site}; nothing was written:\n",
@@ -92,12 +106,13 @@ fn ambiguous_message(site: &str, candidates: &[Candidate], pin_key: &str) -> Str
     for c in candidates {
         s.push_str(&format!("    {}  {}\n", c.location, c.name));
     }
+    let (section, key, fallback) = pin_section(pin_key);
     let example = candidates
         .first()
         .map(|c| format!("{}:{}", c.location.file, c.name))
-        .unwrap_or_else(|| "path/to/file.py:Class.method".into());
+        .unwrap_or_else(|| fallback.into());
     s.push_str(&format!(
-        "  pin one in acp-patch.toml:\n    [python]\n    {pin_key} = \"{example}\""
+        "  pin one in acp-patch.toml:\n    [{section}]\n    {key} = \"{example}\""
     ));
     s
 }

@@ -2,6 +2,7 @@
 
 pub(crate) mod parts;
 pub mod python;
+pub mod rust;
 pub(crate) mod tree;
 pub mod typescript;
 
@@ -27,5 +28,5 @@ pub trait Language: Sync {
 }
 
 pub fn all() -> Vec<&'static dyn Language> {
-    vec![&python::Python, &typescript::TypeScript]
+    vec![&python::Python, &rust::Rust, &typescript::TypeScript]
 }

@@ -16,6 +16,24 @@ pub struct Parsed {
     pub error: Option<(usize, String)>,
 }
 
+/// What the plan and the report need of a parsed file, whatever parsed it (tree-sitter,
+/// or `syn` for Rust).
+pub trait ParsedSource {
+    fn source(&self) -> &SourceFile;
+    /// The first syntax error: (byte offset, message).
+    fn syntax_error(&self) -> Option<&(usize, String)>;
+}
+
+impl ParsedSource for Parsed {
+    fn source(&self) -> &SourceFile {
+        &self.file
+    }
+
+    fn syntax_error(&self) -> Option<&(usize, String)> {
+        self.error.as_ref()
+    }
+}
+
 /// One insertion, and whether (and where) it is already present.
 #[derive(Debug, Clone)]
 pub struct Part {
@@ -60,11 +78,11 @@ pub const STATES: [&str; 3] = ["start", "heartbeat", "complete"];
 /// The progress callback's call sites per state: (file index, line).
 pub type HookCalls = [Vec<(usize, usize)>; 3];
 
-pub fn parse_error(p: &Parsed) -> Option<Error> {
-    p.error.as_ref().map(|(offset, message)| Error::Parse {
+pub fn parse_error<P: ParsedSource>(p: &P) -> Option<Error> {
+    p.syntax_error().map(|(offset, message)| Error::Parse {
         location: Location {
-            file: p.file.rel.clone(),
-            line: p.file.line_of(*offset),
+            file: p.source().rel.clone(),
+            line: p.source().line_of(*offset),
         },
         message: message.clone(),
     })
@@ -72,7 +90,7 @@ pub fn parse_error(p: &Parsed) -> Option<Error> {
 
 /// Apply's plan: every missing part once; a file to patch that does not parse is an error;
 /// one that does not parse but needs nothing is noted and left alone.
-pub fn plan(files: &[Parsed], parts: &[Part]) -> Result<Plan> {
+pub fn plan<P: ParsedSource>(files: &[P], parts: &[Part]) -> Result<Plan> {
     let mut plan = Plan::default();
     let mut seen = std::collections::HashSet::new();
     for part in parts.iter().filter(|p| p.present.is_none()) {
@@ -83,20 +101,21 @@ pub fn plan(files: &[Parsed], parts: &[Part]) -> Result<Plan> {
             return Err(e);
         }
         plan.add(
-            &files[part.file].file,
+            files[part.file].source(),
             part.offset,
             part.text.clone(),
             part.label,
         );
     }
     for p in files {
-        if let Some((offset, msg)) = &p.error
-            && !plan.files.iter().any(|f| f.file.path == p.file.path)
+        let file = p.source();
+        if let Some((offset, msg)) = p.syntax_error()
+            && !plan.files.iter().any(|f| f.file.path == file.path)
         {
             plan.notes.push(format!(
                 "{}:{}: does not parse ({msg}); it needs no patch and was left alone",
-                p.file.rel,
-                p.file.line_of(*offset)
+                file.rel,
+                file.line_of(*offset)
             ));
         }
     }
@@ -127,15 +146,29 @@ pub fn report(
     calls: &HookCalls,
     naming: &Naming,
 ) -> Result<Report> {
+    let has_function = |i: usize, name: &str| (naming.has_function)(&files[i], name);
+    report_any(root, files, parts, calls, naming, &has_function)
+}
+
+/// [`report`] for files of any parser; `has_function(file index, name)` replaces
+/// `naming.has_function`.
+pub fn report_any<P: ParsedSource>(
+    root: &str,
+    files: &[P],
+    parts: &[Part],
+    calls: &HookCalls,
+    naming: &Naming,
+    has_function: &dyn Fn(usize, &str) -> bool,
+) -> Result<Report> {
     for (i, p) in files.iter().enumerate() {
         let touched = parts.iter().any(|part| part.file == i);
-        if (touched || p.file.text.contains(naming.marker))
+        if (touched || p.source().text.contains(naming.marker))
             && let Some(e) = parse_error(p)
         {
             return Err(e);
         }
     }
-    let at = |file: usize, line: usize| format!("{}:{line}", files[file].file.rel);
+    let at = |file: usize, line: usize| format!("{}:{line}", files[file].source().rel);
     let mut checks = Vec::new();
     for id in CHECKS {
         let mine: Vec<&Part> = parts.iter().filter(|p| p.checks.contains(id)).collect();
@@ -187,9 +220,9 @@ pub fn report(
                     }
                     // every function a present block defines must still be there
                     for name in (naming.defines)(&p.text) {
-                        if !(naming.has_function)(&files[p.file], &name) {
+                        if !has_function(p.file, &name) {
                             status = Status::Malformed;
-                            problems.push(format!("{} lacks `{name}`", files[p.file].file.rel));
+                            problems.push(format!("{} lacks `{name}`", files[p.file].source().rel));
                         }
                     }
                 }
@@ -211,7 +244,7 @@ pub fn report(
     // every file that holds (or would hold) inserted code parses: checked above, shown here
     let mut touched: Vec<String> = parts
         .iter()
-        .map(|p| files[p.file].file.rel.clone())
+        .map(|p| files[p.file].source().rel.clone())
         .collect();
     touched.sort();
     touched.dedup();
