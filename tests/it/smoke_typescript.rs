@@ -33,3 +33,13 @@ fn sdk2_fixture_unpatched_fails_then_patched_passes_every_check() {
 fn sdk1_fixture_unpatched_fails_then_patched_passes_every_check() {
     case("sdk1_agent");
 }
+
+#[test]
+fn verify_smoke_on_the_patched_sdk2_fixture() {
+    let dir = copy_tree(&fixture("typescript/sdk2_agent/after"));
+    link_node_modules(dir.path(), "sdk2_agent");
+    let run = acp_patch(&["verify", "--smoke", dir.path().to_str().unwrap()], None);
+    assert_eq!(run.code, 0, "{}\n{}", run.stdout, run.stderr);
+    assert!(run.stdout.contains("checks hold"), "{}", run.stdout);
+    assert!(run.stdout.contains("PASS think_card"), "{}", run.stdout);
+}

@@ -266,6 +266,37 @@ fn unlocatable_hand_off_says_what_to_do_and_writes_nothing() {
 }
 
 #[test]
+fn a_pin_that_matches_nothing_is_reported_and_a_right_one_is_honoured() {
+    let dir = copy_tree(&before("sdk2_agent"));
+    std::fs::write(
+        dir.path().join("acp-patch.toml"),
+        "[typescript]\nhandoff = \"src/agent.ts:LumenAgent.nope\"\n",
+    )
+    .unwrap();
+    let pristine = snapshot_tree(dir.path());
+    let run = acp_patch(&["apply", path_str(dir.path())], None);
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    assert!(
+        run.stderr.contains("handoff") && run.stderr.contains("matches"),
+        "{}",
+        run.stderr
+    );
+    assert_eq!(pristine, snapshot_tree(dir.path()));
+    std::fs::write(
+        dir.path().join("acp-patch.toml"),
+        "[typescript]\nhandoff = \"src/agent.ts:LumenAgent.prompt\"\nemitter = \"src/agent.ts:LumenAgent.send\"\n",
+    )
+    .unwrap();
+    let run = acp_patch(&["apply", path_str(dir.path())], None);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(
+        run.stderr.contains("src/agent.ts:234  hook start"),
+        "{}",
+        run.stderr
+    );
+}
+
+#[test]
 fn syntax_error_in_the_agent_aborts_with_its_location() {
     let dir = copy_tree(&before("sdk2_agent"));
     let path = dir.path().join("src/agent.ts");

@@ -5,7 +5,7 @@
 
 use super::syntax::*;
 use crate::config::{Pin, TypeScriptPins};
-use crate::error::{Error, Result};
+use crate::error::{Candidate, Error, Location, Result};
 use crate::lang::parts::Parsed;
 use tree_sitter::Node;
 
@@ -82,63 +82,51 @@ fn class_of<'t>(node: Node<'t>) -> Option<Node<'t>> {
     None
 }
 
-/// Picks the one candidate, honouring a pin; otherwise an error listing them.
+/// Picks the one candidate, honouring a pin; otherwise an error listing them. Pin keys are
+/// `typescript.<key>`: the `[typescript]` table of acp-patch.toml.
 fn choose<'a>(
     files: &[Parsed],
     mut found: Vec<(usize, Node<'a>, String)>,
     pin: Option<&String>,
-    site: &str,
-    pin_key: &str,
-    none: impl FnOnce() -> (String, usize, String),
+    site: &'static str,
+    pin_key: &'static str,
+    none: impl FnOnce() -> String,
 ) -> Result<(usize, Node<'a>)> {
     if let Some(pin) = pin {
         let p = Pin::parse(pin);
         found.retain(|(f, _, name)| p.matches(&files[*f].file.rel, Some(name)));
         if found.is_empty() {
-            return Err(Error::Unsupported {
-                file: p.file.clone(),
-                line: 1,
-                message: format!(
-                    "the pin `{pin_key}` in acp-patch.toml ([typescript]) matches no {site}"
+            return Err(Error::Unlocatable {
+                site,
+                detail: format!(
+                    "the pin `{}` in acp-patch.toml matches nothing",
+                    pin_key.trim_start_matches("typescript.")
                 ),
+                pin_key,
             });
         }
     }
     match found.len() {
-        0 => {
-            let (file, line, detail) = none();
-            Err(Error::Unsupported {
-                file,
-                line,
-                message: format!(
-                    "could not locate the {site}: {detail}\n  pin it in acp-patch.toml:\n    [typescript]\n    {pin_key} = \"path/to/file.ts:Class.method\""
-                ),
-            })
-        }
+        0 => Err(Error::Unlocatable {
+            site,
+            detail: none(),
+            pin_key,
+        }),
         1 => Ok((found[0].0, found[0].1)),
-        _ => {
-            let mut msg = format!(
-                "found {} candidates for the {site}; nothing was written:\n",
-                found.len()
-            );
-            for (f, n, name) in &found {
-                msg.push_str(&format!(
-                    "    {}:{}  {name}\n",
-                    files[*f].file.rel,
-                    line(*n)
-                ));
-            }
-            let (f, _, name) = &found[0];
-            msg.push_str(&format!(
-                "  pin one in acp-patch.toml:\n    [typescript]\n    {pin_key} = \"{}:{name}\"",
-                files[*f].file.rel
-            ));
-            Err(Error::Unsupported {
-                file: files[*f].file.rel.clone(),
-                line: line(found[0].1),
-                message: msg,
-            })
-        }
+        _ => Err(Error::Ambiguous {
+            site,
+            candidates: found
+                .iter()
+                .map(|(f, n, name)| Candidate {
+                    location: Location {
+                        file: files[*f].file.rel.clone(),
+                        line: line(*n),
+                    },
+                    name: name.clone(),
+                })
+                .collect(),
+            pin_key,
+        }),
     }
 }
 
@@ -204,8 +192,8 @@ pub fn locate<'a>(
         emitters,
         pins.emitter.as_ref(),
         "session-update emitter",
-        "emitter",
-        || (String::new(), 0, String::new()),
+        "typescript.emitter",
+        String::new,
     )?;
     let p = &files[file];
     let src = p.file.text.as_str();
@@ -284,14 +272,11 @@ pub fn locate<'a>(
         handoffs,
         pins.handoff.as_ref(),
         "hand-off to the model",
-        "handoff",
+        "typescript.handoff",
         || {
-            (
-                p.file.rel.clone(),
-                class_line,
-                format!(
-                    "class {cname} has no `for await` over the model stream and no `this.<engine>.prompt(...)` call"
-                ),
+            format!(
+                "class {cname} at {}:{class_line} has no `for await` over the model stream and no `this.<engine>.prompt(...)` call",
+                p.file.rel
             )
         },
     )?;
@@ -357,12 +342,12 @@ pub fn locate<'a>(
             ends,
             pins.turn_end.as_ref(),
             "end of the turn",
-            "turn_end",
+            "typescript.turn_end",
             || {
-                (
-                    p.file.rel.clone(),
-                    line(handoff),
-                    "the hand-off returns at once, and the class has no settleTurn()/endTurn() method".into(),
+                format!(
+                    "the hand-off at {}:{} returns at once, and class {cname} has no settleTurn()/endTurn() method",
+                    p.file.rel,
+                    line(handoff)
                 )
             },
         )?;
