@@ -60,3 +60,12 @@ function acpProgressComplete(owner: AcpProgressOwner): void {
         // a failing callback must not fail the turn
     }
 }
+
+/** Hook B at the emitter: the first real update of the turn (a chunk, a tool call) closes the card. */
+function acpProgressOnUpdate(owner: AcpProgressOwner, update: unknown): void {
+    const kind = (update as { sessionUpdate?: unknown } | null | undefined)?.sessionUpdate;
+    if (kind === "session_info_update" || kind === "usage_update" || kind === "available_commands_update" || kind === "current_mode_update") {
+        return; // bookkeeping, not the model at work
+    }
+    acpProgressComplete(owner);
+}

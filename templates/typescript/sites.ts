@@ -11,6 +11,8 @@ void acpTextHoldFlush(this); // a new turn: forget the last one's reasoning
 acpProgressStart(this);
 // site: hook_complete
 acpProgressComplete(this);
+// site: hook_complete_first_update
+acpProgressOnUpdate(this, {{UPDATE}});
 // site: text_hold_gate
 if (acpTextHold(this, {{UPDATE}}, (held) => this.{{EMITTER}}({{ARGS}}))) {
     return;

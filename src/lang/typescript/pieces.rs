@@ -530,12 +530,16 @@ pub fn build<'a>(files: &'a [Parsed], project: &'a Project, s: &Sites<'a>) -> Re
             "the emitter returns a value; acp-patch supports `async` or `void` emitters (pin another with `emitter`)",
         ));
     }
+    let first_update = b.site(
+        "hook_complete_first_update",
+        &[("UPDATE", &s.emitter_params[s.update_param])],
+    )?;
     b.top(
         CHECK_COMPLETE,
         "hook complete at first update",
         ebody,
-        &complete,
-        "acpProgressComplete(",
+        &first_update,
+        "acpProgressOnUpdate(",
     )?;
     let args: Vec<String> = s
         .emitter_params
