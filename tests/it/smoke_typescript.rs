@@ -43,3 +43,19 @@ fn verify_smoke_on_the_patched_sdk2_fixture() {
     assert!(run.stdout.contains("checks hold"), "{}", run.stdout);
     assert!(run.stdout.contains("PASS think_card"), "{}", run.stdout);
 }
+
+#[test]
+fn sdk1_patched_llm_error_closes_the_card_on_the_error_path() {
+    // the LLM fails after the wait: the card must still complete (from the `catch` block);
+    // the turn itself fails because the agent reports the error, patched or not
+    let dir = copy_tree(&fixture("typescript/sdk1_agent/after"));
+    link_node_modules(dir.path(), "sdk1_agent");
+    let config = dir.path().join("acp-patch.toml");
+    let mut text = std::fs::read_to_string(&config).unwrap();
+    text.push_str("\n[smoke.script]\ndelay_s = 1.5\n\n[smoke.script.error]\nstatus = 500\n");
+    std::fs::write(&config, text).unwrap();
+    let run = smoke(dir.path(), &[]);
+    assert_eq!(run.code, 1, "{}\n{}", run.stdout, run.stderr);
+    run.assert_failing(&["turn_ends"]);
+    assert_group_gone(&run);
+}
