@@ -6,7 +6,7 @@ this.agentProgressCallback = agentProgressCallback;
 // site: wiring
 this.agentProgressCallback = makeAgentProgressCb({{CONN}}, {{SESSION_ID}});
 // site: text_hold_begin_turn
-void acpTextHoldFlush(this); // a new turn: forget the last one's reasoning
+void acpTextHoldFlush(this{{KEY}}); // a new turn: forget the last one's reasoning
 // site: hook_start
 acpProgressStart(this);
 // site: hook_complete
@@ -14,8 +14,8 @@ acpProgressComplete(this);
 // site: hook_complete_first_update
 acpProgressOnUpdate(this, {{UPDATE}});
 // site: text_hold_gate
-if (acpTextHold(this, {{UPDATE}}, (held) => this.{{EMITTER}}({{ARGS}}))) {
+if (acpTextHold(this, {{UPDATE}}, (held) => this.{{EMITTER}}({{ARGS}}){{KEY}})) {
     return;
 }
 // site: text_hold_end_turn
-{{AWAIT}} acpTextHoldFlush(this);
+{{AWAIT}} acpTextHoldFlush(this{{KEY}});

@@ -1,12 +1,18 @@
 // acp-patch: text hold
 type AcpTextHoldState = { reasoning: boolean; held: unknown[]; flushing: boolean; timer?: ReturnType<typeof setTimeout>; emit?: (update: never) => unknown };
-const acpTextHoldStates = new WeakMap<object, AcpTextHoldState>();
+const acpTextHoldStates = new WeakMap<object, Map<unknown, AcpTextHoldState>>();
 
-function acpTextHoldState(owner: object): AcpTextHoldState {
-    let state = acpTextHoldStates.get(owner);
+/** The hold of one session of an owner (`key`: the session id, when one owner serves many). */
+function acpTextHoldState(owner: object, key: unknown): AcpTextHoldState {
+    let states = acpTextHoldStates.get(owner);
+    if (!states) {
+        states = new Map();
+        acpTextHoldStates.set(owner, states);
+    }
+    let state = states.get(key);
     if (!state) {
         state = { reasoning: false, held: [], flushing: false };
-        acpTextHoldStates.set(owner, state);
+        states.set(key, state);
     }
     return state;
 }
@@ -17,8 +23,8 @@ function acpTextHoldState(owner: object): AcpTextHoldState {
  * (default 200; 0 = next tick) so a trailing reasoning delta still joins the thought block.
  * Held text goes out before any other update, when the hold expires and at turn end.
  */
-function acpTextHold<U>(owner: object, update: U, emit: (update: U) => unknown): boolean {
-    const state = acpTextHoldState(owner);
+function acpTextHold<U>(owner: object, update: U, emit: (update: U) => unknown, key?: unknown): boolean {
+    const state = acpTextHoldState(owner, key);
     if (state.flushing) {
         return false; // our own flush re-entering the emitter: send as is
     }
@@ -32,19 +38,30 @@ function acpTextHold<U>(owner: object, update: U, emit: (update: U) => unknown):
         state.held.push(update);
         if (state.held.length === 1) {
             const ms = Number(process.env.{{PREFIX}}_THINK_HOLD_MS ?? "200");
-            state.timer = setTimeout(() => void acpTextHoldFlush(owner), Number.isFinite(ms) && ms >= 0 ? ms : 200);
+            state.timer = setTimeout(() => void acpTextHoldFlush(owner, key), Number.isFinite(ms) && ms >= 0 ? ms : 200);
         }
         return true;
     }
     if (state.held.length > 0) {
-        void acpTextHoldFlush(owner); // tool calls and anything else: held text goes first
+        void acpTextHoldFlush(owner, key); // tool calls and anything else: held text goes first
     }
     return false;
 }
 
-/** Send held text now (consecutive text chunks merged into one update); after it, text streams directly. */
-async function acpTextHoldFlush(owner: object): Promise<void> {
-    const state = acpTextHoldState(owner);
+/**
+ * Send held text now (consecutive text chunks merged into one update); after it, text streams
+ * directly. With a key, that session's hold; without, every hold of the owner (cancel).
+ */
+async function acpTextHoldFlush(owner: object, ...key: unknown[]): Promise<void> {
+    const states = acpTextHoldStates.get(owner);
+    if (!states) {
+        return;
+    }
+    if (key.length === 0) {
+        await Promise.all(Array.from(states.keys(), (k) => acpTextHoldFlush(owner, k)));
+        return;
+    }
+    const state = acpTextHoldState(owner, key[0]);
     state.reasoning = false;
     clearTimeout(state.timer);
     state.timer = undefined;

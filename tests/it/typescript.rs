@@ -290,7 +290,7 @@ fn a_pin_that_matches_nothing_is_reported_and_a_right_one_is_honoured() {
     let run = acp_patch(&["apply", path_str(dir.path())], None);
     assert_eq!(run.code, 0, "{}", run.stderr);
     assert!(
-        run.stderr.contains("src/agent.ts:243  hook start"),
+        run.stderr.contains("src/agent.ts:260  hook start"),
         "{}",
         run.stderr
     );
@@ -575,10 +575,10 @@ fn pi_acp_0_0_34_patched_typechecks_verifies_and_passes_the_regression_test() {
     let run = acp_patch(&["apply", "--env-prefix", "PI_ACP", path_str(root)], None);
     assert_eq!(run.code, 0, "{}", run.stderr);
     for piece in [
-        "src/acp/session.ts:770  hook start",
-        "src/acp/session.ts:633  hook complete at first update",
-        "src/acp/session.ts:676  text hold flushed at turn end",
-        "src/acp/session.ts:757  wiring",
+        "src/acp/session.ts:787  hook start",
+        "src/acp/session.ts:650  hook complete at first update",
+        "src/acp/session.ts:693  text hold flushed at turn end",
+        "src/acp/session.ts:774  wiring",
     ] {
         assert!(run.stderr.contains(piece), "{piece}:\n{}", run.stderr);
     }

@@ -45,6 +45,9 @@ pub struct Sites<'a> {
     /// What the emitter sends through and the session id, as the turn method spells them.
     pub conn: String,
     pub session_id: String,
+    /// When the emitter takes the session id as a parameter (one object serves many sessions):
+    /// that parameter's name; the text hold is then kept per session.
+    pub hold_key: Option<String>,
     pub turn_end: TurnEnd<'a>,
     /// Blocks run when the hand-off fails (`catch` clauses, `.catch(err => { ... })`).
     pub error_blocks: Vec<Node<'a>>,
@@ -308,6 +311,10 @@ pub fn locate<'a>(
     };
     let conn = in_turn(&conn_expr, "connection")?;
     let session_id = in_turn(&sid_expr, "session id")?;
+    let hold_key = emitter_params
+        .iter()
+        .any(|n| !n.is_empty() && *n == sid_expr)
+        .then(|| sid_expr.clone());
 
     // 4. Turn end, error paths, cancel.
     let turn_end = if handoff.kind() == "for_in_statement" {
@@ -401,6 +408,7 @@ pub fn locate<'a>(
         turn_method,
         conn,
         session_id,
+        hold_key,
         turn_end,
         error_blocks,
         cancel,

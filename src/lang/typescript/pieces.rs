@@ -438,13 +438,18 @@ pub fn build<'a>(files: &'a [Parsed], project: &'a Project, s: &Sites<'a>) -> Re
         &wiring,
         "this.agentProgressCallback = makeAgentProgressCb(",
     )?;
-    let begin = b.site("text_hold_begin_turn", &[])?;
+    // per-session holds: the turn's session id inside the turn method; elsewhere every hold
+    let turn_key = match &s.hold_key {
+        Some(_) => format!(", {}", s.session_id),
+        None => String::new(),
+    };
+    let begin = b.site("text_hold_begin_turn", &[("KEY", &turn_key)])?;
     b.top(
         CHECK_HOLD,
         "text hold reset per turn",
         turn_body,
         &begin,
-        "acpTextHoldFlush(this)",
+        "acpTextHoldFlush(this",
     )?;
     let start = b.site("hook_start", &[])?;
     b.before(
@@ -457,9 +462,19 @@ pub fn build<'a>(files: &'a [Parsed], project: &'a Project, s: &Sites<'a>) -> Re
     let complete = b.site("hook_complete", &[])?;
     let end_turn = |b: &Builder, at: Node| -> Result<String> {
         let awaits = enclosing_function(at).is_some_and(is_async);
+        let in_turn = {
+            let mut cur = at.parent();
+            while cur.is_some_and(|n| n != s.turn_method) {
+                cur = cur.and_then(|n| n.parent());
+            }
+            cur.is_some()
+        };
         b.site(
             "text_hold_end_turn",
-            &[("AWAIT", if awaits { "await" } else { "void" })],
+            &[
+                ("AWAIT", if awaits { "await" } else { "void" }),
+                ("KEY", if in_turn { turn_key.as_str() } else { "" }),
+            ],
         )
     };
     match s.turn_end {
@@ -559,6 +574,13 @@ pub fn build<'a>(files: &'a [Parsed], project: &'a Project, s: &Sites<'a>) -> Re
             ("UPDATE", &s.emitter_params[s.update_param]),
             ("EMITTER", &s.emitter_name),
             ("ARGS", &args.join(", ")),
+            (
+                "KEY",
+                &s.hold_key
+                    .as_ref()
+                    .map(|k| format!(", {k}"))
+                    .unwrap_or_default(),
+            ),
         ],
     )?;
     b.top(CHECK_HOLD, "text hold gate", ebody, &gate, "acpTextHold(")?;
