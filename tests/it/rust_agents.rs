@@ -1,5 +1,6 @@
 //! apply / dry-run / verify on Rust agents built on the `agent-client-protocol` crate: our
-//! trait-API fixture (0.10.4, `LocalSet`) and our 5.x fixture (`Agent.v1()`), with exact
+//! trait-API fixture (0.10.4, `LocalSet`), builder-API fixture (0.11.1, `Agent.builder()`)
+//! and 5.x fixture (`Agent.v1()`), with exact
 //! snapshots, `cargo check` of each patched tree, the smoke run unpatched and patched, the
 //! error cases (ambiguous, unlocatable, builder API) and the style cases.
 //!
@@ -14,6 +15,7 @@ use std::time::Instant;
 
 const TRAIT: &str = "rust/trait_agent";
 const V1: &str = "rust/v1_agent";
+const BUILDER: &str = "rust/builder_agent";
 
 fn path_str(p: &Path) -> &str {
     p.to_str().unwrap()
@@ -24,27 +26,29 @@ fn before(case: &str) -> PathBuf {
 }
 
 fn bin_name(case: &str) -> &'static str {
-    if case == TRAIT {
-        "trait-agent"
-    } else {
-        "v1-agent"
+    match case {
+        TRAIT => "trait-agent",
+        BUILDER => "builder-agent",
+        _ => "v1-agent",
     }
 }
 
-fn target_dir(case: &str) -> PathBuf {
+/// One target dir per fixture tree: `before` and `after` build the same binary name, and
+/// cargo does not re-copy a fresh binary into `debug/` after the other tree was built.
+fn target_dir(case: &str, tree: &str) -> PathBuf {
     repo()
         .join("target/rust-fixtures")
-        .join(case.trim_start_matches("rust/"))
+        .join(format!("{}-{tree}", case.trim_start_matches("rust/")))
 }
 
 /// `cargo <cmd> --locked` on a fixture crate, in its own target dir; panics with cargo's
 /// output on failure. Returns the seconds it took.
-fn cargo(cmd: &str, dir: &Path, case: &str) -> f64 {
+fn cargo(cmd: &str, dir: &Path, case: &str, tree: &str) -> f64 {
     let t0 = Instant::now();
     let out = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
         .args([cmd, "--locked", "--quiet", "--manifest-path"])
         .arg(dir.join("Cargo.toml"))
-        .env("CARGO_TARGET_DIR", target_dir(case))
+        .env("CARGO_TARGET_DIR", target_dir(case, tree))
         .output()
         .expect("run cargo");
     assert!(
@@ -61,8 +65,8 @@ fn cargo(cmd: &str, dir: &Path, case: &str) -> f64 {
 /// Builds a fixture tree (`before` or `after`) and returns its binary.
 fn build(case: &str, tree: &str) -> PathBuf {
     let dir = fixture(case).join(tree);
-    cargo("build", &dir, case);
-    target_dir(case).join("debug").join(bin_name(case))
+    cargo("build", &dir, case, tree);
+    target_dir(case, tree).join("debug").join(bin_name(case))
 }
 
 fn dry_run_snapshot(case: &str, pieces: &str) {
@@ -164,12 +168,39 @@ fn trait_agent_dry_run_diff_applied_with_git_gives_the_applied_tree() {
 
 #[test]
 fn trait_agent_patched_tree_passes_cargo_check() {
-    cargo("check", &fixture(TRAIT).join("after"), TRAIT);
+    cargo("check", &fixture(TRAIT).join("after"), TRAIT, "after");
 }
 
 #[test]
 fn trait_agent_smoke_fails_unpatched_and_passes_patched() {
     smoke_unpatched_and_patched(TRAIT);
+}
+
+// ---- builder API (0.11.1, Agent.builder()) ------------------------------------------------
+
+#[test]
+fn builder_agent_dry_run_matches_snapshot_and_writes_nothing() {
+    dry_run_snapshot(BUILDER, "would insert 11 pieces into 2 files");
+}
+
+#[test]
+fn builder_agent_apply_gives_the_after_tree_and_a_second_apply_is_a_no_op() {
+    apply_twice(BUILDER);
+}
+
+#[test]
+fn builder_agent_verify_reports_exactly_before_and_after() {
+    verify_before_after(BUILDER);
+}
+
+#[test]
+fn builder_agent_patched_tree_passes_cargo_check() {
+    cargo("check", &fixture(BUILDER).join("after"), BUILDER, "after");
+}
+
+#[test]
+fn builder_agent_smoke_fails_unpatched_and_passes_patched() {
+    smoke_unpatched_and_patched(BUILDER);
 }
 
 // ---- 5.x (Agent.v1()) ---------------------------------------------------------------------
@@ -196,7 +227,7 @@ fn v1_agent_dry_run_diff_applied_with_git_gives_the_applied_tree() {
 
 #[test]
 fn v1_agent_patched_tree_passes_cargo_check() {
-    cargo("check", &fixture(V1).join("after"), V1);
+    cargo("check", &fixture(V1).join("after"), V1, "after");
 }
 
 #[test]
@@ -297,26 +328,22 @@ fn unlocatable_hand_off_says_what_to_do_and_writes_nothing() {
 }
 
 #[test]
-fn builder_api_agent_is_located_and_refused_with_a_clear_message() {
-    // the 0.11-4.x builder API: same agent shape, an SDK version of that generation
-    let dir = copy_tree(&before(V1));
+fn builder_api_1_to_3_takes_the_types_from_schema_v1() {
+    // 1.x-3.x keep the builder API and move the types to `schema::v1`
+    let dir = copy_tree(&before(BUILDER));
     let _ = std::fs::remove_file(dir.path().join("Cargo.lock"));
     let manifest = dir.path().join("Cargo.toml");
     let text = std::fs::read_to_string(&manifest).unwrap();
-    std::fs::write(&manifest, text.replace("\"=5.2.0\"", "\"0.11\"")).unwrap();
-    let snap = snapshot_tree(dir.path());
-    let run = acp_patch(&["apply", path_str(dir.path())], None);
-    assert_eq!(run.code, 1, "{}", run.stderr);
-    assert!(run.stderr.contains("builder API"), "{}", run.stderr);
+    std::fs::write(&manifest, text.replace("\"=0.11.1\"", "\"3.6\"")).unwrap();
+    let run = acp_patch(&["apply", "--dry-run", path_str(dir.path())], None);
+    assert_eq!(run.code, 0, "{}", run.stderr);
     assert!(
-        run.stderr.contains(
-            "found the prompt handler StreamAgent::prompt and the emitter StreamAgent::send_update"
-        ),
+        run.stdout
+            .contains("agent_client_protocol::schema::v1::SessionUpdate::ToolCall("),
         "{}",
-        run.stderr
+        run.stdout
     );
-    assert!(run.stderr.contains("nothing was written"), "{}", run.stderr);
-    assert_eq!(snap, snapshot_tree(dir.path()));
+    assert!(run.stdout.contains("tokio::spawn("), "{}", run.stdout);
 }
 
 #[test]

@@ -89,19 +89,6 @@ impl Rust {
             }
             Err(e) => return Err(e),
         };
-        if generation == Generation::Builder {
-            return Err(Error::Unsupported {
-                file: files[sites.prompt.file].file.rel.clone(),
-                line: sites.prompt.func.sig.fn_token.span.start().line,
-                message: format!(
-                    "{} {} (builder API, 0.11-4.x): found the prompt handler {} and the emitter {}, but acp-patch inserts code only for the trait API (<=0.10) and 5.x; nothing was written",
-                    manifest::SDK,
-                    manifest.sdk_version_text,
-                    sites.prompt.name(),
-                    sites.emitter.name()
-                ),
-            });
-        }
         let mfile = files.len();
         files.push(Parsed {
             file: manifest.file.clone(),
@@ -114,7 +101,7 @@ impl Rust {
             &sites,
             Some((mfile, &manifest)),
             generation,
-            &manifest.sdk_ident,
+            &pieces::schema_path(generation, manifest.sdk_version, &manifest.sdk_ident),
         )?;
         let shape = match generation {
             Generation::Trait => "trait-API emitter",

@@ -26,13 +26,22 @@ fn line(span: proc_macro2::Span) -> usize {
     span.start().line
 }
 
-/// Template variables of a crate generation.
-pub fn generation_vars(generation: Generation, sdk_ident: &str) -> Vec<(&'static str, String)> {
+/// Where the protocol types are: the crate root (≤ 0.10), `schema` (0.11), `schema::v1`
+/// (1.x – 4.x), `v1::schema` (5.x).
+pub fn schema_path(generation: Generation, version: (u64, u64), sdk_ident: &str) -> String {
+    match (generation, version.0) {
+        (Generation::Trait, _) => sdk_ident.to_string(),
+        (Generation::Builder, 0) => format!("{sdk_ident}::schema"),
+        (Generation::Builder, _) => format!("{sdk_ident}::schema::v1"),
+        (Generation::V1, _) => format!("{sdk_ident}::v1::schema"),
+    }
+}
+
+/// Template variables of a crate generation: `!Send` (a `LocalSet`) for the trait API,
+/// `Send` for the builder API and 5.x.
+pub fn generation_vars(generation: Generation, acp: &str) -> Vec<(&'static str, String)> {
     let local = generation == Generation::Trait;
-    let acp = match generation {
-        Generation::V1 => format!("{sdk_ident}::v1::schema"),
-        _ => sdk_ident.to_string(),
-    };
+    let acp = acp.to_string();
     let pick = |a: &str, b: &str| if local { a.to_string() } else { b.to_string() };
     vec![
         ("ACP", acp),
@@ -321,14 +330,14 @@ pub fn build(
     sites: &Sites,
     manifest: Option<(usize, &Manifest)>,
     generation: Generation,
-    sdk_ident: &str,
+    schema: &str,
 ) -> Result<Vec<Part>> {
     let raw = project.templates.get("rust/sites.rs")?;
     let mut b = Builder {
         files,
         project,
         sites: parse_sites(&raw),
-        vars: generation_vars(generation, sdk_ident),
+        vars: generation_vars(generation, schema),
         parts: Vec::new(),
     };
     let (sfile, item) = &sites.agent_struct;
@@ -709,4 +718,18 @@ pub fn hook_calls(files: &[Parsed]) -> [Vec<(usize, usize)>; 3] {
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn schema_path_per_generation() {
+        let at = |v: (u64, u64)| schema_path(Generation::of(v), v, "acp");
+        assert_eq!(at((0, 10)), "acp");
+        assert_eq!(at((0, 11)), "acp::schema");
+        assert_eq!(at((3, 6)), "acp::schema::v1");
+        assert_eq!(at((5, 2)), "acp::v1::schema");
+    }
 }
