@@ -89,6 +89,19 @@ pub fn acp_progress_start(thinking: &{{PTR}}<AcpThinking>, callback: &{{CELL}}<O
     thinking.state.{{LOCK}}.heartbeat = Some(heartbeat);
 }
 
+/// Whether an update is real output of the turn (the model's text or reasoning, a tool
+/// call, a plan): bookkeeping updates (commands, mode, usage, session info) leave the card open.
+pub fn acp_is_turn_output(update: &{{ACP}}::SessionUpdate) -> bool {
+    matches!(
+        update,
+        {{ACP}}::SessionUpdate::AgentMessageChunk(_)
+            | {{ACP}}::SessionUpdate::AgentThoughtChunk(_)
+            | {{ACP}}::SessionUpdate::ToolCall(_)
+            | {{ACP}}::SessionUpdate::ToolCallUpdate(_)
+            | {{ACP}}::SessionUpdate::Plan(_)
+    )
+}
+
 /// Hook B (first update after the hand-off, and turn end): close the card. Idempotent.
 pub fn acp_progress_complete(thinking: &{{PTR}}<AcpThinking>, callback: &{{CELL}}<Option<AcpProgressCallback>>) {
     let (was_open, heartbeat) = {

@@ -27,7 +27,9 @@ let _acp_turn = acp_begin_turn(&self.acp_thinking, &self.agent_progress_callback
 acp_progress_start(&self.acp_thinking, &self.agent_progress_callback);
 
 // site: hook_complete
-acp_progress_complete(&self.acp_thinking, &self.agent_progress_callback);
+if acp_is_turn_output(&{{UPDATE_NAME}}) {
+    acp_progress_complete(&self.acp_thinking, &self.agent_progress_callback);
+}
 
 // site: text_hold_gate
 let Some({{UPDATE}}) = acp_text_hold(&self.acp_thinking, {{UPDATE}}) else {

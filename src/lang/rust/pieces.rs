@@ -475,7 +475,8 @@ pub fn build(
     }
     let first_span = first.span();
     let (update, ret) = emitter_update(&b, sites)?;
-    let complete = b.site("hook_complete", &[], &[])?;
+    let plain = update.trim_start_matches("mut ");
+    let complete = b.site("hook_complete", &[], &[("UPDATE_NAME", plain)])?;
     let present = marker_in(esrc, &estmts, "acp_progress_complete(");
     b.before(
         CHECK_COMPLETE,
