@@ -31,6 +31,9 @@ pub struct Check {
     pub locations: Vec<String>,
     /// What is wrong and what apply would do; empty when ok.
     pub detail: String,
+    /// Where apply would insert the first missing part, `file:line`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub insert_at: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -104,7 +107,11 @@ impl Report {
     pub fn to_github(&self) -> String {
         let mut s = String::new();
         for c in self.checks.iter().filter(|c| c.status != Status::Ok) {
-            let loc = c.locations.first().and_then(|l| l.rsplit_once(':'));
+            // the place to fix: where apply would insert, else the first place found
+            let place = c.insert_at.as_ref().or(c.locations.first());
+            let loc = place
+                .map(|l| l.split(' ').next().unwrap_or(l))
+                .and_then(|l| l.rsplit_once(':'));
             match loc {
                 Some((file, line)) => s.push_str(&format!(
                     "::error file={file},line={line}::{} {}: {}\n",

@@ -234,11 +234,16 @@ pub fn report_any<P: ParsedSource>(
             }
         }
         problems.dedup();
+        let insert_at = mine
+            .iter()
+            .find(|p| p.present.is_none())
+            .map(|p| at(p.file, p.anchor_line));
         checks.push(Check {
             id: id.to_string(),
             status,
             locations,
             detail: problems.join("; "),
+            insert_at,
         });
     }
     // every file that holds (or would hold) inserted code parses: checked above, shown here
@@ -253,6 +258,7 @@ pub fn report_any<P: ParsedSource>(
         status: Status::Ok,
         locations: vec![touched.join(", ")],
         detail: String::new(),
+        insert_at: None,
     });
     Ok(Report {
         root: root.to_string(),

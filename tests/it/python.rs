@@ -725,7 +725,9 @@ fn machine_output_apply_json_and_github_annotations() {
         .collect();
     assert_eq!(annotations.len(), 9, "{}", gh.stdout);
     assert!(
-        annotations[0].starts_with("::error ::hook.start missing: apply inserts"),
+        annotations[0].starts_with(
+            "::error file=streamy/agent.py,line=23::hook.start missing: apply inserts"
+        ),
         "{}",
         annotations[0]
     );
