@@ -2,41 +2,49 @@
 /// Sends one session update through the agent's own notification path.
 pub type AcpSend = {{PTR}}<dyn Fn({{ACP}}::SessionUpdate){{SEND_SYNC}}>;
 
-/// The agent's progress callback: (state, name, args such as `{"elapsed": 12.0}`).
+/// The agent's progress callback: (state, name, args such as `{"session": "..", "elapsed": 12.0}`).
 pub type AcpProgressCallback = {{PTR}}<dyn Fn(AcpProgressState, &str, Option<serde_json::Value>){{SEND_SYNC}}>;
 
-/// Build the agent's progress callback: one "Thinking..." tool card per name (start/heartbeat/complete).
-pub fn make_agent_progress_cb(send: AcpSend) -> AcpProgressCallback {
-    let open_ids: {{CELL}}<std::collections::HashMap<String, String>> = Default::default();
+/// Build the agent's progress callback: one "Thinking..." tool card per session and name
+/// (start/heartbeat/complete), sent through that session's notification path.
+pub fn make_agent_progress_cb(thinking: {{PTR}}<AcpThinking>) -> AcpProgressCallback {
+    let open_ids: {{CELL}}<std::collections::HashMap<(String, String), String>> = Default::default();
     {{PTR}}::new(move |state: AcpProgressState, name: &str, args: Option<serde_json::Value>| {
+        let arg = |key: &str| args.as_ref().and_then(|a| a.get(key).cloned());
+        let session = arg("session").and_then(|s| s.as_str().map(String::from)).unwrap_or_default();
+        let Some(send) = acp_session_send(&thinking, &session) else {
+            return; // no turn of this session was wired
+        };
+        let key = (session, name.to_string());
         // Sends happen under the lock so a card's updates leave in state order.
         let mut open_ids = open_ids.{{LOCK}};
         match state {
             AcpProgressState::Start => {
-                if let Some(previous) = open_ids.remove(name) {
+                if let Some(previous) = open_ids.remove(&key) {
                     send(build_thinking_complete(&previous));
                 }
                 let tool_call_id = acp_new_tool_call_id();
                 send(build_thinking_start(&tool_call_id));
-                open_ids.insert(name.to_string(), tool_call_id);
+                open_ids.insert(key, tool_call_id);
             }
             AcpProgressState::Heartbeat => {
-                if let Some(tool_call_id) = open_ids.get(name) {
-                    let elapsed = args
-                        .as_ref()
-                        .and_then(|a| a.get("elapsed"))
-                        .and_then(|e| e.as_f64())
-                        .unwrap_or(0.0);
+                if let Some(tool_call_id) = open_ids.get(&key) {
+                    let elapsed = arg("elapsed").and_then(|e| e.as_f64()).unwrap_or(0.0);
                     send(build_thinking_progress(tool_call_id, elapsed));
                 }
             }
             AcpProgressState::Complete => {
-                if let Some(tool_call_id) = open_ids.remove(name) {
+                if let Some(tool_call_id) = open_ids.remove(&key) {
                     send(build_thinking_complete(&tool_call_id));
                 }
             }
         }
     })
+}
+
+/// The notification path of a session's current turn.
+fn acp_session_send(thinking: &{{PTR}}<AcpThinking>, session: &str) -> Option<AcpSend> {
+    thinking.sessions.{{LOCK}}.get(session).and_then(|s| s.send.clone())
 }
 
 /// A fresh id for a think card, unique within the process.

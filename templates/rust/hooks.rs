@@ -1,8 +1,9 @@
 // acp-patch: hooks
-/// Per-agent state of the "Thinking..." card and of the text hold.
+/// State of the "Thinking..." card and of the text hold, per session (one agent object
+/// may serve several sessions at once: cards and held text never cross sessions).
 #[derive(Default)]
 pub struct AcpThinking {
-    state: {{CELL}}<AcpThinkingState>,
+    sessions: {{CELL}}<std::collections::HashMap<String, AcpThinkingState>>,
 }
 
 #[derive(Default)]
@@ -18,47 +19,73 @@ struct AcpThinkingState {
     hold_generation: u64,
 }
 
-/// Wiring, once per turn before the hand-off: a progress callback that sends through
-/// `send`, and a guard that closes the card and flushes held text when the turn ends,
-/// fails or is cancelled (dropped).
+/// Wiring, once per turn before the hand-off: the session's notification path (`send`),
+/// the agent's progress callback, and a guard that closes the card and flushes held text
+/// when the turn ends, fails or is cancelled (dropped).
 pub fn acp_begin_turn<'a>(
     thinking: &'a {{PTR}}<AcpThinking>,
     callback: &'a {{CELL}}<Option<AcpProgressCallback>>,
+    session: String,
     send: AcpSend,
 ) -> AcpTurn<'a> {
-    *callback.{{LOCK}} = Some(make_agent_progress_cb(send.clone()));
-    let mut state = thinking.state.{{LOCK}};
+    {
+        let mut callback = callback.{{LOCK}};
+        if callback.is_none() {
+            *callback = Some(make_agent_progress_cb(thinking.clone()));
+        }
+    }
+    let mut sessions = thinking.sessions.{{LOCK}};
+    let state = sessions.entry(session.clone()).or_default();
     state.send = Some(send);
     state.reasoning = false;
-    AcpTurn { thinking, callback }
+    AcpTurn {
+        thinking,
+        callback,
+        session,
+    }
 }
 
 /// Ends the turn on drop: card closed, heartbeat stopped, held text sent.
 pub struct AcpTurn<'a> {
     thinking: &'a {{PTR}}<AcpThinking>,
     callback: &'a {{CELL}}<Option<AcpProgressCallback>>,
+    session: String,
 }
 
 impl Drop for AcpTurn<'_> {
     fn drop(&mut self) {
-        acp_progress_complete(self.thinking, self.callback);
-        acp_text_hold_flush(self.thinking);
+        acp_progress_complete(self.thinking, self.callback, &self.session);
+        acp_text_hold_flush(self.thinking, &self.session);
     }
 }
 
+/// The progress callback's args for a session (plus extra fields such as `elapsed`).
+fn acp_progress_args(session: &str, elapsed: Option<f64>) -> Option<serde_json::Value> {
+    let mut args = serde_json::json!({ "session": session });
+    if let Some(elapsed) = elapsed {
+        args["elapsed"] = serde_json::json!(elapsed);
+    }
+    Some(args)
+}
+
 /// Hook A (right before the hand-off to the LLM): open the card and start the heartbeat.
-pub fn acp_progress_start(thinking: &{{PTR}}<AcpThinking>, callback: &{{CELL}}<Option<AcpProgressCallback>>) {
-    acp_progress_complete(thinking, callback); // a new start closes the open card first
+pub fn acp_progress_start(
+    thinking: &{{PTR}}<AcpThinking>,
+    callback: &{{CELL}}<Option<AcpProgressCallback>>,
+    session: &str,
+) {
+    acp_progress_complete(thinking, callback, session); // a new start closes the open card first
     let Some(cb) = callback.{{LOCK}}.clone() else {
         return;
     };
     let generation = {
-        let mut state = thinking.state.{{LOCK}};
+        let mut sessions = thinking.sessions.{{LOCK}};
+        let state = sessions.entry(session.to_string()).or_default();
         state.open = true;
         state.generation += 1;
         state.generation
     };
-    cb(AcpProgressState::Start, "llm_response", None);
+    cb(AcpProgressState::Start, "llm_response", acp_progress_args(session, None));
     let disabled = std::env::var("{{PREFIX}}_HEARTBEAT_DISABLED").unwrap_or_default();
     if matches!(disabled.trim().to_ascii_lowercase().as_str(), "1" | "true" | "yes") {
         return;
@@ -69,6 +96,7 @@ pub fn acp_progress_start(thinking: &{{PTR}}<AcpThinking>, callback: &{{CELL}}<O
         .filter(|s| s.is_finite() && *s > 0.0)
         .unwrap_or(30.0);
     let owner = thinking.clone();
+    let key = session.to_string();
     let started = std::time::Instant::now();
     // Hook C: ticks until the card is completed or replaced (the task is aborted then too).
     let heartbeat = {{SPAWN}}(async move {
@@ -77,16 +105,19 @@ pub fn acp_progress_start(thinking: &{{PTR}}<AcpThinking>, callback: &{{CELL}}<O
         loop {
             ticks.tick().await;
             {
-                let state = owner.state.{{LOCK}};
-                if !state.open || state.generation != generation {
-                    return;
+                let sessions = owner.sessions.{{LOCK}};
+                match sessions.get(&key) {
+                    Some(state) if state.open && state.generation == generation => {}
+                    _ => return,
                 }
             }
             let elapsed = started.elapsed().as_secs_f64();
-            cb(AcpProgressState::Heartbeat, "llm_response", Some(serde_json::json!({ "elapsed": elapsed })));
+            cb(AcpProgressState::Heartbeat, "llm_response", acp_progress_args(&key, Some(elapsed)));
         }
     });
-    thinking.state.{{LOCK}}.heartbeat = Some(heartbeat);
+    if let Some(state) = thinking.sessions.{{LOCK}}.get_mut(session) {
+        state.heartbeat = Some(heartbeat);
+    }
 }
 
 /// Whether an update is real output of the turn (the model's text or reasoning, a tool
@@ -103,9 +134,16 @@ pub fn acp_is_turn_output(update: &{{ACP}}::SessionUpdate) -> bool {
 }
 
 /// Hook B (first update after the hand-off, and turn end): close the card. Idempotent.
-pub fn acp_progress_complete(thinking: &{{PTR}}<AcpThinking>, callback: &{{CELL}}<Option<AcpProgressCallback>>) {
+pub fn acp_progress_complete(
+    thinking: &{{PTR}}<AcpThinking>,
+    callback: &{{CELL}}<Option<AcpProgressCallback>>,
+    session: &str,
+) {
     let (was_open, heartbeat) = {
-        let mut state = thinking.state.{{LOCK}};
+        let mut sessions = thinking.sessions.{{LOCK}};
+        let Some(state) = sessions.get_mut(session) else {
+            return;
+        };
         let was_open = std::mem::replace(&mut state.open, false);
         if was_open {
             state.generation += 1;
@@ -120,6 +158,6 @@ pub fn acp_progress_complete(thinking: &{{PTR}}<AcpThinking>, callback: &{{CELL}
     }
     let cb = callback.{{LOCK}}.clone();
     if let Some(cb) = cb {
-        cb(AcpProgressState::Complete, "llm_response", None);
+        cb(AcpProgressState::Complete, "llm_response", acp_progress_args(session, None));
     }
 }

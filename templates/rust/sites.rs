@@ -12,7 +12,7 @@ agent_progress_callback: Default::default(),
 acp_thinking: Default::default(),
 
 // site: wiring
-let _acp_turn = acp_begin_turn(&self.acp_thinking, &self.agent_progress_callback, {
+let _acp_turn = acp_begin_turn(&self.acp_thinking, &self.agent_progress_callback, {{SESSION_KEY}}, {
     {{CAPTURES}}
     {{PTR}}::new(move |{{UPDATE}}: {{ACP}}::SessionUpdate| {
         {{CLONES}}
@@ -24,14 +24,14 @@ let _acp_turn = acp_begin_turn(&self.acp_thinking, &self.agent_progress_callback
 });
 
 // site: hook_start
-acp_progress_start(&self.acp_thinking, &self.agent_progress_callback);
+acp_progress_start(&self.acp_thinking, &self.agent_progress_callback, &{{SESSION_KEY}});
 
 // site: hook_complete
 if acp_is_turn_output(&{{UPDATE_NAME}}) {
-    acp_progress_complete(&self.acp_thinking, &self.agent_progress_callback);
+    acp_progress_complete(&self.acp_thinking, &self.agent_progress_callback, &{{SESSION_KEY}});
 }
 
 // site: text_hold_gate
-let Some({{UPDATE}}) = acp_text_hold(&self.acp_thinking, {{UPDATE}}) else {
+let Some({{UPDATE}}) = acp_text_hold(&self.acp_thinking, &{{SESSION_KEY}}, {{UPDATE_NAME}}) else {
     {{RETURN}}
 };

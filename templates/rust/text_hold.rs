@@ -5,11 +5,15 @@
 /// {{PREFIX}}_THINK_HOLD_MS (default 200; 0 = the next tick) so a trailing reasoning delta
 /// still joins the thought block; held text goes out before any other update, when the
 /// hold expires, and at turn end (also on error and cancel).
-pub fn acp_text_hold(thinking: &{{PTR}}<AcpThinking>, update: {{ACP}}::SessionUpdate) -> Option<{{ACP}}::SessionUpdate> {
-    let mut state = thinking.state.{{LOCK}};
-    if state.send.is_none() {
+pub fn acp_text_hold(
+    thinking: &{{PTR}}<AcpThinking>,
+    session: &str,
+    update: {{ACP}}::SessionUpdate,
+) -> Option<{{ACP}}::SessionUpdate> {
+    let mut sessions = thinking.sessions.{{LOCK}};
+    let Some(state) = sessions.get_mut(session).filter(|s| s.send.is_some()) else {
         return Some(update); // outside a patched turn: send as is
-    }
+    };
     match update {
         {{ACP}}::SessionUpdate::AgentThoughtChunk(_) => {
             state.reasoning = true; // sent at once, even while text is held: it joins the thought block
@@ -26,19 +30,21 @@ pub fn acp_text_hold(thinking: &{{PTR}}<AcpThinking>, update: {{ACP}}::SessionUp
                     .filter(|ms| ms.is_finite() && *ms >= 0.0)
                     .unwrap_or(200.0);
                 let owner = thinking.clone();
-                drop(state);
+                let key = session.to_string();
+                drop(sessions);
                 {{SPAWN}}(async move {
                     tokio::time::sleep(std::time::Duration::from_secs_f64(hold_ms / 1000.0)).await;
-                    if owner.state.{{LOCK}}.hold_generation == generation {
-                        acp_text_hold_flush(&owner);
+                    let current = owner.sessions.{{LOCK}}.get(&key).map(|s| s.hold_generation);
+                    if current == Some(generation) {
+                        acp_text_hold_flush(&owner, &key);
                     }
                 });
             }
             None
         }
         other => {
-            drop(state);
-            acp_text_hold_flush(thinking); // tool calls and anything else: held text first
+            drop(sessions);
+            acp_text_hold_flush(thinking, session); // tool calls and anything else: held text first
             Some(other)
         }
     }
@@ -46,9 +52,12 @@ pub fn acp_text_hold(thinking: &{{PTR}}<AcpThinking>, update: {{ACP}}::SessionUp
 
 /// Send held text now, consecutive text chunks merged into one update; then text streams
 /// directly until reasoning is seen again.
-pub fn acp_text_hold_flush(thinking: &{{PTR}}<AcpThinking>) {
+pub fn acp_text_hold_flush(thinking: &{{PTR}}<AcpThinking>, session: &str) {
     let (held, send) = {
-        let mut state = thinking.state.{{LOCK}};
+        let mut sessions = thinking.sessions.{{LOCK}};
+        let Some(state) = sessions.get_mut(session) else {
+            return;
+        };
         state.reasoning = false;
         state.hold_generation += 1;
         (std::mem::take(&mut state.held), state.send.clone())

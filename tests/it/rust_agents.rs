@@ -482,7 +482,7 @@ fn partially_patched_tree_gets_only_the_missing_pieces() {
     let dir = copy_tree(&fixture(V1).join("after"));
     let path = dir.path().join("src/agent.rs");
     let agent = std::fs::read_to_string(&path).unwrap();
-    let start = "        acp_progress_start(&self.acp_thinking, &self.agent_progress_callback);\n";
+    let start = "        acp_progress_start(&self.acp_thinking, &self.agent_progress_callback, &session_id.to_string());\n";
     assert!(agent.contains(start));
     std::fs::write(&path, agent.replacen(start, "", 1)).unwrap();
     let verify = acp_patch(&["verify", path_str(dir.path())], None);
@@ -505,7 +505,8 @@ fn duplicated_hook_call_is_reported() {
     let dir = copy_tree(&fixture(V1).join("after"));
     let path = dir.path().join("src/agent.rs");
     let agent = std::fs::read_to_string(&path).unwrap();
-    let call = "    cb(AcpProgressState::Start, \"llm_response\", None);\n";
+    let call =
+        "    cb(AcpProgressState::Start, \"llm_response\", acp_progress_args(session, None));\n";
     assert!(agent.contains(call));
     std::fs::write(&path, agent.replacen(call, &format!("{call}{call}"), 1)).unwrap();
     let verify = acp_patch(&["verify", path_str(dir.path())], None);

@@ -444,7 +444,8 @@ pub fn build(
         wiring,
         present,
     )?;
-    let start = b.site("hook_start", &[], &[])?;
+    let (prompt_key, emitter_key) = session_keys(sites);
+    let start = b.site("hook_start", &[], &[("SESSION_KEY", &prompt_key)])?;
     let present = marker_in(psrc, &before, "acp_progress_start(");
     b.before(
         CHECK_START,
@@ -476,7 +477,11 @@ pub fn build(
     let first_span = first.span();
     let (update, ret) = emitter_update(&b, sites)?;
     let plain = update.trim_start_matches("mut ");
-    let complete = b.site("hook_complete", &[], &[("UPDATE_NAME", plain)])?;
+    let complete = b.site(
+        "hook_complete",
+        &[],
+        &[("UPDATE_NAME", plain), ("SESSION_KEY", &emitter_key)],
+    )?;
     let present = marker_in(esrc, &estmts, "acp_progress_complete(");
     b.before(
         CHECK_COMPLETE,
@@ -489,7 +494,11 @@ pub fn build(
     let gate = b.site(
         "text_hold_gate",
         &[("RETURN", vec![ret])],
-        &[("UPDATE", &update)],
+        &[
+            ("UPDATE", &update),
+            ("UPDATE_NAME", plain),
+            ("SESSION_KEY", &emitter_key),
+        ],
     )?;
     let present = marker_in(esrc, &estmts, "acp_text_hold(");
     b.before(
@@ -524,6 +533,34 @@ fn manifest_line(text: &str) -> usize {
         .position(|l| l.trim_start().starts_with("tokio"))
         .map(|i| i + 1)
         .unwrap_or(1)
+}
+
+/// The session key, as the prompt handler spells it (the emitter call's `SessionId`
+/// argument) and as the emitter does (its `SessionId` parameter); one shared key when the
+/// emitter takes no session id.
+fn session_keys(sites: &Sites) -> (String, String) {
+    let typed = sites
+        .emitter
+        .func
+        .sig
+        .inputs
+        .iter()
+        .filter_map(|i| match i {
+            syn::FnArg::Typed(t) => Some(t),
+            syn::FnArg::Receiver(_) => None,
+        });
+    for (t, arg) in typed.zip(&sites.emitter_args) {
+        if type_name(&t.ty).as_deref() == Some("SessionId")
+            && let syn::Pat::Ident(id) = &*t.pat
+        {
+            let arg = arg.strip_prefix('&').unwrap_or(arg).trim();
+            return (
+                format!("{arg}.to_string()"),
+                format!("{}.to_string()", id.ident),
+            );
+        }
+    }
+    ("String::new()".into(), "String::new()".into())
 }
 
 /// The update parameter of the emitter, and how its body returns early.
@@ -652,7 +689,11 @@ fn wiring(b: &Builder, sites: &Sites, psrc: &str) -> Result<String> {
     let code = b.site(
         "wiring",
         &[("CAPTURES", captures), ("CLONES", clones), ("BINDS", binds)],
-        &[("UPDATE", &update), ("SEND_EXPR", "__ACP_SEND_EXPR__")],
+        &[
+            ("UPDATE", &update),
+            ("SEND_EXPR", "__ACP_SEND_EXPR__"),
+            ("SESSION_KEY", &session_keys(sites).0),
+        ],
     )?;
     // the send expression keeps its own line breaks, re-based to the marker's indentation
     let marker_line = code
