@@ -144,6 +144,23 @@ fn smoke_unpatched_and_patched(case: &str) {
     assert_group_gone(&run);
 }
 
+/// The LLM fails after the wait: the card still completes (the turn guard's drop on the
+/// `?` error path); the turn itself fails because the agent reports the error.
+fn smoke_llm_error_closes_the_card(case: &str, error: &str) {
+    let bin = build(case, "after");
+    let dir = copy_tree(&fixture(case).join("after"));
+    let config = dir.path().join("acp-patch.toml");
+    let mut text = std::fs::read_to_string(&config).unwrap();
+    text.push_str(&format!(
+        "\n[smoke.script]\ndelay_s = 1.5\n\n[smoke.script.error]\n{error}\n"
+    ));
+    std::fs::write(&config, text).unwrap();
+    let run = smoke(dir.path(), &["--agent-cmd", path_str(&bin)]);
+    assert_eq!(run.code, 1, "{}\n{}", run.stdout, run.stderr);
+    run.assert_failing(&["turn_ends"]);
+    assert_group_gone(&run);
+}
+
 // ---- trait API (0.10.4, LocalSet) ---------------------------------------------------------
 
 #[test]
@@ -174,6 +191,11 @@ fn trait_agent_patched_tree_passes_cargo_check() {
 #[test]
 fn trait_agent_smoke_fails_unpatched_and_passes_patched() {
     smoke_unpatched_and_patched(TRAIT);
+}
+
+#[test]
+fn trait_agent_mid_stream_llm_error_closes_the_card() {
+    smoke_llm_error_closes_the_card(TRAIT, "mid_stream = true");
 }
 
 // ---- builder API (0.11.1, Agent.builder()) ------------------------------------------------
@@ -233,6 +255,11 @@ fn v1_agent_patched_tree_passes_cargo_check() {
 #[test]
 fn v1_agent_smoke_fails_unpatched_and_passes_patched() {
     smoke_unpatched_and_patched(V1);
+}
+
+#[test]
+fn v1_agent_llm_error_closes_the_card() {
+    smoke_llm_error_closes_the_card(V1, "status = 500");
 }
 
 #[test]
