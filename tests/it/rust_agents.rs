@@ -44,6 +44,7 @@ fn target_dir(case: &str, tree: &str) -> PathBuf {
 /// `cargo <cmd> --locked` on a fixture crate, in its own target dir; panics with cargo's
 /// output on failure. Returns the seconds it took.
 fn cargo(cmd: &str, dir: &Path, case: &str, tree: &str) -> f64 {
+    let _turn = crate::support::cpu_lock();
     let t0 = Instant::now();
     let out = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
         .args([cmd, "--locked", "--quiet", "--manifest-path"])

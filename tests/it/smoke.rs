@@ -60,6 +60,7 @@ impl Run {
 }
 
 pub(crate) fn smoke(dir: &Path, extra: &[&str]) -> Run {
+    let _turn = crate::support::cpu_lock();
     let out_dir = tempfile::tempdir().unwrap();
     let json = out_dir.path().join("report.json");
     let html = out_dir.path().join("report.html");

@@ -167,3 +167,11 @@ pub fn normalize(s: &str, root: &Path) -> String {
     s.replace(&canon.display().to_string(), "<root>")
         .replace(&root.display().to_string(), "<root>")
 }
+
+/// Held by tests that measure time (smoke runs) and by those that burn both cores (cargo check,
+/// tsc): on a 2-core machine a compile next to a smoke run would push the think card past its
+/// 250 ms limit, so they take turns. Everything else still runs in parallel.
+pub fn cpu_lock() -> std::sync::MutexGuard<'static, ()> {
+    static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    LOCK.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
