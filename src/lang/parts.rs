@@ -2,7 +2,7 @@
 //! there — and the two things made from them: apply's plan and verify's report. One
 //! computation serves both, so a dry run, apply and verify can never disagree.
 
-use crate::error::{Error, Location, Result};
+use crate::error::{Candidate, Error, Location, Result};
 use crate::plan::Plan;
 use crate::report::{Check, Report, Status};
 use crate::source::SourceFile;
@@ -266,4 +266,42 @@ pub fn report_any<P: ParsedSource>(
         shape: naming.shape.clone(),
         checks,
     })
+}
+
+/// Picks the one candidate for a site, honouring a pin (`file`, optional qualified name);
+/// otherwise an error listing the candidates with the config line that pins one.
+pub fn choose<T>(
+    mut found: Vec<(T, Candidate)>,
+    pin: Option<(String, Option<String>)>,
+    site: &'static str,
+    pin_key: &'static str,
+    none: impl FnOnce() -> String,
+) -> Result<T> {
+    if let Some((file, name)) = pin {
+        found
+            .retain(|(_, c)| c.location.file == file && name.as_ref().is_none_or(|n| *n == c.name));
+        if found.is_empty() {
+            return Err(Error::Unlocatable {
+                site,
+                detail: format!(
+                    "the pin `{}` in acp-patch.toml matches nothing",
+                    pin_key.rsplit('.').next().unwrap_or(pin_key)
+                ),
+                pin_key,
+            });
+        }
+    }
+    match found.len() {
+        0 => Err(Error::Unlocatable {
+            site,
+            detail: none(),
+            pin_key,
+        }),
+        1 => Ok(found.remove(0).0),
+        _ => Err(Error::Ambiguous {
+            site,
+            candidates: found.into_iter().map(|(_, c)| c).collect(),
+            pin_key,
+        }),
+    }
 }

@@ -106,39 +106,18 @@ pub(super) fn candidate(files: &[Parsed], at: At, name: String) -> Candidate {
 /// Picks the one candidate, honouring a pin; otherwise an error listing them.
 pub(super) fn choose<'a>(
     files: &[Parsed],
-    mut found: Vec<(At<'a>, String)>,
+    found: Vec<(At<'a>, String)>,
     pin: Option<&String>,
     site: &'static str,
     pin_key: &'static str,
     none: impl FnOnce() -> String,
 ) -> Result<At<'a>> {
-    if let Some(pin) = pin {
-        let pin = Pin::parse(pin);
-        found.retain(|(at, name)| pin.matches(&files[at.file].file.rel, Some(name)));
-        if found.is_empty() {
-            return Err(Error::Unlocatable {
-                site,
-                detail: format!("the pin `{pin_key}` in acp-patch.toml matches nothing"),
-                pin_key,
-            });
-        }
-    }
-    match found.len() {
-        0 => Err(Error::Unlocatable {
-            site,
-            detail: none(),
-            pin_key,
-        }),
-        1 => Ok(found[0].0),
-        _ => Err(Error::Ambiguous {
-            site,
-            candidates: found
-                .into_iter()
-                .map(|(at, name)| candidate(files, at, name))
-                .collect(),
-            pin_key,
-        }),
-    }
+    let found = found
+        .into_iter()
+        .map(|(at, name)| (at, candidate(files, at, name)))
+        .collect();
+    let pin = pin.map(|p| Pin::parse(p)).map(|p| (p.file, p.name));
+    crate::lang::parts::choose(found, pin, site, pin_key, none)
 }
 
 fn imports_acp(p: &Parsed) -> bool {

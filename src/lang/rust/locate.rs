@@ -151,38 +151,20 @@ fn candidate(files: &[Parsed], m: &Method) -> Candidate {
 
 fn choose(
     files: &[Parsed],
-    mut found: Vec<Method>,
+    found: Vec<Method>,
     pin: Option<&String>,
     site: &'static str,
     pin_key: &'static str,
     none: impl FnOnce() -> String,
 ) -> Result<Method> {
-    if let Some(pin) = pin {
-        let (file, name) = split_pin(pin);
-        found.retain(|m| {
-            files[m.file].file.rel == file && name.as_ref().is_none_or(|n| *n == m.name())
-        });
-        if found.is_empty() {
-            return Err(Error::Unlocatable {
-                site,
-                detail: format!("the pin `{pin_key}` in acp-patch.toml matches nothing"),
-                pin_key,
-            });
-        }
-    }
-    match found.len() {
-        0 => Err(Error::Unlocatable {
-            site,
-            detail: none(),
-            pin_key,
-        }),
-        1 => Ok(found.remove(0)),
-        _ => Err(Error::Ambiguous {
-            site,
-            candidates: found.iter().map(|m| candidate(files, m)).collect(),
-            pin_key,
-        }),
-    }
+    let found = found
+        .into_iter()
+        .map(|m| {
+            let c = candidate(files, &m);
+            (m, c)
+        })
+        .collect();
+    crate::lang::parts::choose(found, pin.map(|p| split_pin(p)), site, pin_key, none)
 }
 
 /// Method calls `self.<name>(..)` in a block, in source order.

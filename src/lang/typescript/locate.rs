@@ -89,48 +89,24 @@ fn class_of<'t>(node: Node<'t>) -> Option<Node<'t>> {
 /// `typescript.<key>`: the `[typescript]` table of acp-patch.toml.
 fn choose<'a>(
     files: &[Parsed],
-    mut found: Vec<(usize, Node<'a>, String)>,
+    found: Vec<(usize, Node<'a>, String)>,
     pin: Option<&String>,
     site: &'static str,
     pin_key: &'static str,
     none: impl FnOnce() -> String,
 ) -> Result<(usize, Node<'a>)> {
-    if let Some(pin) = pin {
-        let p = Pin::parse(pin);
-        found.retain(|(f, _, name)| p.matches(&files[*f].file.rel, Some(name)));
-        if found.is_empty() {
-            return Err(Error::Unlocatable {
-                site,
-                detail: format!(
-                    "the pin `{}` in acp-patch.toml matches nothing",
-                    pin_key.trim_start_matches("typescript.")
-                ),
-                pin_key,
-            });
-        }
-    }
-    match found.len() {
-        0 => Err(Error::Unlocatable {
-            site,
-            detail: none(),
-            pin_key,
-        }),
-        1 => Ok((found[0].0, found[0].1)),
-        _ => Err(Error::Ambiguous {
-            site,
-            candidates: found
-                .iter()
-                .map(|(f, n, name)| Candidate {
-                    location: Location {
-                        file: files[*f].file.rel.clone(),
-                        line: line(*n),
-                    },
-                    name: name.clone(),
-                })
-                .collect(),
-            pin_key,
-        }),
-    }
+    let found = found
+        .into_iter()
+        .map(|(f, n, name)| {
+            let location = Location {
+                file: files[f].file.rel.clone(),
+                line: line(n),
+            };
+            ((f, n), Candidate { location, name })
+        })
+        .collect();
+    let pin = pin.map(|p| Pin::parse(p)).map(|p| (p.file, p.name));
+    crate::lang::parts::choose(found, pin, site, pin_key, none)
 }
 
 /// The send call of an emitter and its generation: `X.sessionUpdate({...})` or
