@@ -90,6 +90,28 @@ pub fn reindent(code: &str, base: &str, unit: &str, eol: &str) -> String {
     out
 }
 
+/// Splits a sites template into its sections: a line `<marker>NAME` (e.g. `# site: `) starts
+/// section NAME, whose body is every line up to the next marker line.
+pub fn sections(raw: &str, marker: &str) -> std::collections::HashMap<String, String> {
+    let mut sites = std::collections::HashMap::new();
+    let mut current: Option<(String, String)> = None;
+    for l in raw.lines() {
+        if let Some(name) = l.strip_prefix(marker) {
+            if let Some((n, body)) = current.take() {
+                sites.insert(n, body);
+            }
+            current = Some((name.trim().to_string(), String::new()));
+        } else if let Some((_, body)) = current.as_mut() {
+            body.push_str(l);
+            body.push('\n');
+        }
+    }
+    if let Some((n, body)) = current {
+        sites.insert(n, body);
+    }
+    sites
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -58,23 +58,7 @@ pub(super) fn block_statements(block: Node<'_>) -> impl Iterator<Item = Node<'_>
 
 impl<'a> Builder<'a> {
     pub fn new(files: &'a [Parsed], project: &'a Project) -> Result<Builder<'a>> {
-        let raw = project.templates.get("python/sites.py")?;
-        let mut sites = std::collections::HashMap::new();
-        let mut current: Option<(String, String)> = None;
-        for l in raw.lines() {
-            if let Some(name) = l.strip_prefix("# site: ") {
-                if let Some((n, body)) = current.take() {
-                    sites.insert(n, body);
-                }
-                current = Some((name.trim().to_string(), String::new()));
-            } else if let Some((_, body)) = current.as_mut() {
-                body.push_str(l);
-                body.push('\n');
-            }
-        }
-        if let Some((n, body)) = current {
-            sites.insert(n, body);
-        }
+        let sites = crate::render::sections(&project.templates.get("python/sites.py")?, "# site: ");
         Ok(Builder {
             files,
             project,

@@ -282,29 +282,6 @@ fn marker_in(src: &str, stmts: &[&syn::Stmt], marker: &str) -> Option<usize> {
         .map(|s| line(s.span()))
 }
 
-fn parse_sites(raw: &str) -> std::collections::HashMap<String, String> {
-    let mut sites = std::collections::HashMap::new();
-    let mut current: Option<(String, String)> = None;
-    for l in raw.lines() {
-        if let Some(name) = l.strip_prefix("// site: ") {
-            if let Some((n, body)) = current.take() {
-                sites.insert(n, body);
-            }
-            current = Some((name.trim().to_string(), String::new()));
-        } else if let Some((_, body)) = current.as_mut() {
-            body.push_str(l);
-            body.push('\n');
-        }
-    }
-    if let Some((n, body)) = current {
-        sites.insert(n, body);
-    }
-    for body in sites.values_mut() {
-        *body = body.trim_end().to_string() + "\n";
-    }
-    sites
-}
-
 /// `self.<field>` reads inside an expression: (byte range in the file, field name).
 fn self_fields(e: &syn::Expr) -> Vec<(std::ops::Range<usize>, String)> {
     struct V(Vec<(std::ops::Range<usize>, String)>);
@@ -336,7 +313,10 @@ pub fn build(
     let mut b = Builder {
         files,
         project,
-        sites: parse_sites(&raw),
+        sites: crate::render::sections(&raw, "// site: ")
+            .into_iter()
+            .map(|(name, body)| (name, body.trim_end().to_string() + "\n"))
+            .collect(),
         vars: generation_vars(generation, schema),
         parts: Vec::new(),
     };

@@ -259,26 +259,6 @@ fn find_marker<'t>(
         .map(line)
 }
 
-fn parse_sites(raw: &str) -> std::collections::HashMap<String, String> {
-    let mut sites = std::collections::HashMap::new();
-    let mut current: Option<(String, String)> = None;
-    for l in raw.lines() {
-        if let Some(name) = l.strip_prefix("// site: ") {
-            if let Some((n, body)) = current.take() {
-                sites.insert(n, body);
-            }
-            current = Some((name.trim().to_string(), String::new()));
-        } else if let Some((_, body)) = current.as_mut() {
-            body.push_str(l);
-            body.push('\n');
-        }
-    }
-    if let Some((n, body)) = current {
-        sites.insert(n, body);
-    }
-    sites
-}
-
 pub fn build<'a>(files: &'a [Parsed], project: &'a Project, s: &Sites<'a>) -> Result<Vec<Part>> {
     let p = &files[s.file];
     let mut b = Builder {
@@ -286,7 +266,7 @@ pub fn build<'a>(files: &'a [Parsed], project: &'a Project, s: &Sites<'a>) -> Re
         project,
         file: s.file,
         style: detect(p.tree.root_node(), &p.file.text),
-        sites: parse_sites(&project.templates.get("typescript/sites.ts")?),
+        sites: crate::render::sections(&project.templates.get("typescript/sites.ts")?, "// site: "),
         parts: Vec::new(),
     };
     let src = b.src();
