@@ -20,10 +20,6 @@ fn py_files(root: &Path) -> Vec<String> {
         .collect()
 }
 
-fn path_str(p: &Path) -> &str {
-    p.to_str().unwrap()
-}
-
 #[test]
 fn fixture_dry_run_matches_snapshot_and_writes_nothing() {
     let dir = copy_tree(&fixture_before());
@@ -401,13 +397,6 @@ fn style_case(transform: impl Fn(&str) -> String, check: impl Fn(&str)) {
     let again = acp_patch(&["apply", path_str(dir.path())], None);
     assert!(again.stderr.contains("nothing to do"), "{}", again.stderr);
     assert_eq!(acp_patch(&["verify", path_str(dir.path())], None).code, 0);
-}
-
-/// Whether `patched` is `original` with text inserted: the original bytes must appear in
-/// it in order (greedy subsequence match).
-fn only_insertions(original: &str, patched: &str) -> bool {
-    let mut rest = patched.bytes();
-    original.bytes().all(|b| rest.any(|p| p == b))
 }
 
 fn spaces_to_tabs(s: &str) -> String {

@@ -17,10 +17,6 @@ const TRAIT: &str = "rust/trait_agent";
 const V1: &str = "rust/v1_agent";
 const BUILDER: &str = "rust/builder_agent";
 
-fn path_str(p: &Path) -> &str {
-    p.to_str().unwrap()
-}
-
 fn before(case: &str) -> PathBuf {
     fixture(case).join("before")
 }

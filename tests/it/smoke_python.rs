@@ -120,7 +120,8 @@ fn verify_smoke_json_is_one_document() {
         .output()
         .unwrap();
     assert_eq!(run.status.code(), Some(1));
-    let doc: serde_json::Value = serde_json::from_slice(&run.stdout).expect("stdout is one JSON document");
+    let doc: serde_json::Value =
+        serde_json::from_slice(&run.stdout).expect("stdout is one JSON document");
     assert_eq!(doc["verify"]["ok"], false);
     assert_eq!(doc["smoke"]["passed"], false);
     let failed: Vec<&str> = doc["smoke"]["checks"]
@@ -130,5 +131,8 @@ fn verify_smoke_json_is_one_document() {
         .filter(|c| c["passed"] == false)
         .map(|c| c["name"].as_str().unwrap())
         .collect();
-    assert_eq!(failed, ["think_card", "heartbeat", "complete", "one_thought_block"]);
+    assert_eq!(
+        failed,
+        ["think_card", "heartbeat", "complete", "one_thought_block"]
+    );
 }

@@ -175,3 +175,14 @@ pub fn cpu_lock() -> std::sync::MutexGuard<'static, ()> {
     static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
     LOCK.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }
+
+pub fn path_str(p: &Path) -> &str {
+    p.to_str().expect("UTF-8 path")
+}
+
+/// Whether `patched` is `original` with text inserted: the original bytes must appear in it
+/// in order (greedy subsequence match), so no untouched byte changed.
+pub fn only_insertions(original: &str, patched: &str) -> bool {
+    let mut rest = patched.bytes();
+    original.bytes().all(|b| rest.any(|p| p == b))
+}

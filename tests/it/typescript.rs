@@ -13,10 +13,6 @@ fn before(name: &str) -> PathBuf {
     fixture(&format!("typescript/{name}/before"))
 }
 
-fn path_str(p: &Path) -> &str {
-    p.to_str().unwrap()
-}
-
 /// The provisioned node_modules of a fixture (scripts/test.sh installs them from its lock).
 pub(crate) fn node_modules(name: &str) -> PathBuf {
     let root = std::env::var("ACP_PATCH_TEST_TS")
@@ -371,11 +367,6 @@ fn style_case(transform: impl Fn(&str) -> String, check: impl Fn(&str, &str)) {
     assert_eq!(v.code, 0, "{}", v.stdout);
     link_node_modules(dir.path(), "sdk2_agent");
     tsc(dir.path(), "sdk2_agent");
-}
-
-fn only_insertions(original: &str, patched: &str) -> bool {
-    let mut rest = patched.bytes();
-    original.bytes().all(|b| rest.any(|p| p == b))
 }
 
 /// The code of a line without a trailing `//` comment (good enough for the templates).
