@@ -32,10 +32,11 @@ pub fn check_clean(root: &Path) -> Result<()> {
 }
 
 /// Writes every patched file of the plan. Each file goes to a temporary file beside it
-/// first; only when all are staged are they renamed over the originals. A failed rename
-/// restores the files already replaced, so a failure leaves the tree as it was.
+/// first; only when all are staged are they renamed over the originals (a new file is
+/// never renamed over one that appeared meanwhile), then files the plan removes are
+/// removed. A failure restores the files already replaced, so the tree is left as it was.
 pub fn write_plan(plan: &Plan) -> Result<()> {
-    for fp in &plan.files {
+    for fp in plan.files.iter().filter(|f| f.file.exists) {
         let meta = std::fs::metadata(&fp.file.path).map_err(io_err(&fp.file.path))?;
         if meta.permissions().readonly() {
             return Err(Error::ReadOnly {
@@ -44,10 +45,15 @@ pub fn write_plan(plan: &Plan) -> Result<()> {
         }
     }
     let mut staged = Vec::new();
-    for fp in &plan.files {
+    for fp in plan.files.iter().filter(|f| !f.delete) {
         let path = &fp.file.path;
         let dir = path.parent().unwrap_or(Path::new("."));
-        let perms = std::fs::metadata(path).map_err(io_err(path))?.permissions();
+        let perms = if fp.file.exists {
+            std::fs::metadata(path).map_err(io_err(path))?.permissions()
+        } else {
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::Permissions::from_mode(0o644)
+        };
         let mut tmp = tempfile::Builder::new()
             .prefix(".acp-patch-")
             .tempfile_in(dir)
@@ -59,14 +65,38 @@ pub fn write_plan(plan: &Plan) -> Result<()> {
         staged.push((tmp, fp));
     }
     let mut done: Vec<&crate::plan::FilePlan> = Vec::new();
-    for (tmp, fp) in staged {
-        if let Err(e) = tmp.persist(&fp.file.path) {
-            for restored in done {
+    let undo = |done: &[&crate::plan::FilePlan]| {
+        for restored in done {
+            if restored.file.exists {
                 let _ = std::fs::write(&restored.file.path, restored.file.original());
+            } else {
+                let _ = std::fs::remove_file(&restored.file.path);
             }
+        }
+    };
+    for (tmp, fp) in staged {
+        let persisted = if fp.file.exists {
+            tmp.persist(&fp.file.path).map(|_| ()).map_err(|e| e.error)
+        } else {
+            tmp.persist_noclobber(&fp.file.path)
+                .map(|_| ())
+                .map_err(|e| e.error)
+        };
+        if let Err(source) = persisted {
+            undo(&done);
             return Err(Error::Io {
                 path: fp.file.path.clone(),
-                source: e.error,
+                source,
+            });
+        }
+        done.push(fp);
+    }
+    for fp in plan.files.iter().filter(|f| f.delete) {
+        if let Err(source) = std::fs::remove_file(&fp.file.path) {
+            undo(&done);
+            return Err(Error::Io {
+                path: fp.file.path.clone(),
+                source,
             });
         }
         done.push(fp);

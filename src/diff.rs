@@ -2,9 +2,22 @@
 
 use crate::plan::Plan;
 
+/// What a file diff does to the file, for its git headers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Change {
+    Modify,
+    Create,
+    Delete,
+}
+
 /// The unified diff of one file, with git headers; empty when nothing changed.
 pub fn unified(rel: &str, old: &str, new: &str) -> String {
-    if old == new {
+    file_diff(rel, old, new, Change::Modify)
+}
+
+/// [`unified`] for a file that is created or deleted too (`/dev/null` on one side).
+pub fn file_diff(rel: &str, old: &str, new: &str, change: Change) -> String {
+    if old == new && change == Change::Modify {
         return String::new();
     }
     let diff = similar::TextDiff::from_lines(old, new);
@@ -13,7 +26,20 @@ pub fn unified(rel: &str, old: &str, new: &str) -> String {
         .context_radius(3)
         .missing_newline_hint(true)
         .to_string();
-    format!("diff --git a/{rel} b/{rel}\n--- a/{rel}\n+++ b/{rel}\n{body}")
+    let (mode, from, to) = match change {
+        Change::Modify => (String::new(), format!("a/{rel}"), format!("b/{rel}")),
+        Change::Create => (
+            "new file mode 100644\n".to_string(),
+            "/dev/null".to_string(),
+            format!("b/{rel}"),
+        ),
+        Change::Delete => (
+            "deleted file mode 100644\n".to_string(),
+            format!("a/{rel}"),
+            "/dev/null".to_string(),
+        ),
+    };
+    format!("diff --git a/{rel} b/{rel}\n{mode}--- {from}\n+++ {to}\n{body}")
 }
 
 /// The diff of a whole plan, files sorted by path: exactly what apply would write.
@@ -23,17 +49,39 @@ pub fn plan_diff(plan: &Plan) -> String {
     files
         .iter()
         .map(|fp| {
-            unified(
-                &fp.file.rel,
-                &fp.file.original(),
-                &fp.file.to_disk(&fp.new_text()),
-            )
+            let change = if fp.delete {
+                Change::Delete
+            } else if fp.creates() {
+                Change::Create
+            } else {
+                Change::Modify
+            };
+            let new = if fp.delete {
+                String::new()
+            } else {
+                fp.file.to_disk(&fp.new_text())
+            };
+            file_diff(&fp.file.rel, &fp.file.original(), &new, change)
         })
         .collect()
 }
 
 #[cfg(test)]
 mod tests {
+    use super::*;
+
+    #[test]
+    fn new_and_deleted_files_have_git_headers() {
+        assert_eq!(
+            file_diff("m.py", "", "a = 1\nb = 2\n", Change::Create),
+            "diff --git a/m.py b/m.py\nnew file mode 100644\n--- /dev/null\n+++ b/m.py\n@@ -0,0 +1,2 @@\n+a = 1\n+b = 2\n"
+        );
+        assert_eq!(
+            file_diff("m.py", "a = 1\n", "", Change::Delete),
+            "diff --git a/m.py b/m.py\ndeleted file mode 100644\n--- a/m.py\n+++ /dev/null\n@@ -1 +0,0 @@\n-a = 1\n"
+        );
+    }
+
     #[test]
     fn marks_missing_final_newline() {
         let d = super::unified("a.py", "x = 1\ny = 2", "x = 1\nz = 0\ny = 2");

@@ -72,7 +72,7 @@ pub fn apply(root: &Path, opts: &ApplyOptions) -> Result<ApplyOutcome> {
 
 /// Never write an edit that adds a syntax error.
 fn check_parses(lang: &dyn Language, plan: &Plan) -> Result<()> {
-    for fp in &plan.files {
+    for fp in plan.files.iter().filter(|f| !f.delete) {
         let new = fp.new_text();
         if let Some((offset, message)) = lang.syntax_error(&new) {
             let line = new[..offset].matches('\n').count() + 1;

@@ -23,6 +23,8 @@ pub struct SourceFile {
     /// The text without a BOM; all offsets refer to it.
     pub text: String,
     pub style: Style,
+    /// False for a file a plan creates (e.g. the runtime module written beside the agent).
+    pub exists: bool,
 }
 
 impl SourceFile {
@@ -58,6 +60,19 @@ impl SourceFile {
             rel,
             text,
             style,
+            exists: true,
+        }
+    }
+
+    /// A file that does not exist yet, written in `style` (usually a sibling's: the new
+    /// module then reads like the agent's own files).
+    pub fn new_file(path: PathBuf, rel: String, style: Style) -> SourceFile {
+        SourceFile {
+            path,
+            rel,
+            text: String::new(),
+            style,
+            exists: false,
         }
     }
 
@@ -70,8 +85,11 @@ impl SourceFile {
         }
     }
 
-    /// The file as it is on disk.
+    /// The file as it is on disk (empty for a file not yet created).
     pub fn original(&self) -> String {
+        if !self.exists {
+            return String::new();
+        }
         self.to_disk(&self.text)
     }
 

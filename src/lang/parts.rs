@@ -42,6 +42,9 @@ pub struct Part {
     pub label: &'static str,
     pub file: usize,
     pub offset: usize,
+    /// Bytes from `offset` the part replaces (0: an insertion; a runtime module that is out
+    /// of date is replaced whole).
+    pub replaces: usize,
     pub text: String,
     /// 1-based line where the part already is, if present.
     pub present: Option<usize>,
@@ -59,7 +62,36 @@ pub const CHECK_FACTORY: &[&str] = &["factory"];
 pub const CHECK_WIRING: &[&str] = &["wiring"];
 pub const CHECK_HOLD: &[&str] = &["coalescing"];
 
-/// Verify's checks, in report order, for every language.
+/// The protocol-anchored strategy's own checks (every language, same ids): the runtime
+/// module is there and current; every SDK send of a session update goes through its
+/// emitter; the card's connection comes from where the SDK hands it over; the turn's end
+/// closes the card; every name inserted code reads is bound where it reads it.
+#[allow(dead_code)] // until every language has its protocol strategy
+pub const CHECK_RUNTIME: &[&str] = &["runtime"];
+#[allow(dead_code)] // until every language has its protocol strategy
+pub const CHECK_SENDS: &[&str] = &["sends"];
+#[allow(dead_code)] // until every language has its protocol strategy
+pub const CHECK_CONNECTION: &[&str] = &["connection"];
+#[allow(dead_code)] // until every language has its protocol strategy
+pub const CHECK_TURN_END: &[&str] = &["turn_end"];
+#[allow(dead_code)] // until every language has its protocol strategy
+pub const CHECK_BOUND: &[&str] = &["bound"];
+
+/// Report rows of a protocol-anchored agent, in order (`parses` is always added last).
+#[allow(dead_code)] // until every language has its protocol strategy
+pub const PROTOCOL_CHECKS: &[&str] = &[
+    "runtime",
+    "hook.start",
+    "hook.heartbeat",
+    "hook.complete",
+    "sends",
+    "connection",
+    "turn_end",
+    "coalescing",
+    "bound",
+];
+
+/// Verify's checks, in report order, for the engine-level shapes (Hermes, pi-acp, ...).
 pub const CHECKS: &[&str] = &[
     "hook.start",
     "hook.heartbeat",
@@ -100,9 +132,10 @@ pub fn plan<P: ParsedSource>(files: &[P], parts: &[Part]) -> Result<Plan> {
         if let Some(e) = parse_error(&files[part.file]) {
             return Err(e);
         }
-        plan.add(
+        plan.replace(
             files[part.file].source(),
             part.offset,
+            part.replaces,
             part.text.clone(),
             part.label,
         );
@@ -123,10 +156,25 @@ pub fn plan<P: ParsedSource>(files: &[P], parts: &[Part]) -> Result<Plan> {
     Ok(plan)
 }
 
+/// A placement fact verify established beyond the parts themselves: an SDK send that
+/// does not go through the emitter, a name read before it is bound, a gate returning from
+/// a function that must return a value. A finding that is not `Ok` sets its check's status.
+#[derive(Debug, Clone)]
+pub struct Finding {
+    pub check: &'static str,
+    pub status: Status,
+    /// File index and 1-based line.
+    pub file: usize,
+    pub line: usize,
+    pub detail: String,
+}
+
 /// How a language names things in the report.
 pub struct Naming<'a> {
     pub language: &'static str,
     pub shape: String,
+    /// The report's rows, in order: [`CHECKS`] or [`PROTOCOL_CHECKS`].
+    pub checks: &'a [&'static str],
     /// `agent_progress_callback` / `agentProgressCallback`.
     pub callback: &'static str,
     /// Top-level functions a rendered block defines.
@@ -144,10 +192,11 @@ pub fn report(
     files: &[Parsed],
     parts: &[Part],
     calls: &HookCalls,
+    findings: &[Finding],
     naming: &Naming,
 ) -> Result<Report> {
     let has_function = |i: usize, name: &str| (naming.has_function)(&files[i], name);
-    report_any(root, files, parts, calls, naming, &has_function)
+    report_any(root, files, parts, calls, findings, naming, &has_function)
 }
 
 /// [`report`] for files of any parser; `has_function(file index, name)` replaces
@@ -157,6 +206,7 @@ pub fn report_any<P: ParsedSource>(
     files: &[P],
     parts: &[Part],
     calls: &HookCalls,
+    findings: &[Finding],
     naming: &Naming,
     has_function: &dyn Fn(usize, &str) -> bool,
 ) -> Result<Report> {
@@ -170,7 +220,7 @@ pub fn report_any<P: ParsedSource>(
     }
     let at = |file: usize, line: usize| format!("{}:{line}", files[file].source().rel);
     let mut checks = Vec::new();
-    for id in CHECKS {
+    for id in naming.checks {
         let mine: Vec<&Part> = parts.iter().filter(|p| p.checks.contains(id)).collect();
         let mut locations: Vec<String> = Vec::new();
         let mut problems: Vec<String> = Vec::new();
@@ -232,6 +282,23 @@ pub fn report_any<P: ParsedSource>(
                     at(p.file, p.anchor_line)
                 )),
             }
+        }
+        for f in findings.iter().filter(|f| f.check == *id) {
+            let l = format!("{} ({})", at(f.file, f.line), f.detail);
+            if f.status == Status::Ok {
+                if !locations.contains(&l) {
+                    locations.push(l);
+                }
+                continue;
+            }
+            // the worst finding wins: missing < duplicated < malformed
+            if status == Status::Ok
+                || (status == Status::Missing && f.status != Status::Missing)
+                || f.status == Status::Malformed
+            {
+                status = f.status;
+            }
+            problems.push(format!("{}: {}", at(f.file, f.line), f.detail));
         }
         problems.dedup();
         let insert_at = mine

@@ -102,6 +102,7 @@ impl<'a> Builder<'a> {
             label,
             file,
             offset,
+            replaces: 0,
             text,
             present,
             anchor_line,

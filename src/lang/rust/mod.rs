@@ -169,6 +169,7 @@ impl Language for Rust {
         let a = self.analyze(project)?;
         let naming = Naming {
             language: self.name(),
+            checks: parts::CHECKS,
             shape: a.shape.clone(),
             callback: "agent_progress_callback",
             defines: &block_items,
@@ -177,9 +178,15 @@ impl Language for Rust {
         };
         let root = project.root.display().to_string();
         let calls = pieces::hook_calls(&a.files);
-        parts::report_any(&root, &a.files, &a.parts, &calls, &naming, &|i, name| {
-            defines(&a.files[i], name)
-        })
+        parts::report_any(
+            &root,
+            &a.files,
+            &a.parts,
+            &calls,
+            &[],
+            &naming,
+            &|i, name| defines(&a.files[i], name),
+        )
     }
 }
 

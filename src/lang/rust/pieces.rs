@@ -137,6 +137,7 @@ impl<'a> Builder<'a> {
             label,
             file,
             offset,
+            replaces: 0,
             text,
             present,
             anchor_line,

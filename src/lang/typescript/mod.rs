@@ -90,6 +90,7 @@ impl Language for TypeScript {
         let parts = self.analyze(project, &files)?;
         let naming = Naming {
             language: self.name(),
+            checks: parts::CHECKS,
             shape: "emitter".into(),
             callback: "agentProgressCallback",
             defines: &defined_names,
@@ -101,7 +102,14 @@ impl Language for TypeScript {
             marker: "acpProgress",
         };
         let root = project.root.display().to_string();
-        parts::report(&root, &files, &parts, &pieces::hook_calls(&files), &naming)
+        parts::report(
+            &root,
+            &files,
+            &parts,
+            &pieces::hook_calls(&files),
+            &[],
+            &naming,
+        )
     }
 }
 

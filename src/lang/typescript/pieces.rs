@@ -68,6 +68,7 @@ impl<'a> Builder<'a> {
             label,
             file: self.file,
             offset,
+            replaces: 0,
             text,
             present,
             anchor_line,
