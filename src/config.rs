@@ -59,15 +59,20 @@ pub struct TypeScriptPins {
     pub turn_end: Option<String>,
 }
 
-/// `[rust]` pins, each `path/to/file.rs:Type::method` relative to the agent root.
+/// `[rust]` pins, each `path/to/file.rs:Name` relative to the agent root, `Name` as the
+/// candidate lists of acp-patch's errors spell it.
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RustPins {
-    /// The prompt handler, e.g. `src/agent.rs:StreamAgent::prompt`.
+    /// The one prompt handler to patch, e.g. `src/agent.rs:StreamAgent::prompt` (a method),
+    /// `src/main.rs:closure@57` (the closure registered for `PromptRequest` at line 57).
     pub prompt: Option<String>,
-    /// The method every session update leaves through, e.g. `src/agent.rs:StreamAgent::send_update`.
+    /// Where the trait API's card goes out, e.g. `src/agent.rs:StreamAgent::conn` (a field of
+    /// the agent) or `src/lib.rs:ACP_CLIENT` (a static).
+    pub connection: Option<String>,
+    /// No longer used: every SDK send of a session update is wrapped (an error says so).
     pub emitter: Option<String>,
-    /// The statement of the prompt handler the card opens before, `path/to/file.rs:LINE`.
+    /// No longer used: the card opens at the prompt handler's entry (an error says so).
     pub handoff: Option<String>,
 }
 

@@ -57,6 +57,16 @@ pub enum Error {
         pin_key: &'static str,
     },
 
+    /// A site that could not be found, with the candidates a pin would accept (none: the
+    /// detail says what to change instead; no placeholder pin is ever suggested).
+    #[error("{}", not_found_message(site, detail, pin_key, candidates))]
+    NotFound {
+        site: &'static str,
+        detail: String,
+        pin_key: &'static str,
+        candidates: Vec<Candidate>,
+    },
+
     #[error("{location}: {message}; fix the syntax error first (nothing was written)")]
     Parse { location: Location, message: String },
 
@@ -82,10 +92,10 @@ pub enum Error {
     },
 }
 
-/// `rust.prompt` → (`rust`, `prompt`, an example pin); a bare key is a `[python]` pin.
+/// `typescript.emitter` → (`typescript`, `emitter`, an example pin); a bare key is a
+/// `[python]` pin. (Rust errors name real candidates: [`Error::NotFound`].)
 fn pin_section(pin_key: &str) -> (&str, &str, &'static str) {
     match pin_key.split_once('.') {
-        Some(("rust", key)) => ("rust", key, "src/agent.rs:Agent::prompt"),
         Some((section, key)) => (section, key, "path/to/file:Class.method"),
         None => ("python", pin_key, "path/to/file.py:Class.method"),
     }
@@ -117,6 +127,22 @@ fn ambiguous_message(site: &str, candidates: &[Candidate], pin_key: &str) -> Str
     s
 }
 
+fn not_found_message(site: &str, detail: &str, pin_key: &str, candidates: &[Candidate]) -> String {
+    let mut s = format!("could not locate the {site}: {detail}");
+    if let Some(first) = candidates.first() {
+        let (section, key, _) = pin_section(pin_key);
+        s.push_str("\n  candidates a pin accepts:\n");
+        for c in candidates {
+            s.push_str(&format!("    {}  {}\n", c.location, c.name));
+        }
+        s.push_str(&format!(
+            "  pin one in acp-patch.toml:\n    [{section}]\n    {key} = \"{}:{}\"",
+            first.location.file, first.name
+        ));
+    }
+    s
+}
+
 impl Error {
     /// The exit code this error maps to: 1 = could not patch (nothing written), 2 = usage or I/O.
     pub fn exit_code(&self) -> u8 {
@@ -130,7 +156,9 @@ impl Error {
     pub fn location(&self) -> Option<Location> {
         match self {
             Error::Parse { location, .. } => Some(location.clone()),
-            Error::Ambiguous { candidates, .. } => candidates.first().map(|c| c.location.clone()),
+            Error::Ambiguous { candidates, .. } | Error::NotFound { candidates, .. } => {
+                candidates.first().map(|c| c.location.clone())
+            }
             Error::Unsupported { file, line, .. } => Some(Location {
                 file: file.clone(),
                 line: *line,

@@ -1,6 +1,6 @@
 //! The agent's `Cargo.toml`: which `agent-client-protocol` it uses (from `Cargo.lock` when
-//! there is one), and the dependency edits the inserted code needs (tokio's `time`
-//! feature, `serde_json`), made with `toml_edit` so the rest of the file stays as it is.
+//! there is one), and the dependency edit the inserted code needs (tokio's `rt` and
+//! `time` features), made with `toml_edit` so the rest of the file stays as it is.
 
 use crate::error::{Error, Result};
 use crate::source::SourceFile;
@@ -55,62 +55,80 @@ impl Manifest {
         }))
     }
 
-    /// The manifest text with every dependency the inserted code needs; `None` when it has them.
+    /// tokio's features as the manifest lists them (`None`: no tokio dependency).
+    fn tokio_features(&self) -> Option<Vec<String>> {
+        let doc: DocumentMut = self.file.text.parse().ok()?;
+        let tokio = doc.get("dependencies")?.as_table_like()?.get("tokio")?;
+        Some(match tokio {
+            Item::Value(Value::String(_)) => Vec::new(),
+            other => other
+                .as_table_like()
+                .and_then(|t| t.get("features"))
+                .and_then(|f| f.as_array())
+                .map(|a| a.iter().filter_map(|v| v.as_str().map(String::from)).collect())
+                .unwrap_or_default(),
+        })
+    }
+
+    /// Whether tokio is there with a feature (or `full`).
+    pub fn tokio_has(&self, feature: &str) -> bool {
+        self.tokio_features()
+            .is_some_and(|f| f.iter().any(|x| x == feature || x == "full"))
+    }
+
+    /// The manifest text with tokio's `rt` and `time` features (the runtime's timers);
+    /// `None` when it has them.
     pub fn with_needed_deps(&self) -> Option<String> {
         let mut doc: DocumentMut = self.file.text.parse().ok()?;
-        let mut changed = false;
-        let deps = doc.get_mut("dependencies")?.as_table_like_mut()?;
-        match deps.get_mut("tokio") {
-            Some(Item::Value(Value::String(_))) | None => {
-                // `tokio = "1"` (default features off: nothing runs) or no tokio at all
-                if deps.get("tokio").is_none() {
-                    let mut t = toml_edit::InlineTable::new();
-                    t.insert("version", "1".into());
-                    let mut f = toml_edit::Array::new();
-                    f.push("rt");
-                    f.push("time");
-                    t.insert("features", Value::Array(f));
-                    deps.insert("tokio", Item::Value(Value::InlineTable(t)));
-                    changed = true;
-                } else if let Some(Item::Value(v)) = deps.get_mut("tokio") {
-                    let version = v.as_str().unwrap_or("1").to_string();
-                    let mut t = toml_edit::InlineTable::new();
-                    t.insert("version", version.as_str().into());
-                    let mut f = toml_edit::Array::new();
-                    f.push("time");
-                    t.insert("features", Value::Array(f));
-                    *v = Value::InlineTable(t);
-                    changed = true;
+        let has = |f: &[String], x: &str| f.iter().any(|v| v == x || v == "full");
+        let mut missing: Vec<&str> = Vec::new();
+        match self.tokio_features() {
+            None => missing.extend(["rt", "time"]),
+            Some(f) => {
+                if !has(&f, "rt") && !has(&f, "rt-multi-thread") {
+                    missing.push("rt");
+                }
+                if !has(&f, "time") {
+                    missing.push("time");
                 }
             }
+        }
+        if missing.is_empty() {
+            return None;
+        }
+        let deps = doc.get_mut("dependencies")?.as_table_like_mut()?;
+        match deps.get_mut("tokio") {
+            None => {
+                let mut t = toml_edit::InlineTable::new();
+                t.insert("version", "1".into());
+                t.insert("features", Value::Array(missing.iter().copied().collect()));
+                deps.insert("tokio", Item::Value(Value::InlineTable(t)));
+            }
+            Some(Item::Value(v @ Value::String(_))) => {
+                let version = v.as_str().unwrap_or("1").to_string();
+                let mut t = toml_edit::InlineTable::new();
+                t.insert("version", version.as_str().into());
+                t.insert("features", Value::Array(missing.iter().copied().collect()));
+                *v = Value::InlineTable(t);
+            }
             Some(item) => {
-                if let Some(t) = item.as_table_like_mut() {
-                    match t.get_mut("features") {
-                        Some(f) => {
-                            if let Some(arr) = f.as_array_mut()
-                                && !arr
-                                    .iter()
-                                    .any(|v| matches!(v.as_str(), Some("time" | "full")))
-                            {
-                                arr.push("time");
-                                changed = true;
-                            }
+                let t = item.as_table_like_mut()?;
+                match t.get_mut("features").and_then(|f| f.as_array_mut()) {
+                    Some(arr) => {
+                        for m in &missing {
+                            arr.push(*m);
                         }
-                        None => {
-                            let mut f = toml_edit::Array::new();
-                            f.push("time");
-                            t.insert("features", Item::Value(Value::Array(f)));
-                            changed = true;
-                        }
+                    }
+                    None => {
+                        t.insert(
+                            "features",
+                            Item::Value(Value::Array(missing.iter().copied().collect())),
+                        );
                     }
                 }
             }
         }
-        if deps.get("serde_json").is_none() {
-            deps.insert("serde_json", Item::Value("1".into()));
-            changed = true;
-        }
-        changed.then(|| doc.to_string())
+        Some(doc.to_string())
     }
 
     /// The needed dependency edits as one insertion `(offset, text)`, or an error when
@@ -137,7 +155,7 @@ impl Manifest {
             return Err(Error::Unsupported {
                 file: self.file.rel.clone(),
                 line: self.file.line_of(prefix),
-                message: "cannot add tokio's `time` feature (and serde_json) without rewriting other lines; add them by hand".into(),
+                message: "cannot add tokio's `rt` and `time` features without rewriting other lines; add them by hand".into(),
             });
         }
         let mut at = prefix;
@@ -222,13 +240,13 @@ mod tests {
     #[test]
     fn adds_time_feature_as_one_insertion() {
         let m = manifest(
-            "[dependencies]\nserde_json = \"1\"\ntokio = { version = \"1\", features = [\"rt\"] } # keep\n",
+            "[dependencies]\ntokio = { version = \"1\", features = [\"rt\"] } # keep\n",
         );
         let (at, text) = m.insertion().unwrap().unwrap();
         assert_eq!(text, ", \"time\"");
         assert_eq!(&m.file.text[at - 4..at], "\"rt\"");
         let m = manifest(
-            "[dependencies]\nserde_json = \"1\"\ntokio = { version = \"1\", features = [\"full\"] }\n",
+            "[dependencies]\ntokio = { version = \"1\", features = [\"full\"] }\n",
         );
         assert!(m.insertion().unwrap().is_none());
         assert_eq!(parse_version("=0.10.4"), Some((0, 10)));

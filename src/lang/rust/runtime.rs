@@ -1,0 +1,70 @@
+//! The runtime module `acp_progress.rs`, rendered from `templates/rust/` for the crate's SDK
+//! generation: the core (cards, heartbeats, gap cards, the text hold, per session), the
+//! runtime glue (`LocalSet` or `Send`), the message builders (protocol v1 or v2), and the
+//! tokio channels as card paths where the crate has tokio's `sync`.
+
+use super::sdk::Dialect;
+use crate::error::Result;
+use crate::project::Project;
+use crate::render::fill;
+
+/// The module's file name, beside the crate root that declares it.
+pub const FILE: &str = "acp_progress.rs";
+/// The module's name in `mod acp_progress;`.
+pub const MODULE: &str = "acp_progress";
+/// The marker every rendered module starts with.
+pub const MARKER: &str = "// acp-patch: runtime module";
+
+pub fn render(project: &Project, dialect: Dialect, sdk: &str, tokio_sync: bool) -> Result<String> {
+    let local = dialect.local();
+    let mut names = vec![
+        "rust/acp_progress.rs",
+        if local {
+            "rust/runtime_local.rs"
+        } else {
+            "rust/runtime_send.rs"
+        },
+        if dialect == Dialect::V2 {
+            "rust/schema_v2.rs"
+        } else {
+            "rust/schema_v1.rs"
+        },
+    ];
+    if local && tokio_sync {
+        names.push("rust/channels_tokio.rs");
+    }
+    let mut text = String::new();
+    for name in names {
+        text.push_str(&project.templates.get(name)?);
+    }
+    let ends = dialect.response_ends_turn();
+    let vars: Vec<(&str, String)> = vec![
+        ("PREFIX", project.env_prefix.clone()),
+        (
+            "PTR",
+            if local { "std::rc::Rc" } else { "std::sync::Arc" }.into(),
+        ),
+        (
+            "SEND_SYNC",
+            if local { "" } else { " + Send + Sync" }.into(),
+        ),
+        ("SDK", sdk.to_string()),
+        ("ACP", dialect.schema(sdk)),
+        ("CONNECTION", dialect.connection(sdk)),
+        ("RESPONSE_ENDS_TURN", ends.to_string()),
+        (
+            "RESPONSE_ENDS_TURN_DOC",
+            if ends {
+                "protocol v1: yes".into()
+            } else {
+                "protocol v2: only an error does; the session going idle ends it".into()
+            },
+        ),
+        (
+            "ON_DROP",
+            if ends { "Some(true)" } else { "None" }.into(),
+        ),
+    ];
+    let vars: Vec<(&str, &str)> = vars.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    Ok(fill(&text, &vars))
+}

@@ -1,0 +1,220 @@
+//! Token-level finds on a file: every SDK send of a session update (`<recv>.send_notification(..)`,
+//! `<recv>.session_notification(..)`) and every `<responder>.respond*(..)` call, inside macro
+//! bodies too (`tokio::select! { .. }`). An edit there only needs a byte offset: the emitter
+//! goes in front of the method's `.`, the turn end around the call's argument.
+
+use proc_macro2::{Delimiter, TokenStream, TokenTree};
+
+/// An SDK send of a session update.
+#[derive(Debug, Clone)]
+pub struct SendSite {
+    /// Byte offset of the `.` before the method name.
+    pub dot: usize,
+    pub line: usize,
+    /// `.acp_progress()` already stands before it.
+    pub wrapped: bool,
+}
+
+/// `<receiver>.respond*(<argument>)`.
+#[derive(Debug, Clone)]
+pub struct RespondSite {
+    pub receiver: String,
+    /// Byte offset of the receiver's identifier.
+    pub at: usize,
+    pub method: String,
+    /// Byte offsets just inside the parentheses.
+    pub open: usize,
+    pub close: usize,
+    pub line: usize,
+    /// The argument is already `..acp_progress::turn_end(..)` / `turn_failed(..)`.
+    pub wrapped: bool,
+}
+
+pub const RESPOND_METHODS: &[&str] = &[
+    "respond",
+    "respond_with_result",
+    "respond_with_error",
+    "respond_with_internal_error",
+];
+
+/// Notification types that are not session updates (`cx.send_notification(CancelNotification ..)`).
+fn other_notification(args: &[TokenTree]) -> bool {
+    // the last identifier of the leading path, before `::new(`, `{` or `(`
+    let mut last: Option<String> = None;
+    for t in args {
+        match t {
+            TokenTree::Ident(i) => last = Some(i.to_string()),
+            TokenTree::Punct(p) if p.as_char() == ':' => {}
+            _ => break,
+        }
+    }
+    let mut idents: Vec<String> = Vec::new();
+    for t in args {
+        match t {
+            TokenTree::Ident(i) => idents.push(i.to_string()),
+            TokenTree::Punct(p) if p.as_char() == ':' => {}
+            _ => break,
+        }
+    }
+    let ty = match idents.as_slice() {
+        [.., ty, new] if new == "new" => Some(ty.clone()),
+        _ => last,
+    };
+    ty.is_some_and(|t| {
+        t.ends_with("Notification") && t != "SessionNotification" && t != "UpdateSessionNotification"
+    })
+}
+
+/// Whether the tokens start with a path ending in one of `names` (e.g. `crate::acp_progress::turn_end`).
+fn starts_with_call(tokens: &[TokenTree], names: &[&str]) -> bool {
+    let mut saw_runtime = false;
+    for t in tokens {
+        match t {
+            TokenTree::Ident(i) => {
+                let s = i.to_string();
+                if s == "acp_progress" {
+                    saw_runtime = true;
+                } else if saw_runtime && names.contains(&s.as_str()) {
+                    return true;
+                }
+            }
+            TokenTree::Punct(p) if p.as_char() == ':' => {}
+            _ => return false,
+        }
+    }
+    false
+}
+
+fn is_empty_paren(t: &TokenTree) -> bool {
+    matches!(t, TokenTree::Group(g) if g.delimiter() == Delimiter::Parenthesis && g.stream().is_empty())
+}
+
+fn ident_is(t: &TokenTree, name: &str) -> bool {
+    matches!(t, TokenTree::Ident(i) if i == name)
+}
+
+fn punct_is(t: &TokenTree, c: char) -> bool {
+    matches!(t, TokenTree::Punct(p) if p.as_char() == c)
+}
+
+/// Skips a turbofish `::<..>` starting at `i`; returns the index after it.
+fn skip_turbofish(tokens: &[TokenTree], mut i: usize) -> usize {
+    if i + 2 < tokens.len()
+        && punct_is(&tokens[i], ':')
+        && punct_is(&tokens[i + 1], ':')
+        && punct_is(&tokens[i + 2], '<')
+    {
+        let mut depth = 0i32;
+        i += 2;
+        while i < tokens.len() {
+            if punct_is(&tokens[i], '<') {
+                depth += 1;
+            } else if punct_is(&tokens[i], '>') {
+                depth -= 1;
+                if depth == 0 {
+                    return i + 1;
+                }
+            }
+            i += 1;
+        }
+    }
+    i
+}
+
+/// Every send and respond call in a file's text.
+pub fn scan(text: &str, send_method: &str) -> (Vec<SendSite>, Vec<RespondSite>) {
+    let mut sends = Vec::new();
+    let mut responds = Vec::new();
+    if let Ok(stream) = text.parse::<TokenStream>() {
+        walk(stream, send_method, &mut sends, &mut responds);
+    }
+    sends.sort_by_key(|s| s.dot);
+    responds.sort_by_key(|r| r.at);
+    (sends, responds)
+}
+
+fn walk(
+    stream: TokenStream,
+    send_method: &str,
+    sends: &mut Vec<SendSite>,
+    responds: &mut Vec<RespondSite>,
+) {
+    let tokens: Vec<TokenTree> = stream.into_iter().collect();
+    for i in 0..tokens.len() {
+        if let TokenTree::Group(g) = &tokens[i] {
+            walk(g.stream(), send_method, sends, responds);
+        }
+        if !punct_is(&tokens[i], '.') || i + 2 >= tokens.len() {
+            continue;
+        }
+        let TokenTree::Ident(method) = &tokens[i + 1] else {
+            continue;
+        };
+        let after = skip_turbofish(&tokens, i + 2);
+        let Some(TokenTree::Group(args)) = tokens.get(after) else {
+            continue;
+        };
+        if args.delimiter() != Delimiter::Parenthesis {
+            continue;
+        }
+        let inner: Vec<TokenTree> = args.stream().into_iter().collect();
+        let method = method.to_string();
+        if method == send_method {
+            if send_method == "send_notification" && other_notification(&inner) {
+                continue;
+            }
+            let dot = tokens[i].span();
+            let wrapped = i >= 3
+                && is_empty_paren(&tokens[i - 1])
+                && ident_is(&tokens[i - 2], "acp_progress")
+                && punct_is(&tokens[i - 3], '.');
+            sends.push(SendSite {
+                dot: dot.byte_range().start,
+                line: dot.start().line,
+                wrapped,
+            });
+        } else if RESPOND_METHODS.contains(&method.as_str()) {
+            let Some(TokenTree::Ident(receiver)) = i.checked_sub(1).map(|k| &tokens[k]) else {
+                continue;
+            };
+            // `a.b.respond(..)`: a field, not a binding
+            if i >= 2 && punct_is(&tokens[i - 2], '.') {
+                continue;
+            }
+            responds.push(RespondSite {
+                receiver: receiver.to_string(),
+                at: receiver.span().byte_range().start,
+                method,
+                open: args.span_open().byte_range().end,
+                close: args.span_close().byte_range().start,
+                line: receiver.span().start().line,
+                wrapped: starts_with_call(&inner, &["turn_end", "turn_failed"]),
+            });
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn finds_sends_in_macros_and_skips_other_notifications() {
+        let src = "fn f() { tokio::select! { _ = a => { cx.send_notification(SessionNotification::new(s, u))?; } }\n cx.send_notification(CancelNotification::new(x)); cx.acp_progress().send_notification(n); }";
+        let (sends, _) = scan(src, "send_notification");
+        assert_eq!(sends.len(), 2);
+        assert!(!sends[0].wrapped);
+        assert!(sends[1].wrapped);
+        assert_eq!(&src[sends[0].dot..sends[0].dot + 18], ".send_notification");
+    }
+
+    #[test]
+    fn finds_respond_calls_with_their_argument() {
+        let src = "fn f() { responder.respond_with_result(x.await); self.r.respond(y); r.respond(crate::acp_progress::turn_end(&t, z)) }";
+        let (_, responds) = scan(src, "send_notification");
+        assert_eq!(responds.len(), 2);
+        assert_eq!(responds[0].receiver, "responder");
+        assert_eq!(&src[responds[0].open..responds[0].close], "x.await");
+        assert!(responds[1].wrapped);
+    }
+}

@@ -1,0 +1,40 @@
+
+// ---- tokio channels as card paths (the agent drains them into the connection).
+
+impl<T: 'static> AcpItem for (AcpNotification, tokio::sync::oneshot::Sender<T>) {
+    fn acp_item(update: AcpNotification) -> (Self, AcpReceipt) {
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        (
+            (update, tx),
+            Some(Box::pin(async move {
+                let _ = rx.await;
+            })),
+        )
+    }
+}
+
+impl<I: AcpItem> AcpSink for tokio::sync::mpsc::UnboundedSender<I> {
+    fn acp_sender(&self) -> Option<AcpSend> {
+        let tx = self.clone();
+        Some(AcpSend {
+            send: std::rc::Rc::new(move |update| {
+                let (item, receipt) = I::acp_item(update);
+                tx.send(item).ok().and(receipt)
+            }),
+            loops: true,
+        })
+    }
+}
+
+impl<I: AcpItem> AcpSink for tokio::sync::mpsc::Sender<I> {
+    fn acp_sender(&self) -> Option<AcpSend> {
+        let tx = self.clone();
+        Some(AcpSend {
+            send: std::rc::Rc::new(move |update| {
+                let (item, receipt) = I::acp_item(update);
+                tx.try_send(item).ok().and(receipt)
+            }),
+            loops: true,
+        })
+    }
+}

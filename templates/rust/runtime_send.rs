@@ -1,0 +1,236 @@
+
+// ---- The builder API (agent-client-protocol ≥ 0.11): handlers on any thread; the state is
+// behind one lock, timers are tokio tasks (or a thread outside a tokio runtime).
+
+type AcpConnection = {{CONNECTION}};
+
+/// Where a session's card updates go.
+#[derive(Clone)]
+pub struct AcpSend {
+    send: std::sync::Arc<dyn Fn(AcpNotification) -> AcpReceipt + Send + Sync>,
+    /// The path comes back through the emitter (never, for a connection).
+    loops: bool,
+}
+
+/// Sends on a connection are queued at once: nothing to wait for.
+pub type AcpReceipt = ();
+
+/// Whether the prompt's response ends the turn ({{RESPONSE_ENDS_TURN_DOC}}).
+const ACP_RESPONSE_ENDS_TURN: bool = {{RESPONSE_ENDS_TURN}};
+
+static ACP_STATE: std::sync::Mutex<Option<HashMap<String, AcpSession>>> =
+    std::sync::Mutex::new(None);
+
+fn acp_with<R>(f: impl FnOnce(&mut HashMap<String, AcpSession>) -> R) -> R {
+    let mut state = ACP_STATE
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    f(state.get_or_insert_with(HashMap::new))
+}
+
+static ACP_RUNTIME: std::sync::OnceLock<tokio::runtime::Handle> = std::sync::OnceLock::new();
+
+/// Remembers the agent's tokio runtime, so timers armed from other threads run on it.
+fn acp_runtime_seen() {
+    if let Ok(handle) = tokio::runtime::Handle::try_current() {
+        let _ = ACP_RUNTIME.set(handle);
+    }
+}
+
+fn acp_runtime() -> Option<tokio::runtime::Handle> {
+    tokio::runtime::Handle::try_current()
+        .ok()
+        .or_else(|| ACP_RUNTIME.get().cloned())
+}
+
+/// A timer; stopped when its card or turn ends.
+pub enum AcpTimer {
+    Task(tokio::task::JoinHandle<()>),
+    Thread(std::sync::Arc<std::sync::atomic::AtomicBool>),
+}
+
+impl AcpTimer {
+    fn stop(self) {
+        match self {
+            AcpTimer::Task(task) => task.abort(),
+            AcpTimer::Thread(stopped) => stopped.store(true, std::sync::atomic::Ordering::SeqCst),
+        }
+    }
+}
+
+fn acp_spawn_after(after: Duration, f: impl FnOnce() + Send + 'static) -> AcpTimer {
+    match acp_runtime() {
+        Some(runtime) => AcpTimer::Task(runtime.spawn(async move {
+            tokio::time::sleep(after).await;
+            f();
+        })),
+        None => {
+            let stopped = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+            let flag = stopped.clone();
+            std::thread::spawn(move || {
+                std::thread::sleep(after);
+                if !flag.load(std::sync::atomic::Ordering::SeqCst) {
+                    f();
+                }
+            });
+            AcpTimer::Thread(stopped)
+        }
+    }
+}
+
+fn acp_spawn_interval(every: Duration, mut tick: impl FnMut() -> bool + Send + 'static) -> AcpTimer {
+    match acp_runtime() {
+        Some(runtime) => AcpTimer::Task(runtime.spawn(async move {
+            let mut ticks = tokio::time::interval(every);
+            ticks.tick().await; // the first tick is immediate
+            loop {
+                ticks.tick().await;
+                if !tick() {
+                    return;
+                }
+            }
+        })),
+        None => {
+            let stopped = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+            let flag = stopped.clone();
+            std::thread::spawn(move || {
+                loop {
+                    std::thread::sleep(every);
+                    if flag.load(std::sync::atomic::Ordering::SeqCst) || !tick() {
+                        return;
+                    }
+                }
+            });
+            AcpTimer::Thread(stopped)
+        }
+    }
+}
+
+/// Where a turn's card updates go: the connection the SDK handed the prompt handler.
+pub trait AcpSink {
+    fn acp_sender(&self) -> Option<AcpSend>;
+}
+
+impl AcpSink for AcpConnection {
+    fn acp_sender(&self) -> Option<AcpSend> {
+        let conn = self.clone();
+        Some(AcpSend {
+            send: std::sync::Arc::new(move |update| {
+                if let Err(e) = conn.send_notification(update) {
+                    acp_debug(&format!("card update failed: {e:?}"));
+                }
+            }),
+            loops: false,
+        })
+    }
+}
+
+impl<T: AcpSink + ?Sized> AcpSink for &T {
+    fn acp_sender(&self) -> Option<AcpSend> {
+        (**self).acp_sender()
+    }
+}
+
+impl<T: AcpSink + ?Sized> AcpSink for std::sync::Arc<T> {
+    fn acp_sender(&self) -> Option<AcpSend> {
+        (**self).acp_sender()
+    }
+}
+
+impl<T: AcpSink> AcpSink for Option<T> {
+    fn acp_sender(&self) -> Option<AcpSend> {
+        self.as_ref().and_then(AcpSink::acp_sender)
+    }
+}
+
+impl<T: AcpSink> AcpSink for std::sync::OnceLock<T> {
+    fn acp_sender(&self) -> Option<AcpSend> {
+        self.get().and_then(AcpSink::acp_sender)
+    }
+}
+
+impl AcpOutcome for {{ACP}}::PromptResponse {
+    fn acp_failed(&self) -> bool {
+        false
+    }
+}
+
+impl AcpOutcome for {{SDK}}::Error {
+    fn acp_failed(&self) -> bool {
+        true
+    }
+}
+
+/// The builder API's emitter: `cx.acp_progress().send_notification(n)` sends what
+/// `cx.send_notification(n)` would, with the card and the hold around session updates.
+pub trait AcpEmit {
+    fn acp_progress(&self) -> AcpEmitter<'_>;
+}
+
+impl AcpEmit for AcpConnection {
+    fn acp_progress(&self) -> AcpEmitter<'_> {
+        AcpEmitter(self)
+    }
+}
+
+pub struct AcpEmitter<'a>(&'a AcpConnection);
+
+impl AcpEmitter<'_> {
+    /// Same result as the SDK's: the agent's own update's (`Ok` while it is held); any other
+    /// notification is sent as it is.
+    pub fn send_notification<N: {{SDK}}::JsonRpcNotification>(
+        self,
+        notification: N,
+    ) -> Result<(), {{SDK}}::Error> {
+        let mut slot = Some(notification);
+        let update = (&mut slot as &mut dyn std::any::Any)
+            .downcast_mut::<Option<AcpNotification>>()
+            .and_then(Option::take);
+        let Some(update) = update else {
+            return match slot {
+                Some(notification) => self.0.send_notification(notification),
+                None => Ok(()),
+            };
+        };
+        let out = acp_outgoing(update);
+        for n in out.before {
+            if let Err(e) = self.0.send_notification(n) {
+                acp_debug(&format!("card update failed: {e:?}"));
+            }
+        }
+        match out.own {
+            Some(n) => self.0.send_notification(n),
+            None => Ok(()),
+        }
+    }
+}
+
+/// At the entry of a prompt handler: `let acp_turn = begin(&cx, &request.session_id);`. The
+/// card opens at once; the turn ends at `turn_end(&acp_turn, ..)` around the response, or
+/// (failed) when the last copy of the guard is dropped without one.
+pub fn begin<S: AcpSink + ?Sized>(cx: &S, session: &impl std::fmt::Display) -> AcpTurn {
+    acp_begin(cx, session.to_string(), {{ON_DROP}})
+}
+
+/// Like `begin` where the response is given elsewhere (another method, an actor): the turn
+/// ends only at a `turn_end` there.
+pub fn open<S: AcpSink + ?Sized>(cx: &S, session: &impl std::fmt::Display) -> AcpTurn {
+    acp_begin(cx, session.to_string(), None)
+}
+
+/// A prompt method's body, run as one turn (a method that returns the prompt's response):
+/// `turn(&cx, request.session_id.to_string(), async move { .. }).await`. The card opens at
+/// once; the turn ends when the body returns (failed on `Err`) or is dropped (cancelled).
+pub async fn turn<S: AcpSink + ?Sized, R: AcpOutcome>(
+    sink: &S,
+    session: impl std::fmt::Display,
+    body: impl std::future::Future<Output = R>,
+) -> R {
+    let ends = ACP_RESPONSE_ENDS_TURN;
+    let turn = acp_begin(sink, session.to_string(), if ends { Some(false) } else { None });
+    let response = body.await;
+    if ends || response.acp_failed() {
+        acp_finish(&turn.0.session, turn.0.turn, response.acp_failed());
+    }
+    response
+}
