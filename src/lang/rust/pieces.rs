@@ -125,14 +125,15 @@ fn item_anchor(
     pred: impl Fn(&syn::Item) -> bool,
 ) -> Option<(usize, bool)> {
     let ast = file.ast.as_ref()?;
-    let last = ast.items.iter().filter(|i| pred(i)).last();
-    match last {
-        Some(item) => Some((line_end_after(&file.file.text, item.span().byte_range().end), true)),
-        None => ast.items.first().map(|item| {
-            // above the item's attributes and doc comments
-            let start = item_start(item);
-            (line_start(&file.file.text, start), false)
-        }),
+    let last = ast.items.iter().filter(|i| pred(i)).last()?;
+    Some((line_end_after(&file.file.text, last.span().byte_range().end), true))
+}
+
+/// Where the file's first item starts (above its attributes and doc comments).
+fn first_item(file: &Parsed) -> (usize, bool) {
+    match file.ast.as_ref().and_then(|a| a.items.first()) {
+        Some(item) => (line_start(&file.file.text, item_start(item)), false),
+        None => (file.file.text.len(), true),
     }
 }
 
@@ -224,16 +225,13 @@ pub fn build(input: &Input) -> Result<Vec<Part>> {
         } else {
             String::new()
         };
-        let (offset, after) = item_anchor(p, |i| matches!(i, syn::Item::Mod(_)))
+        let (offset, after) = item_anchor(p, |i| matches!(i, syn::Item::Mod(m) if m.content.is_none()))
             .or_else(|| item_anchor(p, |i| matches!(i, syn::Item::Use(_) | syn::Item::ExternCrate(_))))
-            .unwrap_or((0, false));
+            .unwrap_or_else(|| first_item(p));
         let eol = b.eol(rfile);
         let line = format!("{attr}{vis}mod {};{eol}", runtime::MODULE);
-        let text = if after || offset == 0 {
-            line
-        } else {
-            format!("{line}{eol}")
-        };
+        // before the first item: a blank line between
+        let text = if after { line } else { format!("{line}{eol}") };
         let text = fix_missing_final_newline(&p.file.text, offset, text, eol);
         b.push(CHECK_RUNTIME, "runtime module declared", rfile, offset, text, declares_module(p));
     }
@@ -246,8 +244,8 @@ pub fn build(input: &Input) -> Result<Vec<Part>> {
         let p = &input.files[*file];
         let path = module_path(input.modules, *file, input.lib_shared);
         let (offset, _) = item_anchor(p, |i| matches!(i, syn::Item::Use(_)))
-            .or_else(|| item_anchor(p, |i| matches!(i, syn::Item::Mod(_))))
-            .unwrap_or((0, false));
+            .or_else(|| item_anchor(p, |i| matches!(i, syn::Item::Mod(m) if m.content.is_none())))
+            .unwrap_or_else(|| first_item(p));
         let eol = b.eol(*file);
         let text = fix_missing_final_newline(
             &p.file.text,
