@@ -120,6 +120,8 @@ pub struct Collected {
     pub closures: Vec<(usize, syn::ExprClosure, bool)>,
     pub structs: Vec<(usize, syn::ItemStruct)>,
     pub statics: Vec<(usize, syn::ItemStatic)>,
+    /// `type Name = ..;` → the aliased type's text.
+    pub aliases: HashMap<String, String>,
     pub scopes: Vec<Scope>,
     fields: Fields,
     arms: Vec<(usize, syn::Arm)>,
@@ -209,6 +211,13 @@ impl<'ast> Visit<'ast> for Collector<'_> {
             self.fields(v.ident.to_string(), &v.fields);
         }
         syn::visit::visit_item_enum(self, e);
+    }
+
+    fn visit_item_type(&mut self, t: &'ast syn::ItemType) {
+        self.out
+            .aliases
+            .insert(t.ident.to_string(), type_text(&t.ty));
+        syn::visit::visit_item_type(self, t);
     }
 
     fn visit_item_static(&mut self, s: &'ast syn::ItemStatic) {
@@ -303,6 +312,31 @@ impl Collector<'_> {
             })
             .collect();
         self.out.fields.entry(owner).or_default().extend(list);
+    }
+}
+
+impl Collected {
+    /// A type's text with the crate's own type aliases spelled out (one level deep per name).
+    pub fn expand(&self, ty: &str) -> String {
+        let mut out = String::new();
+        let mut word = String::new();
+        let flush = |word: &mut String, out: &mut String| {
+            match self.aliases.get(word.as_str()) {
+                Some(target) => out.push_str(target),
+                None => out.push_str(word),
+            }
+            word.clear();
+        };
+        for ch in ty.chars() {
+            if ch.is_alphanumeric() || ch == '_' {
+                word.push(ch);
+            } else {
+                flush(&mut word, &mut out);
+                out.push(ch);
+            }
+        }
+        flush(&mut word, &mut out);
+        out
     }
 }
 
@@ -470,7 +504,7 @@ pub fn sink_candidates(
         }
         for f in &s.fields {
             let Some(name) = &f.ident else { continue };
-            if is_sink_type(&type_text(&f.ty)) {
+            if is_sink_type(&c.expand(&type_text(&f.ty))) {
                 out.push(SinkCandidate {
                     file: *file,
                     line: line(name.span()),
@@ -482,7 +516,7 @@ pub fn sink_candidates(
         }
     }
     for (file, s) in &c.statics {
-        if !is_sink_type(&type_text(&s.ty)) {
+        if !is_sink_type(&c.expand(&type_text(&s.ty))) {
             continue;
         }
         let Some(path) = module_path(*file) else {

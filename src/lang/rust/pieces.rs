@@ -17,7 +17,7 @@ use std::ops::Range;
 use syn::spanned::Spanned;
 
 /// The runtime module holds the completion (in its emitter) and the text hold.
-const CHECK_RUNTIME_MODULE: &[&str] = &["runtime", "hook.complete", "coalescing"];
+const CHECK_RUNTIME_MODULE: &[&str] = &["runtime", "hook.heartbeat", "hook.complete", "coalescing"];
 const CHECK_HEARTBEAT: &[&str] = &["hook.heartbeat"];
 
 /// A respond call that ends a prompt's turn, and the binding its `turn_end` reads.
