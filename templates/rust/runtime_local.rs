@@ -2,7 +2,9 @@
 // ---- The trait API (agent-client-protocol ≤ 0.10): one thread, a `LocalSet`, futures
 // that are not `Send`; timers are `spawn_local` tasks.
 
-use {{SDK}}::Client as _;
+use {{SDK}} as acp_sdk;
+
+use acp_sdk::Client as _;
 
 /// Where a session's card updates go.
 #[derive(Clone)]
@@ -84,7 +86,7 @@ pub trait AcpConn {
     fn acp_notify(&self, update: AcpNotification) -> AcpReceipt;
 }
 
-impl AcpConn for {{SDK}}::AgentSideConnection {
+impl AcpConn for acp_sdk::AgentSideConnection {
     fn acp_notify(&self, update: AcpNotification) -> AcpReceipt {
         acp_poll_now(self.session_notification(update));
         None
@@ -232,7 +234,7 @@ pub trait AcpEmit {
     fn acp_progress(&self) -> AcpEmitter<'_, Self>;
 }
 
-impl<C: {{SDK}}::Client + ?Sized> AcpEmit for C {
+impl<C: acp_sdk::Client + ?Sized> AcpEmit for C {
     fn acp_progress(&self) -> AcpEmitter<'_, Self> {
         AcpEmitter(self)
     }
@@ -240,13 +242,14 @@ impl<C: {{SDK}}::Client + ?Sized> AcpEmit for C {
 
 pub struct AcpEmitter<'a, C: ?Sized>(&'a C);
 
-type AcpLocalFuture<'f, T> = std::pin::Pin<Box<dyn std::future::Future<Output = {{SDK}}::Result<T>> + 'f>>;
+type AcpLocalFuture<'f, T> =
+    std::pin::Pin<Box<dyn std::future::Future<Output = acp_sdk::Result<T>> + 'f>>;
 
-impl<C: {{SDK}}::Client + ?Sized> {{SDK}}::Client for AcpEmitter<'_, C> {
+impl<C: acp_sdk::Client + ?Sized> acp_sdk::Client for AcpEmitter<'_, C> {
     fn request_permission<'s, 'f>(
         &'s self,
-        args: {{ACP}}::RequestPermissionRequest,
-    ) -> AcpLocalFuture<'f, {{ACP}}::RequestPermissionResponse>
+        args: acp_schema::RequestPermissionRequest,
+    ) -> AcpLocalFuture<'f, acp_schema::RequestPermissionResponse>
     where
         's: 'f,
         Self: 'f,

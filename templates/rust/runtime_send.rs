@@ -2,6 +2,8 @@
 // ---- The builder API (agent-client-protocol ≥ 0.11): handlers on any thread; the state is
 // behind one lock, timers are tokio tasks (or a thread outside a tokio runtime).
 
+use {{SDK}} as acp_sdk;
+
 type AcpConnection = {{CONNECTION}};
 
 /// Where a session's card updates go.
@@ -78,7 +80,10 @@ fn acp_spawn_after(after: Duration, f: impl FnOnce() + Send + 'static) -> AcpTim
     }
 }
 
-fn acp_spawn_interval(every: Duration, mut tick: impl FnMut() -> bool + Send + 'static) -> AcpTimer {
+fn acp_spawn_interval(
+    every: Duration,
+    mut tick: impl FnMut() -> bool + Send + 'static,
+) -> AcpTimer {
     match acp_runtime() {
         Some(runtime) => AcpTimer::Task(runtime.spawn(async move {
             let mut ticks = tokio::time::interval(every);
@@ -94,11 +99,9 @@ fn acp_spawn_interval(every: Duration, mut tick: impl FnMut() -> bool + Send + '
             let stopped = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
             let flag = stopped.clone();
             std::thread::spawn(move || {
-                loop {
+                std::thread::sleep(every);
+                while !flag.load(std::sync::atomic::Ordering::SeqCst) && tick() {
                     std::thread::sleep(every);
-                    if flag.load(std::sync::atomic::Ordering::SeqCst) || !tick() {
-                        return;
-                    }
                 }
             });
             AcpTimer::Thread(stopped)
@@ -149,13 +152,13 @@ impl<T: AcpSink> AcpSink for std::sync::OnceLock<T> {
     }
 }
 
-impl AcpOutcome for {{ACP}}::PromptResponse {
+impl AcpOutcome for acp_schema::PromptResponse {
     fn acp_failed(&self) -> bool {
         false
     }
 }
 
-impl AcpOutcome for {{SDK}}::Error {
+impl AcpOutcome for acp_sdk::Error {
     fn acp_failed(&self) -> bool {
         true
     }
@@ -178,10 +181,10 @@ pub struct AcpEmitter<'a>(&'a AcpConnection);
 impl AcpEmitter<'_> {
     /// Same result as the SDK's: the agent's own update's (`Ok` while it is held); any other
     /// notification is sent as it is.
-    pub fn send_notification<N: {{SDK}}::JsonRpcNotification>(
+    pub fn send_notification<N: acp_sdk::JsonRpcNotification>(
         self,
         notification: N,
-    ) -> Result<(), {{SDK}}::Error> {
+    ) -> Result<(), acp_sdk::Error> {
         let mut slot = Some(notification);
         let update = (&mut slot as &mut dyn std::any::Any)
             .downcast_mut::<Option<AcpNotification>>()
@@ -227,7 +230,8 @@ pub async fn turn<S: AcpSink + ?Sized, R: AcpOutcome>(
     body: impl std::future::Future<Output = R>,
 ) -> R {
     let ends = ACP_RESPONSE_ENDS_TURN;
-    let turn = acp_begin(sink, session.to_string(), if ends { Some(false) } else { None });
+    let on_drop = if ends { Some(false) } else { None };
+    let turn = acp_begin(sink, session.to_string(), on_drop);
     let response = body.await;
     if ends || response.acp_failed() {
         acp_finish(&turn.0.session, turn.0.turn, response.acp_failed());

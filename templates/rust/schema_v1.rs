@@ -1,36 +1,42 @@
 
 // ---- Protocol v1 messages ({{ACP}}).
 
-type AcpNotification = {{ACP}}::SessionNotification;
+use {{ACP}} as acp_schema;
+
+type AcpNotification = acp_schema::SessionNotification;
 
 fn acp_session_of(n: &AcpNotification) -> String {
     n.session_id.to_string()
 }
 
-fn acp_update(session: &str, update: {{ACP}}::SessionUpdate) -> AcpNotification {
-    {{ACP}}::SessionNotification::new(session.to_string(), update)
+fn acp_update(session: &str, update: acp_schema::SessionUpdate) -> AcpNotification {
+    acp_schema::SessionNotification::new(session.to_string(), update)
 }
 
 /// Open a virtual "think" tool call: clients show a spinner card while the model works.
 pub fn build_thinking_start(session: &str, tool_call_id: &str) -> AcpNotification {
     acp_update(
         session,
-        {{ACP}}::SessionUpdate::ToolCall(
-            {{ACP}}::ToolCall::new(tool_call_id.to_string(), "Thinking...")
-                .kind({{ACP}}::ToolKind::Think)
-                .status({{ACP}}::ToolCallStatus::InProgress),
+        acp_schema::SessionUpdate::ToolCall(
+            acp_schema::ToolCall::new(tool_call_id.to_string(), "Thinking...")
+                .kind(acp_schema::ToolKind::Think)
+                .status(acp_schema::ToolCallStatus::InProgress),
         ),
     )
 }
 
 /// Heartbeat for the think card: a repeated in_progress update with the elapsed time.
-pub fn build_thinking_progress(session: &str, tool_call_id: &str, elapsed_s: f64) -> AcpNotification {
+pub fn build_thinking_progress(
+    session: &str,
+    tool_call_id: &str,
+    elapsed_s: f64,
+) -> AcpNotification {
     acp_update(
         session,
-        {{ACP}}::SessionUpdate::ToolCallUpdate({{ACP}}::ToolCallUpdate::new(
+        acp_schema::SessionUpdate::ToolCallUpdate(acp_schema::ToolCallUpdate::new(
             tool_call_id.to_string(),
-            {{ACP}}::ToolCallUpdateFields::new()
-                .status({{ACP}}::ToolCallStatus::InProgress)
+            acp_schema::ToolCallUpdateFields::new()
+                .status(acp_schema::ToolCallStatus::InProgress)
                 .title(format!("Thinking... ({}s)", elapsed_s as u64)),
         )),
     )
@@ -39,25 +45,25 @@ pub fn build_thinking_progress(session: &str, tool_call_id: &str, elapsed_s: f64
 /// Close the think card (the title resets so the card does not keep a stale timer).
 pub fn build_thinking_complete(session: &str, tool_call_id: &str, failed: bool) -> AcpNotification {
     let status = if failed {
-        {{ACP}}::ToolCallStatus::Failed
+        acp_schema::ToolCallStatus::Failed
     } else {
-        {{ACP}}::ToolCallStatus::Completed
+        acp_schema::ToolCallStatus::Completed
     };
     acp_update(
         session,
-        {{ACP}}::SessionUpdate::ToolCallUpdate({{ACP}}::ToolCallUpdate::new(
+        acp_schema::SessionUpdate::ToolCallUpdate(acp_schema::ToolCallUpdate::new(
             tool_call_id.to_string(),
-            {{ACP}}::ToolCallUpdateFields::new()
+            acp_schema::ToolCallUpdateFields::new()
                 .status(status)
                 .title("Thinking...".to_string()),
         )),
     )
 }
 
-fn acp_finished(status: Option<&{{ACP}}::ToolCallStatus>) -> bool {
+fn acp_finished(status: Option<&acp_schema::ToolCallStatus>) -> bool {
     matches!(
         status,
-        Some({{ACP}}::ToolCallStatus::Completed) | Some({{ACP}}::ToolCallStatus::Failed)
+        Some(acp_schema::ToolCallStatus::Completed) | Some(acp_schema::ToolCallStatus::Failed)
     )
 }
 
@@ -65,19 +71,23 @@ fn acp_finished(status: Option<&{{ACP}}::ToolCallStatus>) -> bool {
 /// (commands, modes, usage, session info) does not.
 fn acp_kind(n: &AcpNotification) -> AcpKind {
     match &n.update {
-        {{ACP}}::SessionUpdate::AgentThoughtChunk(_) => AcpKind::Thought,
-        {{ACP}}::SessionUpdate::AgentMessageChunk(_) => AcpKind::Text,
-        {{ACP}}::SessionUpdate::ToolCall(call) if acp_is_card(&call.tool_call_id.0) => AcpKind::Ours,
-        {{ACP}}::SessionUpdate::ToolCall(call) => AcpKind::Tool {
-            finished: acp_finished(Some(&call.status)),
-        },
-        {{ACP}}::SessionUpdate::ToolCallUpdate(update) if acp_is_card(&update.tool_call_id.0) => {
+        acp_schema::SessionUpdate::AgentThoughtChunk(_) => AcpKind::Thought,
+        acp_schema::SessionUpdate::AgentMessageChunk(_) => AcpKind::Text,
+        acp_schema::SessionUpdate::ToolCall(call) if acp_is_card(&call.tool_call_id.0) => {
             AcpKind::Ours
         }
-        {{ACP}}::SessionUpdate::ToolCallUpdate(update) => AcpKind::Tool {
+        acp_schema::SessionUpdate::ToolCall(call) => AcpKind::Tool {
+            finished: acp_finished(Some(&call.status)),
+        },
+        acp_schema::SessionUpdate::ToolCallUpdate(update)
+            if acp_is_card(&update.tool_call_id.0) =>
+        {
+            AcpKind::Ours
+        }
+        acp_schema::SessionUpdate::ToolCallUpdate(update) => AcpKind::Tool {
             finished: acp_finished(update.fields.status.as_ref()),
         },
-        {{ACP}}::SessionUpdate::Plan(_) => AcpKind::Output,
+        acp_schema::SessionUpdate::Plan(_) => AcpKind::Output,
         _ => AcpKind::Bookkeeping,
     }
 }
@@ -85,11 +95,11 @@ fn acp_kind(n: &AcpNotification) -> AcpKind {
 /// Appends a text chunk to the held one before it; `Err` gives it back when they differ.
 fn acp_merge_text(into: &mut AcpNotification, n: AcpNotification) -> Result<(), AcpNotification> {
     if let (
-        {{ACP}}::SessionUpdate::AgentMessageChunk(held),
-        {{ACP}}::SessionUpdate::AgentMessageChunk(next),
+        acp_schema::SessionUpdate::AgentMessageChunk(held),
+        acp_schema::SessionUpdate::AgentMessageChunk(next),
     ) = (&mut into.update, &n.update)
     {
-        if let ({{ACP}}::ContentBlock::Text(held), {{ACP}}::ContentBlock::Text(next)) =
+        if let (acp_schema::ContentBlock::Text(held), acp_schema::ContentBlock::Text(next)) =
             (&mut held.content, &next.content)
         {
             held.text.push_str(&next.text);
