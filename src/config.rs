@@ -65,7 +65,7 @@ pub struct TypeScriptPins {
 #[serde(deny_unknown_fields)]
 pub struct RustPins {
     /// The one prompt handler to patch, e.g. `src/agent.rs:StreamAgent::prompt` (a method),
-    /// `src/main.rs:closure@57` (the closure registered for `PromptRequest` at line 57).
+    /// `src/main.rs:serve::closure#1` (the first closure `serve` registers for `PromptRequest`).
     pub prompt: Option<String>,
     /// Where the trait API's card goes out, e.g. `src/agent.rs:StreamAgent::conn` (a field of
     /// the agent) or `src/lib.rs:ACP_CLIENT` (a static).

@@ -117,7 +117,12 @@ fn every_case_dry_run_matches_its_snapshot_and_writes_nothing() {
         let run = acp_patch(&args_with(&c, &["apply", "--dry-run"], dir.path()), None);
         assert_eq!(run.code, 0, "{}: {}", c.name, run.stderr);
         assert_snapshot(&c.dir.join("expected.diff"), &run.stdout);
-        assert_eq!(snap, snapshot_tree(dir.path()), "{}: a dry run wrote something", c.name);
+        assert_eq!(
+            snap,
+            snapshot_tree(dir.path()),
+            "{}: a dry run wrote something",
+            c.name
+        );
         if let Some(summary) = &c.toml.summary {
             assert!(run.stderr.contains(summary), "{}: {}", c.name, run.stderr);
         }
@@ -137,7 +142,10 @@ fn every_case_verify_reports_exactly_before_and_after() {
             run.stdout,
             run.stderr
         );
-        assert_snapshot(&c.dir.join("verify-before.txt"), &normalize(&run.stdout, &b));
+        assert_snapshot(
+            &c.dir.join("verify-before.txt"),
+            &normalize(&run.stdout, &b),
+        );
         let a = applied(&c);
         let run = acp_patch(&args_with(&c, &["verify"], a.path()), None);
         assert_eq!(run.code, 0, "{}: {}{}", c.name, run.stdout, run.stderr);
@@ -154,7 +162,12 @@ fn every_case_applies_once_and_the_dry_run_diff_is_what_apply_writes() {
         let dir = applied(&c);
         let again = acp_patch(&args_with(&c, &["apply"], dir.path()), None);
         assert_eq!(again.code, 0, "{}: {}", c.name, again.stderr);
-        assert!(again.stderr.contains("nothing to do"), "{}: {}", c.name, again.stderr);
+        assert!(
+            again.stderr.contains("nothing to do"),
+            "{}: {}",
+            c.name,
+            again.stderr
+        );
         let dry = acp_patch(&args_with(&c, &["apply", "--dry-run"], dir.path()), None);
         assert_eq!((dry.code, dry.stdout.as_str()), (0, ""), "{}", c.name);
 
@@ -223,7 +236,9 @@ fn unpatched_tree(c: &Case) -> PathBuf {
     let lock = tmp.path().join("Cargo.lock");
     let text = std::fs::read_to_string(&lock).unwrap();
     std::fs::write(&lock, text.replace(&from, &to)).unwrap();
-    let dir = repo().join("target/rust-fixtures/trees").join(format!("{}-unpatched", c.name));
+    let dir = repo()
+        .join("target/rust-fixtures/trees")
+        .join(format!("{}-unpatched", c.name));
     sync_tree(tmp.path(), &dir);
     dir
 }
@@ -311,7 +326,9 @@ fn smoke_help() -> String {
 fn build_and_smoke(group: &str) {
     let help = smoke_help();
     for c in cases() {
-        let Some(compile) = &c.toml.compile else { continue };
+        let Some(compile) = &c.toml.compile else {
+            continue;
+        };
         if compile.target_group != group || compile.skip {
             continue;
         }
@@ -325,20 +342,33 @@ fn build_and_smoke(group: &str) {
                 .filter(|a| a.starts_with("--") && !help.contains(a.as_str()))
                 .collect();
             if !missing.is_empty() {
-                eprintln!("{}: smoke {:?} skipped: this acp-patch has no {missing:?}", c.name, run.args);
+                eprintln!(
+                    "{}: smoke {:?} skipped: this acp-patch has no {missing:?}",
+                    c.name, run.args
+                );
                 continue;
             }
             let mut want: Vec<String> = run.patched_fails.clone();
             want.sort();
             let (failing, text) = smoke_failing(&patched, &bin, &run.args);
-            assert_eq!(failing, want, "{}: patched smoke {:?}:\n{text}", c.name, run.args);
+            assert_eq!(
+                failing, want,
+                "{}: patched smoke {:?}:\n{text}",
+                c.name, run.args
+            );
             if !run.unpatched_fails.is_empty() {
                 let unpatched = unpatched_tree(&c);
-                let bin = before_bin.get_or_insert_with(|| build(&c, &unpatched)).clone();
+                let bin = before_bin
+                    .get_or_insert_with(|| build(&c, &unpatched))
+                    .clone();
                 let mut want = run.unpatched_fails.clone();
                 want.sort();
                 let (failing, text) = smoke_failing(&c.before(), &bin, &run.args);
-                assert_eq!(failing, want, "{}: unpatched smoke {:?}:\n{text}", c.name, run.args);
+                assert_eq!(
+                    failing, want,
+                    "{}: unpatched smoke {:?}:\n{text}",
+                    c.name, run.args
+                );
             }
         }
     }
@@ -362,4 +392,700 @@ fn generation_3_builder_api_builds_and_smoke_runs() {
 #[test]
 fn generation_5_v1_and_v2_build_and_smoke_run() {
     build_and_smoke("acp-5.2.0");
+}
+
+// ---- the crate's own example agents --------------------------------------------------
+
+/// A file of a crates.io package as published: from the unpacked registry source, else from
+/// the downloaded `.crate` (fetched with `cargo fetch` when missing).
+fn registry_file(manifest_dir: &Path, package: &str, file: &str) -> Vec<u8> {
+    let home = std::env::var_os("CARGO_HOME")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(std::env::var_os("HOME").unwrap()).join(".cargo"));
+    let find = |sub: &str, name: &str| -> Option<PathBuf> {
+        std::fs::read_dir(home.join("registry").join(sub))
+            .ok()?
+            .filter_map(|e| e.ok().map(|e| e.path().join(name)))
+            .find(|p| p.exists())
+    };
+    if let Some(src) = find("src", package) {
+        return std::fs::read(src.join(file)).unwrap();
+    }
+    if find("cache", &format!("{package}.crate")).is_none() {
+        let out = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
+            .args(["fetch", "--locked", "--manifest-path"])
+            .arg(manifest_dir.join("Cargo.toml"))
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let archive =
+        find("cache", &format!("{package}.crate")).expect("the package after cargo fetch");
+    let out = Command::new("tar")
+        .arg("-xzOf")
+        .arg(archive)
+        .arg(format!("{package}/{file}"))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out.stdout
+}
+
+#[test]
+fn the_example_fixtures_are_the_crates_own_examples_unchanged() {
+    for (fixture, package, file) in [
+        (
+            "example_agent_0_10",
+            "agent-client-protocol-0.10.4",
+            "examples/agent.rs",
+        ),
+        (
+            "example_agent_v2",
+            "agent-client-protocol-5.2.0",
+            "examples/simple_agent_v2.rs",
+        ),
+    ] {
+        let before = case(fixture).before();
+        let published = registry_file(&before, package, file);
+        let ours = std::fs::read(before.join("src/main.rs")).unwrap();
+        assert!(
+            ours == published,
+            "{fixture}: src/main.rs is not {package}'s {file}"
+        );
+    }
+}
+
+/// A protocol v2 client over the agent's pipes: initialize, one session, one prompt; every
+/// `session/update` of the session until it goes idle after running, with times.
+fn drive_v2(bin: &Path) -> Vec<(f64, serde_json::Value)> {
+    use std::io::{BufRead, BufReader, Write};
+    let _turn = cpu_lock();
+    let mut child = Command::new(bin)
+        .env("ACP_HEARTBEAT_S", "0.3")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel::<serde_json::Value>();
+    let stdout = child.stdout.take().unwrap();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            if let Ok(v) = serde_json::from_str(&line) {
+                let _ = tx.send(v);
+            }
+        }
+    });
+    let mut send = |v: serde_json::Value| writeln!(stdin, "{v}").unwrap();
+    let wait = |id: i64| loop {
+        let v = rx
+            .recv_timeout(std::time::Duration::from_secs(20))
+            .expect("an answer");
+        if v["id"] == id {
+            return v;
+        }
+    };
+    send(
+        serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params":
+        {"protocolVersion": 2, "info": {"name": "acp-patch-test", "version": "0"}, "capabilities": {}}}),
+    );
+    assert_eq!(wait(1)["result"]["protocolVersion"], 2);
+    send(
+        serde_json::json!({"jsonrpc": "2.0", "id": 2, "method": "session/new", "params":
+        {"cwd": "/tmp", "mcpServers": []}}),
+    );
+    let session = wait(2)["result"]["sessionId"].as_str().unwrap().to_string();
+    // the idle that follows session/new
+    let idle = |v: &serde_json::Value| v["params"]["update"]["state"] == "idle";
+    loop {
+        let v = rx.recv_timeout(std::time::Duration::from_secs(20)).unwrap();
+        if idle(&v) {
+            break;
+        }
+    }
+    let t0 = Instant::now();
+    send(
+        serde_json::json!({"jsonrpc": "2.0", "id": 3, "method": "session/prompt", "params":
+        {"sessionId": session, "prompt": [{"type": "text", "text": "hello"}]}}),
+    );
+    let mut updates = Vec::new();
+    let mut running = false;
+    while let Ok(v) = rx.recv_timeout(std::time::Duration::from_secs(20)) {
+        if v["method"] != "session/update" {
+            continue;
+        }
+        assert_eq!(v["params"]["sessionId"], session.as_str());
+        let u = v["params"]["update"].clone();
+        running |= u["state"] == "running";
+        let done = running && idle(&v);
+        updates.push((t0.elapsed().as_secs_f64() * 1000.0, u));
+        if done {
+            break;
+        }
+    }
+    // nothing of the card may follow the idle (no heartbeat left running)
+    std::thread::sleep(std::time::Duration::from_millis(700));
+    while let Ok(v) = rx.try_recv() {
+        assert_ne!(
+            v["method"], "session/update",
+            "an update after the turn ended: {v}"
+        );
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    updates
+}
+
+#[test]
+fn the_v2_example_patched_shows_a_v2_client_the_card_before_its_answer() {
+    let c = case("example_agent_v2");
+    let bin = build(&c, &patched_tree(&c));
+    let updates = drive_v2(&bin);
+    let kind = |u: &serde_json::Value| u["sessionUpdate"].as_str().unwrap_or("").to_string();
+    let first_chunk = updates
+        .iter()
+        .position(|(_, u)| kind(u) == "agent_message_chunk")
+        .expect("the echo");
+    let card = updates
+        .iter()
+        .position(|(_, u)| kind(u) == "tool_call_update" && u["kind"] == "think")
+        .expect("a think card");
+    let id = &updates[card].1["toolCallId"];
+    assert_eq!(updates[card].1["status"], "in_progress");
+    assert!(updates[card].0 < 250.0, "card at {} ms", updates[card].0);
+    let done = updates
+        .iter()
+        .position(|(_, u)| u["toolCallId"] == *id && u["status"] == "completed")
+        .expect("the card completes");
+    assert!(card < done && done < first_chunk, "{updates:#?}");
+
+    let unpatched = build(&c, &unpatched_tree(&c));
+    let updates = drive_v2(&unpatched);
+    assert!(
+        !updates.iter().any(|(_, u)| u["kind"] == "think"),
+        "a card unpatched: {updates:#?}"
+    );
+}
+
+#[test]
+fn the_runtime_module_is_rustfmt_clean_as_written() {
+    if Command::new("rustfmt").arg("--version").output().is_err() {
+        eprintln!("skipped: no rustfmt on PATH");
+        return;
+    }
+    for name in [
+        "trait_agent",
+        "channel_agent",
+        "builder_agent",
+        "closure_agent_3",
+        "v1_agent",
+        "example_agent_v2",
+    ] {
+        let dir = applied(&case(name));
+        for edition in ["2021", "2024"] {
+            let out = Command::new("rustfmt")
+                .args(["--check", "--edition", edition])
+                .arg(dir.path().join("src/acp_progress.rs"))
+                .output()
+                .unwrap();
+            assert!(
+                out.status.success(),
+                "{name} ({edition}): {}",
+                String::from_utf8_lossy(&out.stdout)
+            );
+        }
+    }
+}
+
+// ---- locating: pins, candidates, refusals ------------------------------------------------
+
+fn add_config(dir: &Path, text: &str) {
+    let path = dir.join("acp-patch.toml");
+    let old = std::fs::read_to_string(&path).unwrap_or_default();
+    std::fs::write(&path, format!("{text}\n{old}")).unwrap();
+}
+
+fn edit(dir: &Path, rel: &str, from: &str, to: &str) {
+    let path = dir.join(rel);
+    let text = std::fs::read_to_string(&path).unwrap();
+    assert!(text.contains(from), "{rel} lacks {from:?}");
+    std::fs::write(&path, text.replacen(from, to, 1)).unwrap();
+}
+
+#[test]
+fn two_connections_on_a_trait_agent_are_listed_and_each_is_pinnable() {
+    let c = case("channel_agent");
+    let dir = copy_tree(&c.before());
+    edit(
+        dir.path(),
+        "src/agent.rs",
+        "    updates: Updates,\n",
+        "    updates: Updates,\n    spare: Updates,\n",
+    );
+    edit(
+        dir.path(),
+        "src/agent.rs",
+        "            updates,\n",
+        "            spare: updates.clone(),\n            updates,\n",
+    );
+    let snap = snapshot_tree(dir.path());
+    let run = acp_patch(&["apply", path_str(dir.path())], None);
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    assert!(
+        run.stderr
+            .contains("found 2 candidates for the connection for the think card"),
+        "{}",
+        run.stderr
+    );
+    assert!(
+        run.stderr
+            .contains("src/agent.rs:15  ChannelAgent::updates"),
+        "{}",
+        run.stderr
+    );
+    assert!(
+        run.stderr.contains("src/agent.rs:16  ChannelAgent::spare"),
+        "{}",
+        run.stderr
+    );
+    assert!(
+        run.stderr
+            .contains("[rust]\n    connection = \"src/agent.rs:ChannelAgent::updates\""),
+        "{}",
+        run.stderr
+    );
+    assert_eq!(snap, snapshot_tree(dir.path()), "nothing may be written");
+    for pin in [
+        "src/agent.rs:ChannelAgent::updates",
+        "src/agent.rs:ChannelAgent::spare",
+    ] {
+        let d = copy_tree(dir.path());
+        add_config(d.path(), &format!("[rust]\nconnection = \"{pin}\"\n"));
+        let run = acp_patch(&["apply", path_str(d.path())], None);
+        assert_eq!(run.code, 0, "{pin}: {}", run.stderr);
+        let field = pin.rsplit("::").next().unwrap();
+        let agent = std::fs::read_to_string(d.path().join("src/agent.rs")).unwrap();
+        assert!(
+            agent.contains(&format!("crate::acp_progress::turn(&self.{field}, ")),
+            "{agent}"
+        );
+        let verify = acp_patch(&["verify", path_str(d.path())], None);
+        assert_eq!(verify.code, 0, "{}", verify.stdout);
+        assert!(
+            verify
+                .stdout
+                .contains(&format!("the agent's field `ChannelAgent::{field}`")),
+            "{}",
+            verify.stdout
+        );
+    }
+}
+
+#[test]
+fn a_connection_pin_that_matches_nothing_names_it_and_the_candidates() {
+    let dir = copy_tree(&case("channel_agent").before());
+    add_config(
+        dir.path(),
+        "[rust]\nconnection = \"src/agent.rs:ChannelAgent::conn\"\n",
+    );
+    let run = acp_patch(&["apply", path_str(dir.path())], None);
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    assert!(
+        run.stderr
+            .contains("the pin `connection` names src/agent.rs:ChannelAgent::conn"),
+        "{}",
+        run.stderr
+    );
+    assert!(
+        run.stderr
+            .contains("src/agent.rs:15  ChannelAgent::updates"),
+        "{}",
+        run.stderr
+    );
+}
+
+#[test]
+fn a_trait_agent_without_a_connection_is_told_what_to_keep_and_no_pin_is_invented() {
+    let dir = copy_tree(&case("trait_agent").before());
+    // the connection moves out of the agent: only a local in main reaches it
+    edit(
+        dir.path(),
+        "src/agent.rs",
+        "    conn: Rc<OnceCell<acp::AgentSideConnection>>,\n",
+        "    conn: Rc<OnceCell<Box<dyn std::any::Any>>>,\n",
+    );
+    let run = acp_patch(&["apply", path_str(dir.path())], None);
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    assert!(
+        run.stderr.contains(
+            "could not locate the connection for the think card: no field of StreamAgent"
+        ),
+        "{}",
+        run.stderr
+    );
+    assert!(!run.stderr.contains("pin one"), "{}", run.stderr);
+}
+
+#[test]
+fn a_prompt_pin_picks_one_handler_and_a_pin_to_nothing_lists_the_handlers() {
+    let c = case("v1_agent");
+    let dir = copy_tree(&c.before());
+    add_config(
+        dir.path(),
+        "[rust]\nprompt = \"src/main.rs:serve::closure#9\"\n",
+    );
+    let run = acp_patch(&["apply", path_str(dir.path())], None);
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    assert!(
+        run.stderr
+            .contains("the pin `prompt` names src/main.rs:serve::closure#9"),
+        "{}",
+        run.stderr
+    );
+    assert!(
+        run.stderr.contains("src/main.rs:55  serve::closure#1"),
+        "{}",
+        run.stderr
+    );
+    assert!(
+        run.stderr.contains("src/agent.rs:63  StreamAgent::prompt"),
+        "{}",
+        run.stderr
+    );
+    // every listed candidate is one the pin takes
+    for pin in [
+        "src/main.rs:serve::closure#1",
+        "src/agent.rs:StreamAgent::prompt",
+    ] {
+        let d = copy_tree(&c.before());
+        add_config(d.path(), &format!("[rust]\nprompt = \"{pin}\"\n"));
+        let run = acp_patch(&["apply", path_str(d.path())], None);
+        assert_eq!(run.code, 0, "{pin}: {}", run.stderr);
+        let verify = acp_patch(&["verify", path_str(d.path())], None);
+        assert_eq!(verify.code, 0, "{pin}: {}", verify.stdout);
+    }
+}
+
+#[test]
+fn no_prompt_handler_lists_the_methods_a_pin_takes() {
+    let dir = copy_tree(&case("v1_agent").before());
+    // the handler's request type is left to inference: not recognisable as the prompt's
+    edit(
+        dir.path(),
+        "src/main.rs",
+        "async move |request: PromptRequest,",
+        "async move |request,",
+    );
+    let run = acp_patch(&["apply", path_str(dir.path())], None);
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    assert!(
+        run.stderr
+            .contains("could not locate the ACP prompt handler"),
+        "{}",
+        run.stderr
+    );
+    assert!(
+        run.stderr.contains("src/agent.rs:63  StreamAgent::prompt"),
+        "{}",
+        run.stderr
+    );
+    assert!(
+        run.stderr
+            .contains("prompt = \"src/agent.rs:StreamAgent::prompt\""),
+        "{}",
+        run.stderr
+    );
+}
+
+#[test]
+fn the_old_emitter_and_handoff_pins_are_refused_with_what_to_do() {
+    let dir = copy_tree(&case("v1_agent").before());
+    add_config(
+        dir.path(),
+        "[rust]\nemitter = \"src/agent.rs:StreamAgent::send_update\"\n",
+    );
+    let run = acp_patch(&["apply", path_str(dir.path())], None);
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert!(run.stderr.contains("no longer used"), "{}", run.stderr);
+}
+
+#[test]
+fn a_file_of_the_runtime_modules_name_is_never_overwritten() {
+    let dir = copy_tree(&case("v1_agent").before());
+    std::fs::write(dir.path().join("src/acp_progress.rs"), "// mine\n").unwrap();
+    let snap = snapshot_tree(dir.path());
+    let run = acp_patch(&["apply", path_str(dir.path())], None);
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    assert!(
+        run.stderr
+            .contains("src/acp_progress.rs:1: this file is not acp-patch's runtime module"),
+        "{}",
+        run.stderr
+    );
+    assert_eq!(snap, snapshot_tree(dir.path()));
+}
+
+// ---- verify proves placement -----------------------------------------------------------------
+
+#[test]
+fn verify_reports_an_unwrapped_send_with_its_location() {
+    let dir = applied(&case("free_fn_agent"));
+    edit(
+        dir.path(),
+        "src/main.rs",
+        "connection.acp_progress().send_notification(",
+        "connection.send_notification(",
+    );
+    let run = acp_patch(&["verify", path_str(dir.path())], None);
+    assert_eq!(run.code, 1);
+    assert!(run.stdout.contains("malformed  sends"), "{}", run.stdout);
+    assert!(
+        run.stdout
+            .contains("apply inserts the emitter at src/main.rs:"),
+        "{}",
+        run.stdout
+    );
+}
+
+#[test]
+fn verify_reports_a_start_that_is_not_the_handlers_first_statement() {
+    let dir = applied(&case("closure_agent_5"));
+    let start = "                    let acp_turn = crate::acp_progress::begin(&cx, &request.session_id);\n";
+    edit(dir.path(), "src/main.rs", start, "");
+    edit(
+        dir.path(),
+        "src/main.rs",
+        "                    cx.clone().spawn(async move {\n",
+        &format!("{start}                    cx.clone().spawn(async move {{\n"),
+    );
+    let run = acp_patch(&["verify", path_str(dir.path())], None);
+    assert_eq!(run.code, 1, "{}", run.stdout);
+    assert!(
+        run.stdout.contains("malformed  hook.start"),
+        "{}",
+        run.stdout
+    );
+    assert!(
+        run.stdout.contains("is not its first statement"),
+        "{}",
+        run.stdout
+    );
+}
+
+#[test]
+fn verify_reports_a_turn_end_that_reads_an_unbound_turn() {
+    let dir = applied(&case("free_fn_agent"));
+    edit(
+        dir.path(),
+        "src/main.rs",
+        "    let acp_turn = crate::acp_progress::turn_of(&request.session_id);\n",
+        "",
+    );
+    let run = acp_patch(&["verify", path_str(dir.path())], None);
+    assert_eq!(run.code, 1, "{}", run.stdout);
+    assert!(run.stdout.contains("malformed  bound"), "{}", run.stdout);
+    assert!(
+        run.stdout.contains("which no statement before it binds"),
+        "{}",
+        run.stdout
+    );
+    // apply puts the lookup back, and all holds again
+    let run = acp_patch(&["apply", path_str(dir.path())], None);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(acp_patch(&["verify", path_str(dir.path())], None).code, 0);
+}
+
+#[test]
+fn an_edited_runtime_module_is_reported_and_apply_writes_it_again() {
+    let c = case("v1_agent");
+    let dir = applied(&c);
+    let module = dir.path().join("src/acp_progress.rs");
+    let text = std::fs::read_to_string(&module).unwrap();
+    let call = "    out.push(cb(AcpProgressState::Start, &card));\n";
+    assert!(text.contains(call));
+    std::fs::write(&module, text.replacen(call, &format!("{call}{call}"), 1)).unwrap();
+    let run = acp_patch(&["verify", path_str(dir.path())], None);
+    assert_eq!(run.code, 1);
+    assert!(run.stdout.contains("malformed  runtime"), "{}", run.stdout);
+    assert!(
+        run.stdout.contains("is not what this acp-patch writes"),
+        "{}",
+        run.stdout
+    );
+    assert!(
+        run.stdout.contains("duplicated hook.start"),
+        "{}",
+        run.stdout
+    );
+    let run = acp_patch(&["apply", path_str(dir.path())], None);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_same_tree(dir.path(), applied(&c).path());
+}
+
+#[test]
+fn env_prefix_renames_every_variable() {
+    let dir = copy_tree(&case("v1_agent").before());
+    let run = acp_patch(
+        &["apply", "--env-prefix", "STREAM", path_str(dir.path())],
+        None,
+    );
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let module = std::fs::read_to_string(dir.path().join("src/acp_progress.rs")).unwrap();
+    for var in [
+        "STREAM_HEARTBEAT_S",
+        "STREAM_HEARTBEAT_DISABLED",
+        "STREAM_THINK_HOLD_MS",
+        "STREAM_THINK_GAP_MS",
+    ] {
+        assert!(module.contains(&format!("\"{var}\"")), "{var} missing");
+    }
+    assert!(!module.contains("\"ACP_"), "an ACP_ variable is left");
+}
+
+// ---- style and safety ---------------------------------------------------------------------
+
+/// Applies to a variant of a fixture and checks that every original byte survives, in order,
+/// that the result re-parses (verify) and that a second apply is a no-op.
+fn style_case(transform: impl Fn(&str) -> String, check: impl Fn(&str)) {
+    let dir = copy_tree(&case("v1_agent").before());
+    for rel in ["src/agent.rs", "src/main.rs"] {
+        let path = dir.path().join(rel);
+        std::fs::write(&path, transform(&std::fs::read_to_string(&path).unwrap())).unwrap();
+    }
+    let originals: Vec<String> = ["src/agent.rs", "src/main.rs"]
+        .iter()
+        .map(|r| std::fs::read_to_string(dir.path().join(r)).unwrap())
+        .collect();
+    let run = acp_patch(&["apply", path_str(dir.path())], None);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    for (rel, original) in ["src/agent.rs", "src/main.rs"].iter().zip(&originals) {
+        let patched = std::fs::read_to_string(dir.path().join(rel)).unwrap();
+        assert!(
+            only_insertions(original, &patched),
+            "{rel}: untouched bytes changed"
+        );
+        syn::parse_file(&patched).expect("the patched file parses");
+        check(&patched);
+    }
+    check(&std::fs::read_to_string(dir.path().join("src/acp_progress.rs")).unwrap());
+    let again = acp_patch(&["apply", path_str(dir.path())], None);
+    assert!(again.stderr.contains("nothing to do"), "{}", again.stderr);
+    let verify = acp_patch(&["verify", path_str(dir.path())], None);
+    assert_eq!(verify.code, 0, "{}", verify.stdout);
+}
+
+#[test]
+fn style_tabs_are_kept_for_inserted_lines() {
+    style_case(
+        |s| {
+            s.lines()
+                .map(|l| {
+                    let n = l.len() - l.trim_start_matches(' ').len();
+                    format!("{}{}\n", "\t".repeat(n / 4), &l[n / 4 * 4..])
+                })
+                .collect()
+        },
+        |patched| {
+            assert!(
+                patched.lines().all(|l| !l.starts_with("    ")),
+                "a space-indented line was inserted"
+            )
+        },
+    );
+}
+
+#[test]
+fn style_crlf_is_kept_for_inserted_lines() {
+    style_case(
+        |s| s.replace('\n', "\r\n"),
+        |patched| {
+            assert_eq!(
+                patched.matches('\n').count(),
+                patched.matches("\r\n").count(),
+                "a bare LF was inserted"
+            )
+        },
+    );
+}
+
+#[test]
+fn style_no_final_newline_is_kept() {
+    let dir = copy_tree(&case("v1_agent").before());
+    let path = dir.path().join("src/agent.rs");
+    let original = std::fs::read_to_string(&path)
+        .unwrap()
+        .trim_end()
+        .to_string();
+    std::fs::write(&path, &original).unwrap();
+    let run = acp_patch(&["apply", path_str(dir.path())], None);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let patched = std::fs::read_to_string(&path).unwrap();
+    assert!(!patched.ends_with('\n'));
+    assert!(only_insertions(&original, &patched));
+}
+
+#[test]
+fn syntax_error_in_a_file_to_patch_aborts_with_its_location() {
+    let dir = copy_tree(&case("v1_agent").before());
+    let path = dir.path().join("src/agent.rs");
+    let mut agent = std::fs::read_to_string(&path).unwrap();
+    agent.push_str("\nfn broken( {\n}\n");
+    std::fs::write(&path, &agent).unwrap();
+    let snap = snapshot_tree(dir.path());
+    let run = acp_patch(&["apply", path_str(dir.path())], None);
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    assert!(run.stderr.contains("src/agent.rs:"), "{}", run.stderr);
+    assert!(run.stderr.contains("nothing was written"), "{}", run.stderr);
+    assert_eq!(snap, snapshot_tree(dir.path()));
+}
+
+#[test]
+fn syntax_error_elsewhere_is_reported_and_left_alone() {
+    let c = case("v1_agent");
+    let dir = copy_tree(&c.before());
+    let broken = "use agent_client_protocol as acp;\n\nfn oops( {\n}\n";
+    std::fs::write(dir.path().join("src/scratch.rs"), broken).unwrap();
+    let run = acp_patch(&["apply", path_str(dir.path())], None);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(
+        run.stderr.contains("src/scratch.rs:3: does not parse"),
+        "{}",
+        run.stderr
+    );
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("src/scratch.rs")).unwrap(),
+        broken
+    );
+    let _ = std::fs::remove_file(dir.path().join("src/scratch.rs"));
+    assert_same_tree(dir.path(), applied(&c).path());
+}
+
+#[test]
+fn partially_patched_tree_gets_only_the_missing_pieces() {
+    let c = case("v1_agent");
+    let dir = applied(&c);
+    let start = "                    let acp_turn = crate::acp_progress::begin(&connection, &request.session_id);\n";
+    edit(dir.path(), "src/main.rs", start, "");
+    let verify = acp_patch(&["verify", path_str(dir.path())], None);
+    assert_eq!(verify.code, 1);
+    assert!(
+        verify
+            .stdout
+            .contains("apply inserts the hook start at src/main.rs:"),
+        "{}",
+        verify.stdout
+    );
+    let run = acp_patch(&["apply", path_str(dir.path())], None);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(run.stderr.contains("inserted 1 pieces"), "{}", run.stderr);
+    assert_same_tree(dir.path(), applied(&c).path());
 }

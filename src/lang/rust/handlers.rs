@@ -74,8 +74,6 @@ pub struct Handler {
     pub expr: Range<usize>,
     /// The session id, as an expression (`request.session_id`).
     pub session: String,
-    /// Names the session and connection expressions read (for `bound`).
-    pub reads: Vec<String>,
     pub params: Vec<String>,
     pub style: Style,
     /// The `Self` type of a method.
@@ -117,7 +115,8 @@ pub struct Collected {
     pub trait_prompts: Vec<(usize, String, syn::ImplItemFn)>,
     pub methods: Vec<(usize, String, syn::ImplItemFn)>,
     pub fns: Vec<(usize, syn::ItemFn)>,
-    pub closures: Vec<(usize, syn::ExprClosure, bool)>,
+    /// (file, closure, inside a registering call's argument, the enclosing fn's name).
+    pub closures: Vec<(usize, syn::ExprClosure, bool, String)>,
     pub structs: Vec<(usize, syn::ItemStruct)>,
     pub statics: Vec<(usize, syn::ItemStatic)>,
     /// `type Name = ..;` → the aliased type's text.
@@ -130,6 +129,8 @@ pub struct Collected {
 struct Collector<'c> {
     file: usize,
     impl_ty: Option<String>,
+    /// The enclosing fn: `serve`, `StreamAgent::prompt`.
+    func: Vec<String>,
     trait_is_agent: bool,
     in_receive_request: usize,
     out: &'c mut Collected,
@@ -177,7 +178,9 @@ impl<'ast> Visit<'ast> for Collector<'_> {
                 if let syn::ImplItem::Fn(f) = item {
                     self.out.methods.push((self.file, ty.clone(), f.clone()));
                     if is_agent && takes_prompt_request(&f.sig) {
-                        self.out.trait_prompts.push((self.file, ty.clone(), f.clone()));
+                        self.out
+                            .trait_prompts
+                            .push((self.file, ty.clone(), f.clone()));
                     }
                 }
             }
@@ -192,12 +195,20 @@ impl<'ast> Visit<'ast> for Collector<'_> {
     fn visit_item_fn(&mut self, f: &'ast syn::ItemFn) {
         self.out.fns.push((self.file, f.clone()));
         self.fn_scope(&f.sig, &f.block, f.span());
+        self.func.push(f.sig.ident.to_string());
         syn::visit::visit_item_fn(self, f);
+        self.func.pop();
     }
 
     fn visit_impl_item_fn(&mut self, f: &'ast syn::ImplItemFn) {
         self.fn_scope(&f.sig, &f.block, f.span());
+        let name = match &self.impl_ty {
+            Some(ty) => format!("{ty}::{}", f.sig.ident),
+            None => f.sig.ident.to_string(),
+        };
+        self.func.push(name);
         syn::visit::visit_impl_item_fn(self, f);
+        self.func.pop();
     }
 
     fn visit_item_struct(&mut self, s: &'ast syn::ItemStruct) {
@@ -240,9 +251,12 @@ impl<'ast> Visit<'ast> for Collector<'_> {
     }
 
     fn visit_expr_closure(&mut self, c: &'ast syn::ExprClosure) {
-        self.out
-            .closures
-            .push((self.file, c.clone(), self.in_receive_request > 0));
+        self.out.closures.push((
+            self.file,
+            c.clone(),
+            self.in_receive_request > 0,
+            self.func.last().cloned().unwrap_or_default(),
+        ));
         let mut bindings = Vec::new();
         for p in &c.inputs {
             pat_bindings(p, None, &mut bindings);
@@ -271,7 +285,9 @@ impl<'ast> Visit<'ast> for Collector<'_> {
 /// A closure's body: its block (also inside `async move { .. }`), or its expression's range.
 pub fn body_of(body: &syn::Expr) -> (Option<syn::Block>, Range<usize>) {
     match body {
-        syn::Expr::Block(b) if b.label.is_none() => (Some(b.block.clone()), body.span().byte_range()),
+        syn::Expr::Block(b) if b.label.is_none() => {
+            (Some(b.block.clone()), body.span().byte_range())
+        }
         syn::Expr::Async(a) => (Some(a.block.clone()), body.span().byte_range()),
         e => (None, e.span().byte_range()),
     }
@@ -356,6 +372,7 @@ pub fn collect(files: &[Parsed], skip: &std::collections::BTreeSet<usize>) -> Co
             Collector {
                 file: i,
                 impl_ty: None,
+                func: Vec::new(),
                 trait_is_agent: false,
                 in_receive_request: 0,
                 out: &mut c,
@@ -439,17 +456,13 @@ fn ident_of(pat: &syn::Pat) -> Option<String> {
 }
 
 /// The session id expression for a `PromptRequest` parameter pattern.
-fn session_of(pat: &syn::Pat) -> Option<(String, String)> {
+fn session_of(pat: &syn::Pat) -> Option<String> {
     match pat {
         syn::Pat::Type(t) => session_of(&t.pat),
-        syn::Pat::Ident(i) if i.subpat.is_none() => {
-            let n = i.ident.to_string();
-            Some((format!("{n}.session_id"), n))
-        }
+        syn::Pat::Ident(i) if i.subpat.is_none() => Some(format!("{}.session_id", i.ident)),
         syn::Pat::Struct(s) => s.fields.iter().find_map(|f| match (&f.member, &*f.pat) {
             (syn::Member::Named(m), syn::Pat::Ident(i)) if m == "session_id" => {
-                let n = i.ident.to_string();
-                Some((n.clone(), n))
+                Some(i.ident.to_string())
             }
             _ => None,
         }),
@@ -571,18 +584,35 @@ pub fn prompt_handlers(
         }
         return (found, refused);
     }
-    for (file, closure, registered) in &c.closures {
+    // a closure is named by its fn and its place among the prompt closures there (a pin
+    // survives the lines apply inserts above it)
+    let mut seen: HashMap<(usize, String), usize> = HashMap::new();
+    for (file, closure, registered, func) in &c.closures {
         if !is_prompt_closure(closure, *registered) {
             continue;
         }
-        match closure_handler(files, *file, closure) {
+        let k = seen.entry((*file, func.clone())).or_default();
+        *k += 1;
+        let name = if func.is_empty() {
+            format!("closure#{k}")
+        } else {
+            format!("{func}::closure#{k}")
+        };
+        match closure_handler(files, *file, closure, name) {
             Ok(h) => found.push(h),
             Err(r) => refused.push(r),
         }
     }
     for (file, f) in &c.fns {
         if fn_is_prompt_handler(&f.sig) {
-            match entry_fn(files, *file, f.sig.ident.to_string(), &f.sig, &f.block, f.span()) {
+            match entry_fn(
+                files,
+                *file,
+                f.sig.ident.to_string(),
+                &f.sig,
+                &f.block,
+                f.span(),
+            ) {
                 Ok(h) => found.push(h),
                 Err(r) => refused.push(r),
             }
@@ -626,18 +656,25 @@ fn fn_is_prompt_handler(sig: &syn::Signature) -> bool {
         && types[2].contains("ConnectionTo")
 }
 
-fn closure_handler(files: &[Parsed], file: usize, c: &syn::ExprClosure) -> Result<Handler, Refusal> {
+fn closure_handler(
+    files: &[Parsed],
+    file: usize,
+    c: &syn::ExprClosure,
+    name: String,
+) -> Result<Handler, Refusal> {
     let at = line(c.or1_token.span);
     let refuse = |message: String| Refusal {
         file,
         line: at,
         message,
     };
-    let (session, request) = session_of(&c.inputs[0]).ok_or_else(|| {
+    let session = session_of(&c.inputs[0]).ok_or_else(|| {
         refuse("the prompt handler's request parameter is a pattern without `session_id`; name it (`request: PromptRequest`)".into())
     })?;
     let responder = ident_of(&c.inputs[1]).ok_or_else(|| {
-        refuse("the prompt handler's responder parameter is a pattern; name it (`responder`)".into())
+        refuse(
+            "the prompt handler's responder parameter is a pattern; name it (`responder`)".into(),
+        )
     })?;
     let cx = ident_of(&c.inputs[2])
         .filter(|n| n != "_")
@@ -649,13 +686,12 @@ fn closure_handler(files: &[Parsed], file: usize, c: &syn::ExprClosure) -> Resul
     let _ = files;
     Ok(Handler {
         file,
-        name: format!("closure@{at}"),
+        name,
         line: at,
         span: c.span().byte_range(),
         block,
         expr,
         session,
-        reads: vec![request, cx.clone()],
         params,
         style: Style::Entry { cx, responder },
         self_ty: None,
@@ -684,9 +720,9 @@ fn entry_fn(
         line: at,
         message: format!("{name}: {message}"),
     };
-    let (session, request) =
-        session_of(&typed[0].pat).ok_or_else(|| refuse("name the request parameter"))?;
-    let responder = ident_of(&typed[1].pat).ok_or_else(|| refuse("name the responder parameter"))?;
+    let session = session_of(&typed[0].pat).ok_or_else(|| refuse("name the request parameter"))?;
+    let responder =
+        ident_of(&typed[1].pat).ok_or_else(|| refuse("name the responder parameter"))?;
     let cx = ident_of(&typed[2].pat)
         .filter(|n| n != "_")
         .ok_or_else(|| refuse("name the connection parameter"))?;
@@ -700,7 +736,6 @@ fn entry_fn(
         block: Some(block.clone()),
         expr: block.span().byte_range(),
         session,
-        reads: vec![request, cx.clone()],
         params,
         style: Style::Entry { cx, responder },
         self_ty: None,
@@ -726,7 +761,9 @@ pub fn method_handler(
         return Err(refuse("is not an `async fn`; pin another prompt handler"));
     }
     if !matches!(f.sig.output, syn::ReturnType::Type(..)) {
-        return Err(refuse("returns nothing; acp-patch needs the prompt's response as its value"));
+        return Err(refuse(
+            "returns nothing; acp-patch needs the prompt's response as its value",
+        ));
     }
     let request = f
         .sig
@@ -739,8 +776,8 @@ pub fn method_handler(
             _ => None,
         })
         .ok_or_else(|| refuse("takes no `PromptRequest`"))?;
-    let (session, request_name) =
-        session_of(request).ok_or_else(|| refuse("destructures its request without `session_id`; name it"))?;
+    let session = session_of(request)
+        .ok_or_else(|| refuse("destructures its request without `session_id`; name it"))?;
     let mut params = vec!["self".to_string()];
     params.extend(f.sig.inputs.iter().filter_map(|i| match i {
         syn::FnArg::Typed(t) => ident_of(&t.pat),
@@ -755,7 +792,6 @@ pub fn method_handler(
         block: Some(f.block.clone()),
         expr: f.block.span().byte_range(),
         session,
-        reads: vec![request_name],
         params,
         style: Style::Wrap {
             sink: String::new(),
@@ -767,7 +803,12 @@ pub fn method_handler(
 
 /// `self.<field>` receivers of the SDK sends in methods of `ty`: the fields the agent's own
 /// sends go through.
-pub fn fields_used_by_sends(files: &[Parsed], c: &Collected, ty: &str, send_method: &str) -> Vec<String> {
+pub fn fields_used_by_sends(
+    files: &[Parsed],
+    c: &Collected,
+    ty: &str,
+    send_method: &str,
+) -> Vec<String> {
     let mut out = Vec::new();
     for (file, mty, f) in &c.methods {
         if mty != ty {
@@ -782,7 +823,10 @@ pub fn fields_used_by_sends(files: &[Parsed], c: &Collected, ty: &str, send_meth
                 .take_while(|ch| ch.is_alphanumeric() || *ch == '_')
                 .collect();
             // a field read in a method that sends
-            if !field.is_empty() && text.contains(&format!(".{send_method}")) && !out.contains(&field) {
+            if !field.is_empty()
+                && text.contains(&format!(".{send_method}"))
+                && !out.contains(&field)
+            {
                 out.push(field);
             }
         }
@@ -791,7 +835,7 @@ pub fn fields_used_by_sends(files: &[Parsed], c: &Collected, ty: &str, send_meth
 }
 
 /// Scopes (fns, closures, arms) of a file that contain a byte offset, innermost first.
-pub fn scopes_at<'c>(c: &'c Collected, file: usize, at: usize) -> Vec<&'c Scope> {
+pub fn scopes_at(c: &Collected, file: usize, at: usize) -> Vec<&Scope> {
     let mut v: Vec<&Scope> = c
         .scopes
         .iter()
@@ -811,7 +855,11 @@ pub fn session_key<'c>(scopes: &[&'c Scope]) -> Option<(&'c Scope, String)> {
                 return Some((s, format!("&{}.session_id", b.name)));
             }
             if ty.ends_with("SessionId") {
-                let expr = if b.by_ref { b.name.clone() } else { format!("&{}", b.name) };
+                let expr = if b.by_ref {
+                    b.name.clone()
+                } else {
+                    format!("&{}", b.name)
+                };
                 return Some((s, expr));
             }
         }

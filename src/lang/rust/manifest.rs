@@ -65,7 +65,11 @@ impl Manifest {
                 .as_table_like()
                 .and_then(|t| t.get("features"))
                 .and_then(|f| f.as_array())
-                .map(|a| a.iter().filter_map(|v| v.as_str().map(String::from)).collect())
+                .map(|a| {
+                    a.iter()
+                        .filter_map(|v| v.as_str().map(String::from))
+                        .collect()
+                })
                 .unwrap_or_default(),
         })
     }
@@ -239,15 +243,12 @@ mod tests {
 
     #[test]
     fn adds_time_feature_as_one_insertion() {
-        let m = manifest(
-            "[dependencies]\ntokio = { version = \"1\", features = [\"rt\"] } # keep\n",
-        );
+        let m =
+            manifest("[dependencies]\ntokio = { version = \"1\", features = [\"rt\"] } # keep\n");
         let (at, text) = m.insertion().unwrap().unwrap();
         assert_eq!(text, ", \"time\"");
         assert_eq!(&m.file.text[at - 4..at], "\"rt\"");
-        let m = manifest(
-            "[dependencies]\ntokio = { version = \"1\", features = [\"full\"] }\n",
-        );
+        let m = manifest("[dependencies]\ntokio = { version = \"1\", features = [\"full\"] }\n");
         assert!(m.insertion().unwrap().is_none());
         assert_eq!(parse_version("=0.10.4"), Some((0, 10)));
         assert_eq!(parse_version("5"), Some((5, 0)));

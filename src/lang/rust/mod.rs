@@ -107,18 +107,21 @@ impl Rust {
             .filter(|p| !is_runtime_module(p))
             .map(|p| p.file.text.as_str())
             .collect();
-        let dialect = Dialect::of(manifest.sdk_version, &texts)
-        .map_err(|message| Error::Unsupported {
-            file: manifest.file.rel.clone(),
-            line: 1,
-            message,
-        })?;
-        let doc: toml_edit::DocumentMut = manifest.file.text.parse().map_err(|e: toml_edit::TomlError| {
-            Error::Config {
-                path: manifest.file.path.clone(),
-                message: e.to_string(),
-            }
-        })?;
+        let dialect =
+            Dialect::of(manifest.sdk_version, &texts).map_err(|message| Error::Unsupported {
+                file: manifest.file.rel.clone(),
+                line: 1,
+                message,
+            })?;
+        let doc: toml_edit::DocumentMut =
+            manifest
+                .file
+                .text
+                .parse()
+                .map_err(|e: toml_edit::TomlError| Error::Config {
+                    path: manifest.file.path.clone(),
+                    message: e.to_string(),
+                })?;
         let modules = Modules::load(&files, &project.root, &doc);
         let runtime_files: BTreeSet<usize> = files
             .iter()
@@ -129,7 +132,14 @@ impl Rust {
         let collected = handlers::collect(&files, &runtime_files);
         let sdk = manifest.sdk_ident.clone();
 
-        let located = locate(&files, &collected, &modules, dialect, project, &runtime_files);
+        let located = locate(
+            &files,
+            &collected,
+            &modules,
+            dialect,
+            project,
+            &runtime_files,
+        );
         let located = match located {
             Ok(l) => l,
             Err(e @ (Error::NoAgent { .. } | Error::NotFound { .. })) => {
@@ -204,6 +214,19 @@ impl Rust {
             };
             module_files.push((root, idx));
         }
+        for &(_, m) in &module_files {
+            let f = &files[m].file;
+            if f.exists && !f.text.starts_with(runtime::MARKER) {
+                return Err(Error::Unsupported {
+                    file: f.rel.clone(),
+                    line: 1,
+                    message: format!(
+                        "this file is not acp-patch's runtime module, and apply writes the runtime to {}; rename it (nothing was written)",
+                        f.rel
+                    ),
+                });
+            }
+        }
         let tokio_sync = manifest.tokio_has("sync");
         let module_text = runtime::render(project, dialect, &sdk, tokio_sync)?;
         let mfile = files.len();
@@ -231,6 +254,7 @@ impl Rust {
             handlers: &located.handlers,
             turn_ends: &located.turn_ends,
             module_files: &module_files,
+            module_text: &module_text,
             dialect,
         });
         Ok(Analysis {
@@ -285,6 +309,15 @@ fn locate(
 ) -> Result<Located> {
     let pins = &project.config.rust;
     let owned = |f: usize| modules.root_of(f).is_some() && !runtime_files.contains(&f);
+    // a module of the crate that does not parse may hold sends: refuse rather than miss them
+    if let Some(e) = files
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| owned(*i))
+        .find_map(|(_, p)| parse_error(p))
+    {
+        return Err(e);
+    }
     let (mut found, refused) = handlers::prompt_handlers(files, c, dialect);
     found.retain(|h| owned(h.file));
 
@@ -293,7 +326,11 @@ fn locate(
         let pin = split_pin(pin);
         let mut pool: Vec<Handler> = found.clone();
         for (file, ty, f) in &c.methods {
-            if !owned(*file) || pool.iter().any(|h| h.file == *file && h.name == format!("{ty}::{}", f.sig.ident)) {
+            if !owned(*file)
+                || pool
+                    .iter()
+                    .any(|h| h.file == *file && h.name == format!("{ty}::{}", f.sig.ident))
+            {
                 continue;
             }
             if f.sig.inputs.iter().any(|i| matches!(i, syn::FnArg::Typed(t) if handlers::type_name(&t.ty).as_deref() == Some("PromptRequest")))
@@ -441,14 +478,14 @@ fn locate(
     if dialect.response_ends_turn() {
         for &k in &escaping {
             let h = &found[k];
-            if !turn_ends.iter().any(|t| t.handler.is_none()) && !turn_ends.iter().any(|t| t.handler == Some(k)) {
+            if !turn_ends.iter().any(|t| t.handler.is_none())
+                && !turn_ends.iter().any(|t| t.handler == Some(k))
+            {
                 return Err(Error::NotFound {
                     site: "turn end",
                     detail: format!(
                         "{} ({}:{}) hands its responder on, and no `respond(..)` on a binding typed `Responder<PromptResponse>` was found; give the binding that receives it that type",
-                        h.name,
-                        files[h.file].file.rel,
-                        h.line
+                        h.name, files[h.file].file.rel, h.line
                     ),
                     pin_key: "rust.prompt",
                     candidates: Vec::new(),
@@ -475,11 +512,7 @@ fn responder_escapes(src: &str, h: &Handler, responder: &str) -> bool {
         let tokens: Vec<proc_macro2::TokenTree> = stream.into_iter().collect();
         for (i, t) in tokens.iter().enumerate() {
             match t {
-                proc_macro2::TokenTree::Group(g) => {
-                    if walk(g.stream(), name) {
-                        return true;
-                    }
-                }
+                proc_macro2::TokenTree::Group(g) if walk(g.stream(), name) => return true,
                 proc_macro2::TokenTree::Ident(id) if id == name => {
                     let method_call = matches!(tokens.get(i + 1), Some(proc_macro2::TokenTree::Punct(p)) if p.as_char() == '.');
                     let field = i > 0
@@ -512,22 +545,33 @@ fn wrap_sink(
         let method = c
             .methods
             .iter()
-            .find(|(file, mty, f)| *file == h.file && *mty == ty && format!("{ty}::{}", f.sig.ident) == h.name)
+            .find(|(file, mty, f)| {
+                *file == h.file && *mty == ty && format!("{ty}::{}", f.sig.ident) == h.name
+            })
             .map(|(_, _, f)| f);
         if let Some(f) = method {
             for i in &f.sig.inputs {
                 if let syn::FnArg::Typed(t) = i
-                    && quote::ToTokens::to_token_stream(&*t.ty).to_string().contains("ConnectionTo")
+                    && quote::ToTokens::to_token_stream(&*t.ty)
+                        .to_string()
+                        .contains("ConnectionTo")
                     && let syn::Pat::Ident(id) = &*t.pat
                 {
-                    return Ok((format!("&{}", id.ident), format!("the handler's connection `{}`", id.ident)));
+                    // a clone: the body moves the parameter into its `async move` block
+                    return Ok((
+                        format!("&{}.clone()", id.ident),
+                        format!("the handler's connection `{}`", id.ident),
+                    ));
                 }
             }
         }
         return Err(Error::Unsupported {
             file: files[h.file].file.rel.clone(),
             line: h.line,
-            message: format!("{} takes no `ConnectionTo<Client>` for the card; pin the closure that calls it instead", h.name),
+            message: format!(
+                "{} takes no `ConnectionTo<Client>` for the card; pin the closure that calls it instead",
+                h.name
+            ),
         });
     }
     let used = handlers::fields_used_by_sends(files, c, &ty, dialect.send_method());
@@ -543,7 +587,10 @@ fn wrap_sink(
     };
     if let Some(pin) = pin {
         let pin = split_pin(pin);
-        return match found.iter().find(|s| pin_matches(&pin, &s.candidate(files))) {
+        return match found
+            .iter()
+            .find(|s| pin_matches(&pin, &s.candidate(files)))
+        {
             Some(s) => Ok((s.expr.clone(), describe(s))),
             None => Err(Error::NotFound {
                 site: "connection for the think card",
@@ -557,7 +604,8 @@ fn wrap_sink(
             }),
         };
     }
-    let preferred: Vec<&handlers::SinkCandidate> = found.iter().filter(|s| s.used_by_sends).collect();
+    let preferred: Vec<&handlers::SinkCandidate> =
+        found.iter().filter(|s| s.used_by_sends).collect();
     let pick = match (found.as_slice(), preferred.as_slice()) {
         ([one], _) => Some(one),
         (_, [one]) => Some(*one),
@@ -582,9 +630,13 @@ fn wrap_sink(
         .enumerate()
         .map(|(i, s)| (i, s.candidate(files)))
         .collect();
-    parts::choose(found, None, "connection for the think card", "rust.connection", || {
-        String::new()
-    })
+    parts::choose(
+        found,
+        None,
+        "connection for the think card",
+        "rust.connection",
+        String::new,
+    )
     .map(|_| (String::new(), String::new()))
 }
 

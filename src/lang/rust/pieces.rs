@@ -9,7 +9,9 @@ use super::modules::{Modules, RootKind};
 use super::scan::{RespondSite, SendSite};
 use super::{Parsed, runtime};
 use crate::error::{Error, Result};
-use crate::lang::parts::{CHECK_BOUND, CHECK_RUNTIME, CHECK_SENDS, CHECK_START, CHECK_TURN_END, Part};
+use crate::lang::parts::{
+    CHECK_BOUND, CHECK_RUNTIME, CHECK_SENDS, CHECK_START, CHECK_TURN_END, Part,
+};
 use crate::render::reindent;
 use crate::source::{indent_at, line_end_after, line_start};
 use std::collections::BTreeSet;
@@ -120,13 +122,13 @@ pub fn module_path(modules: &Modules, file: usize, lib_shared: bool) -> String {
 
 /// The end of the last leading `mod`/`use`/`extern crate` item with `pred`, or where the first
 /// other item starts: (offset, insert as a new line after it).
-fn item_anchor(
-    file: &Parsed,
-    pred: impl Fn(&syn::Item) -> bool,
-) -> Option<(usize, bool)> {
+fn item_anchor(file: &Parsed, pred: impl Fn(&syn::Item) -> bool) -> Option<(usize, bool)> {
     let ast = file.ast.as_ref()?;
     let last = ast.items.iter().filter(|i| pred(i)).last()?;
-    Some((line_end_after(&file.file.text, last.span().byte_range().end), true))
+    Some((
+        line_end_after(&file.file.text, last.span().byte_range().end),
+        true,
+    ))
 }
 
 /// Where the file's first item starts (above its attributes and doc comments).
@@ -195,7 +197,14 @@ pub fn build(input: &Input) -> Result<Vec<Part>> {
         let f = &input.files[mfile].file;
         let body = reindent(input.module_text, "", &f.style.indent_unit, f.style.eol);
         if f.exists && f.text == body {
-            b.push(CHECK_RUNTIME_MODULE, "runtime module", mfile, 0, body, Some(1));
+            b.push(
+                CHECK_RUNTIME_MODULE,
+                "runtime module",
+                mfile,
+                0,
+                body,
+                Some(1),
+            );
         } else {
             let replaces = if f.exists { f.text.len() } else { 0 };
             b.parts.push(Part {
@@ -225,15 +234,27 @@ pub fn build(input: &Input) -> Result<Vec<Part>> {
         } else {
             String::new()
         };
-        let (offset, after) = item_anchor(p, |i| matches!(i, syn::Item::Mod(m) if m.content.is_none()))
-            .or_else(|| item_anchor(p, |i| matches!(i, syn::Item::Use(_) | syn::Item::ExternCrate(_))))
-            .unwrap_or_else(|| first_item(p));
+        let (offset, after) =
+            item_anchor(p, |i| matches!(i, syn::Item::Mod(m) if m.content.is_none()))
+                .or_else(|| {
+                    item_anchor(p, |i| {
+                        matches!(i, syn::Item::Use(_) | syn::Item::ExternCrate(_))
+                    })
+                })
+                .unwrap_or_else(|| first_item(p));
         let eol = b.eol(rfile);
         let line = format!("{attr}{vis}mod {};{eol}", runtime::MODULE);
         // before the first item: a blank line between
         let text = if after { line } else { format!("{line}{eol}") };
         let text = fix_missing_final_newline(&p.file.text, offset, text, eol);
-        b.push(CHECK_RUNTIME, "runtime module declared", rfile, offset, text, declares_module(p));
+        b.push(
+            CHECK_RUNTIME,
+            "runtime module declared",
+            rfile,
+            offset,
+            text,
+            declares_module(p),
+        );
     }
 
     // The emitter in front of every SDK send, and the `use` line that names it.
@@ -253,7 +274,14 @@ pub fn build(input: &Input) -> Result<Vec<Part>> {
             format!("use {path}::AcpEmit as _;{eol}"),
             eol,
         );
-        b.push(CHECK_SENDS, "emitter import", *file, offset, text, imports_emitter(p));
+        b.push(
+            CHECK_SENDS,
+            "emitter import",
+            *file,
+            offset,
+            text,
+            imports_emitter(p),
+        );
         for s in sends {
             b.push(
                 CHECK_SENDS,
@@ -272,17 +300,24 @@ pub fn build(input: &Input) -> Result<Vec<Part>> {
         match &h.style {
             Style::Wrap { sink, .. } => wrap_handler(&mut b, h, &path, sink)?,
             Style::Entry { cx, .. } => {
-                let lexical = input
-                    .turn_ends
-                    .iter()
-                    .any(|t| t.handler == Some(k));
+                let lexical = input.turn_ends.iter().any(|t| t.handler == Some(k));
                 let binding = if lexical { "acp_turn" } else { "_acp_turn" };
-                let func = if input.escaping.contains(&k) { "open" } else { "begin" };
+                let func = if input.escaping.contains(&k) {
+                    "open"
+                } else {
+                    "begin"
+                };
                 let stmt = format!("let {binding} = {path}::{func}(&{cx}, &{});", h.session);
-                first_statement(&mut b, h.file, h.block.as_ref(), h.expr.clone(), &stmt, CHECK_START, "hook start", &[
-                    "acp_progress::begin(",
-                    "acp_progress::open(",
-                ])?;
+                first_statement(
+                    &mut b,
+                    h.file,
+                    h.block.as_ref(),
+                    h.expr.clone(),
+                    &stmt,
+                    CHECK_START,
+                    "hook start",
+                    &["acp_progress::begin(", "acp_progress::open("],
+                )?;
             }
         }
     }
@@ -305,9 +340,16 @@ pub fn build(input: &Input) -> Result<Vec<Part>> {
             .expect("a lookup names a collected scope");
         let path = module_path(input.modules, l.file, input.lib_shared);
         let stmt = format!("let acp_turn = {path}::turn_of({});", l.key);
-        first_statement(&mut b, l.file, scope.block.as_ref(), scope.expr.clone(), &stmt, CHECK_TURN_END, "turn lookup", &[
-            "acp_progress::turn_of(",
-        ])?;
+        first_statement(
+            &mut b,
+            l.file,
+            scope.block.as_ref(),
+            scope.expr.clone(),
+            &stmt,
+            CHECK_TURN_END,
+            "turn lookup",
+            &["acp_progress::turn_of("],
+        )?;
     }
 
     // The turn end around every response.
@@ -327,7 +369,14 @@ pub fn build(input: &Input) -> Result<Vec<Part>> {
             format!("{path}::{func}(&acp_turn, "),
             present,
         );
-        b.push(CHECK_TURN_END, "turn end", t.file, t.site.close, ")".into(), present);
+        b.push(
+            CHECK_TURN_END,
+            "turn end",
+            t.file,
+            t.site.close,
+            ")".into(),
+            present,
+        );
     }
 
     // tokio's `time` (and `rt`) for the runtime's timers.
@@ -336,7 +385,14 @@ pub fn build(input: &Input) -> Result<Vec<Part>> {
             Some((offset, text)) => (offset, text, None),
             None => (0, String::new(), Some(manifest_line(&m.file.text))),
         };
-        b.push(CHECK_HEARTBEAT, "tokio time feature", mfile, offset, text, present);
+        b.push(
+            CHECK_HEARTBEAT,
+            "tokio time feature",
+            mfile,
+            offset,
+            text,
+            present,
+        );
     }
     let _ = CHECK_BOUND;
     Ok(b.parts)
@@ -383,7 +439,14 @@ fn first_statement(
     if let Some(first) = block.stmts.first() {
         let text = &src[first.span().byte_range()];
         if markers.iter().any(|m| text.contains(m)) {
-            b.push(checks, label, file, first.span().byte_range().start, String::new(), Some(first.span().start().line));
+            b.push(
+                checks,
+                label,
+                file,
+                first.span().byte_range().start,
+                String::new(),
+                Some(first.span().start().line),
+            );
             return Ok(());
         }
     }
@@ -408,12 +471,26 @@ fn first_statement(
         }
         Some(first) => {
             // `{ first; .. }` on one line
-            b.push(checks, label, file, first.span().byte_range().start, format!("{stmt} "), None);
+            b.push(
+                checks,
+                label,
+                file,
+                first.span().byte_range().start,
+                format!("{stmt} "),
+                None,
+            );
         }
         None if src[open..close].contains('\n') => {
             let f = &b.files[file].file;
             let indent = format!("{}{}", indent_at(&src, open), f.style.indent_unit);
-            b.push(checks, label, file, line_end_after(&src, open), format!("{indent}{stmt}{eol}"), None);
+            b.push(
+                checks,
+                label,
+                file,
+                line_end_after(&src, open),
+                format!("{indent}{stmt}{eol}"),
+                None,
+            );
         }
         None => b.push(checks, label, file, open, format!(" {stmt} "), None),
     }
@@ -422,7 +499,10 @@ fn first_statement(
 
 /// `turn(sink, session, async move {` after the body's `{` line and `}).await` before its `}`.
 fn wrap_handler(b: &mut Builder, h: &Handler, path: &str, sink: &str) -> Result<()> {
-    let block = h.block.as_ref().expect("a wrapped handler is a method with a body");
+    let block = h
+        .block
+        .as_ref()
+        .expect("a wrapped handler is a method with a body");
     let src = b.src(h.file).to_string();
     let eol = b.eol(h.file);
     let open = block.brace_token.span.open();
@@ -432,8 +512,22 @@ fn wrap_handler(b: &mut Builder, h: &Handler, path: &str, sink: &str) -> Result<
         let text = &src[e.span().byte_range()];
         if text.contains("acp_progress::turn(") && text.trim_end().ends_with(".await") {
             let line = e.span().start().line;
-            b.push(CHECK_START, "turn start", h.file, open.byte_range().end, String::new(), Some(line));
-            b.push(CHECK_TURN_END, "turn end", h.file, close.byte_range().start, String::new(), Some(close.start().line));
+            b.push(
+                CHECK_START,
+                "turn start",
+                h.file,
+                open.byte_range().end,
+                String::new(),
+                Some(line),
+            );
+            b.push(
+                CHECK_TURN_END,
+                "turn end",
+                h.file,
+                close.byte_range().start,
+                String::new(),
+                Some(close.start().line),
+            );
             return Ok(());
         }
     }
@@ -463,7 +557,10 @@ fn wrap_handler(b: &mut Builder, h: &Handler, path: &str, sink: &str) -> Result<
         "turn start",
         h.file,
         line_end_after(&src, open.byte_range().end),
-        format!("{indent}{path}::turn({sink}, {}.to_string(), async move {{{eol}", h.session),
+        format!(
+            "{indent}{path}::turn({sink}, {}.to_string(), async move {{{eol}",
+            h.session
+        ),
         None,
     );
     b.push(

@@ -42,7 +42,12 @@ pub fn render(project: &Project, dialect: Dialect, sdk: &str, tokio_sync: bool) 
         ("PREFIX", project.env_prefix.clone()),
         (
             "PTR",
-            if local { "std::rc::Rc" } else { "std::sync::Arc" }.into(),
+            if local {
+                "std::rc::Rc"
+            } else {
+                "std::sync::Arc"
+            }
+            .into(),
         ),
         (
             "SEND_SYNC",
@@ -60,10 +65,7 @@ pub fn render(project: &Project, dialect: Dialect, sdk: &str, tokio_sync: bool) 
                 "protocol v2: only an error does; the session going idle ends it".into()
             },
         ),
-        (
-            "ON_DROP",
-            if ends { "Some(true)" } else { "None" }.into(),
-        ),
+        ("ON_DROP", if ends { "Some(true)" } else { "None" }.into()),
     ];
     let vars: Vec<(&str, &str)> = vars.iter().map(|(k, v)| (*k, v.as_str())).collect();
     Ok(fill(&text, &vars))

@@ -61,7 +61,9 @@ fn other_notification(args: &[TokenTree]) -> bool {
         _ => last,
     };
     ty.is_some_and(|t| {
-        t.ends_with("Notification") && t != "SessionNotification" && t != "UpdateSessionNotification"
+        t.ends_with("Notification")
+            && t != "SessionNotification"
+            && t != "UpdateSessionNotification"
     })
 }
 

@@ -18,6 +18,8 @@ pub struct Input<'a> {
     pub handlers: &'a [Handler],
     pub turn_ends: &'a [TurnEnd],
     pub module_files: &'a [(usize, usize)],
+    /// The module as apply renders it (before the file's own indentation and line endings).
+    pub module_text: &'a str,
     pub dialect: Dialect,
 }
 
@@ -59,20 +61,30 @@ fn reads(e: &syn::Expr) -> Vec<String> {
 }
 
 /// The statement of a body holding `marker`, with its index.
-fn find_stmt<'b>(src: &str, block: &'b syn::Block, markers: &[&str]) -> Option<(usize, &'b syn::Stmt)> {
-    block
-        .stmts
-        .iter()
-        .enumerate()
-        .find(|(_, s)| markers.iter().any(|m| src[s.span().byte_range()].contains(m)))
+fn find_stmt<'b>(
+    src: &str,
+    block: &'b syn::Block,
+    markers: &[&str],
+) -> Option<(usize, &'b syn::Stmt)> {
+    block.stmts.iter().enumerate().find(|(_, s)| {
+        markers
+            .iter()
+            .any(|m| src[s.span().byte_range()].contains(m))
+    })
 }
 
 /// `let NAME = <call>(args..);` → (NAME, args).
 fn let_call(stmt: &syn::Stmt) -> Option<(String, Vec<syn::Expr>)> {
-    let syn::Stmt::Local(l) = stmt else { return None };
-    let syn::Pat::Ident(name) = &l.pat else { return None };
+    let syn::Stmt::Local(l) = stmt else {
+        return None;
+    };
+    let syn::Pat::Ident(name) = &l.pat else {
+        return None;
+    };
     let init = l.init.as_ref()?;
-    let syn::Expr::Call(call) = &*init.expr else { return None };
+    let syn::Expr::Call(call) = &*init.expr else {
+        return None;
+    };
     Some((name.ident.to_string(), call.args.iter().cloned().collect()))
 }
 
@@ -124,7 +136,8 @@ pub fn findings(input: &Input) -> Vec<Finding> {
                     bound(&mut out, h, &names, line);
                     if let Some(syn::Expr::Reference(r)) = call.args.first()
                         && let syn::Expr::Field(f) = &*r.expr
-                        && let (syn::Expr::Path(base), syn::Member::Named(field)) = (&*f.base, &f.member)
+                        && let (syn::Expr::Path(base), syn::Member::Named(field)) =
+                            (&*f.base, &f.member)
                         && base.path.is_ident("self")
                     {
                         let ty = h.self_ty.clone().unwrap_or_default();
@@ -137,7 +150,10 @@ pub fn findings(input: &Input) -> Vec<Finding> {
                                 "bound",
                                 h.file,
                                 line,
-                                format!("{} reads `self.{field}`, which {ty} has no field of", h.name),
+                                format!(
+                                    "{} reads `self.{field}`, which {ty} has no field of",
+                                    h.name
+                                ),
                             ));
                         }
                     }
@@ -183,7 +199,8 @@ pub fn findings(input: &Input) -> Vec<Finding> {
                 "bound",
                 t.file,
                 t.site.line,
-                "the response's turn end reads `acp_turn`, which no statement before it binds".into(),
+                "the response's turn end reads `acp_turn`, which no statement before it binds"
+                    .into(),
             )),
         }
     }
@@ -207,13 +224,35 @@ pub fn findings(input: &Input) -> Vec<Finding> {
                 "runtime",
                 m,
                 1,
-                format!("{} exists and is not acp-patch's runtime module; move it away", f.rel),
+                format!(
+                    "{} exists and is not acp-patch's runtime module; move it away",
+                    f.rel
+                ),
             ));
             continue;
         }
-        match f.text.lines().position(|l| l.starts_with("fn acp_arm_hold(")) {
+        let current =
+            crate::render::reindent(input.module_text, "", &f.style.indent_unit, f.style.eol);
+        if f.text != current {
+            out.push(bad(
+                "runtime",
+                m,
+                1,
+                format!("{} is not what this acp-patch writes (edited, or from another version); apply replaces it", f.rel),
+            ));
+        }
+        match f
+            .text
+            .lines()
+            .position(|l| l.starts_with("fn acp_arm_hold("))
+        {
             Some(i) => out.push(ok("coalescing", m, i + 1, "text hold".into())),
-            None => out.push(bad("coalescing", m, 1, "the runtime module has no text hold".into())),
+            None => out.push(bad(
+                "coalescing",
+                m,
+                1,
+                "the runtime module has no text hold".into(),
+            )),
         }
     }
     out
