@@ -1,5 +1,5 @@
 //! Generates one integration test per fixture case: every folder `fixtures/<lang>/<case>/`
-//! holding a `case.toml` becomes `fixtures::<lang>__<case>`, run by `tests/it/fixtures.rs`.
+//! holding a `case.toml` becomes the test `fixtures::<lang>::<case>`, run by `tests/it/fixtures.rs`.
 //! A new shape is a folder, never code.
 
 use std::fmt::Write as _;
@@ -21,18 +21,35 @@ fn main() {
         }
     }
     cases.sort();
+    // one module per language: the tests are `fixtures::<lang>::<case>`
     let mut out = String::new();
-    for case in &cases {
-        let name: String = case
-            .chars()
-            .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
+    for lang in ["python", "typescript", "rust"] {
+        let mine: Vec<&String> = cases
+            .iter()
+            .filter(|c| c.starts_with(&format!("{lang}/")))
             .collect();
-        let name = name.replacen('_', "__", 1);
-        writeln!(
-            out,
-            "#[test]\nfn {name}() {{\n    run_case({case:?});\n}}\n"
-        )
-        .expect("write to a String");
+        if mine.is_empty() {
+            continue;
+        }
+        writeln!(out, "mod {lang} {{\n    use super::run_case;\n").expect("write to a String");
+        for case in mine {
+            let name: String = case[lang.len() + 1..]
+                .chars()
+                .map(|c| {
+                    if c.is_ascii_alphanumeric() {
+                        c.to_ascii_lowercase()
+                    } else {
+                        '_'
+                    }
+                })
+                .collect();
+            writeln!(
+                out,
+                "    #[test]\n    fn {name}() {{\n        run_case({case:?});\n    }}\n"
+            )
+            .expect("write to a String");
+        }
+        writeln!(out, "}}\n").expect("write to a String");
     }
     writeln!(out, "const CASES: &[&str] = &{cases:?};").expect("write to a String");
     let dest =
