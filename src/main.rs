@@ -25,7 +25,7 @@ enum Command {
     /// Check that every piece is present and well-formed (for CI).
     Verify(VerifyArgs),
     /// Drive the agent through a real ACP turn against a scripted LLM and check what a user sees.
-    Smoke(acp_patch::smoke::SmokeArgs),
+    Smoke(Box<acp_patch::smoke::SmokeArgs>),
 }
 
 #[derive(Args)]
