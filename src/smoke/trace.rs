@@ -144,6 +144,10 @@ fn git_files(dir: &Path) -> Option<Vec<String>> {
     if inside.trim() != "true" {
         return None;
     }
+    // a folder git ignores (say under target/) is compared file by file instead
+    if git(dir, &["check-ignore", "-q", "."]).is_some() {
+        return None;
+    }
     let out = git(
         dir,
         &["ls-files", "-z", "--cached", "--others", "--exclude-standard"],

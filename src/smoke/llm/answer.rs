@@ -124,13 +124,29 @@ pub struct Stream {
 }
 
 impl Stream {
-    /// Marks the first delta frame as the one after the wait and the rest as chunked.
+    fn waited(&self) -> bool {
+        self.frames.iter().any(|f| f.pause == Pause::Wait)
+    }
+    /// A delta: the first content of the answer comes after the wait, later deltas after the
+    /// delay between deltas.
     pub fn push_delta(&mut self, text: String) {
-        let first = !self.frames.iter().any(|f| f.pause != Pause::None);
-        self.frames.push(Frame::new(
-            text,
-            if first { Pause::Wait } else { Pause::Chunk },
-        ));
+        let pause = if self.waited() {
+            Pause::Chunk
+        } else {
+            Pause::Wait
+        };
+        self.frames.push(Frame::new(text, pause));
+    }
+    /// The start of a content block (an Anthropic `content_block_start`, a Responses
+    /// `output_item.added`): content too, so the first one comes after the wait (a client
+    /// may show an empty chunk for it), later ones at once.
+    pub fn push_start(&mut self, text: String) {
+        let pause = if self.waited() {
+            Pause::None
+        } else {
+            Pause::Wait
+        };
+        self.frames.push(Frame::new(text, pause));
     }
     pub fn push(&mut self, text: String) {
         self.frames.push(Frame::new(text, Pause::None));

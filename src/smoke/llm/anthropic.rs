@@ -96,7 +96,7 @@ pub fn stream(a: &Answer, ids: &Ids) -> Stream {
     for (i, b) in a.blocks().iter().enumerate() {
         match b {
             Block::Reasoning(d) => {
-                s.push(ev(
+                s.push_start(ev(
                     "content_block_start",
                     json!({"index": i, "content_block": {"type": "thinking", "thinking": "", "signature": ""}}),
                 ));
@@ -112,7 +112,7 @@ pub fn stream(a: &Answer, ids: &Ids) -> Stream {
                 ));
             }
             Block::Text(d) => {
-                s.push(ev(
+                s.push_start(ev(
                     "content_block_start",
                     json!({"index": i, "content_block": {"type": "text", "text": ""}}),
                 ));
@@ -128,7 +128,7 @@ pub fn stream(a: &Answer, ids: &Ids) -> Stream {
                 name,
                 arguments,
             } => {
-                s.push_delta(ev(
+                s.push_start(ev(
                     "content_block_start",
                     json!({"index": i, "content_block": {"type": "tool_use", "id": id, "name": name, "input": {}}}),
                 ));

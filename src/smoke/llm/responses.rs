@@ -110,7 +110,7 @@ pub fn stream(a: &Answer, ids: &Ids) -> Stream {
         let item_id = item["id"].clone();
         match b {
             Block::Reasoning(d) => {
-                s.push(ev(
+                s.push_start(ev(
                     "response.output_item.added",
                     json!({"output_index": i, "item": {"id": item_id, "type": "reasoning", "summary": []}}),
                 ));
@@ -136,7 +136,7 @@ pub fn stream(a: &Answer, ids: &Ids) -> Stream {
                 ));
             }
             Block::Text(d) => {
-                s.push(ev(
+                s.push_start(ev(
                     "response.output_item.added",
                     json!({"output_index": i, "item": {"id": item_id, "type": "message",
                            "status": "in_progress", "role": "assistant", "content": []}}),
@@ -169,7 +169,7 @@ pub fn stream(a: &Answer, ids: &Ids) -> Stream {
                 name,
                 arguments,
             } => {
-                s.push_delta(ev(
+                s.push_start(ev(
                     "response.output_item.added",
                     json!({"output_index": i, "item": {"id": item_id, "type": "function_call",
                            "status": "in_progress", "call_id": id, "name": name, "arguments": ""}}),

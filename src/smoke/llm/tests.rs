@@ -603,3 +603,40 @@ fn sessions_get_tagged_answers_and_tool_ids() {
     assert!(r.answer.reasoning_text().ends_with("[session 2]"));
     assert_eq!(r.wait, Duration::from_secs(2));
 }
+
+#[test]
+fn the_wait_comes_before_the_first_content_not_before_the_framing() {
+    let a = plan_reply(
+        &ServerConfig {
+            script: Script::default(),
+            prompt: "hi".into(),
+            seed_token: None,
+        },
+        &json!({"messages": [{"role": "user", "content": "hi"}]}),
+        &RequestFacts::default(),
+    )
+    .answer;
+    let ids = Ids { n: 1, created: 0 };
+    for (d, first_content) in [
+        (Dialect::Anthropic, "event: content_block_start"),
+        (Dialect::Responses, "event: response.output_item.added"),
+        (Dialect::Chat, "data: "),
+    ] {
+        let s = d.stream(&a, &ids);
+        let waits: Vec<&answer::Frame> = s.frames.iter().filter(|f| f.pause == Pause::Wait).collect();
+        assert_eq!(waits.len(), 1, "{d:?}");
+        assert!(waits[0].text.starts_with(first_content), "{d:?}: {}", waits[0].text);
+        let before: Vec<&answer::Frame> = s
+            .frames
+            .iter()
+            .take_while(|f| f.pause != Pause::Wait)
+            .collect();
+        for f in before {
+            assert!(
+                !f.text.contains("delta") && !f.text.contains("content_block_start"),
+                "{d:?}: {}",
+                f.text
+            );
+        }
+    }
+}
