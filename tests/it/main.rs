@@ -4,6 +4,7 @@ mod python;
 mod python_templates;
 mod rust_agents;
 mod smoke;
+mod smoke_browser;
 mod smoke_modes;
 mod smoke_python;
 mod smoke_typescript;
