@@ -278,17 +278,23 @@ impl Resolved {
                     } else {
                         format!("[smoke] preset in {}", file.origin)
                     };
-                    Some((p, PresetUse {
-                        name: p.name.to_string(),
-                        why,
-                    }))
+                    Some((
+                        p,
+                        PresetUse {
+                            name: p.name.to_string(),
+                            why,
+                        },
+                    ))
                 }
                 None if o.agent_cmd.is_none() && file_section.agent_cmd.is_none() => {
                     presets::detect(&agent_dir).map(|(p, why)| {
-                        (p, PresetUse {
-                            name: p.name.to_string(),
-                            why,
-                        })
+                        (
+                            p,
+                            PresetUse {
+                                name: p.name.to_string(),
+                                why,
+                            },
+                        )
                     })
                 }
                 None => None,

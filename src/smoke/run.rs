@@ -147,11 +147,14 @@ async fn drive(
     };
     let n = cfg.sessions;
     let prompts: Vec<String> = (1..=n).map(|k| session_prompt(&cfg.prompt, k, n)).collect();
-    let cancel_after = cfg.cancel_after_ms.map(|ms| Duration::from_secs_f64(ms / 1000.0));
+    let cancel_after = cfg
+        .cancel_after_ms
+        .map(|ms| Duration::from_secs_f64(ms / 1000.0));
     // after a cancel, listen until the scripted answer would have finished, and a second more
     let linger = match cancel_after {
         Some(c) => {
-            let answer_end = Duration::from_secs_f64(script.delay_s.max(0.0)) + script.stream_duration();
+            let answer_end =
+                Duration::from_secs_f64(script.delay_s.max(0.0)) + script.stream_duration();
             answer_end
                 .saturating_sub(c)
                 .max(Duration::from_millis(500))

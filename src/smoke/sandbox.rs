@@ -130,11 +130,17 @@ fn loopback_up() -> Result<(), String> {
             ifr.ifr_name[i] = *b as libc::c_char;
         }
         let r = if libc::ioctl(fd, libc::SIOCGIFFLAGS, &mut ifr) < 0 {
-            Err(format!("SIOCGIFFLAGS lo: {}", std::io::Error::last_os_error()))
+            Err(format!(
+                "SIOCGIFFLAGS lo: {}",
+                std::io::Error::last_os_error()
+            ))
         } else {
             ifr.ifr_ifru.ifru_flags |= libc::IFF_UP as libc::c_short;
             if libc::ioctl(fd, libc::SIOCSIFFLAGS, &ifr) < 0 {
-                Err(format!("SIOCSIFFLAGS lo: {}", std::io::Error::last_os_error()))
+                Err(format!(
+                    "SIOCSIFFLAGS lo: {}",
+                    std::io::Error::last_os_error()
+                ))
             } else {
                 Ok(())
             }

@@ -56,8 +56,9 @@ impl Timeline {
         }
         for l in lines {
             if l.dir == Direction::Out
-                && l.json()
-                    .is_some_and(|v| v.get("method").and_then(Value::as_str) == Some("session/cancel"))
+                && l.json().is_some_and(|v| {
+                    v.get("method").and_then(Value::as_str) == Some("session/cancel")
+                })
             {
                 t.mark("cancel", l.t_ms, None, "session/cancel sent".into());
             }
@@ -141,10 +142,7 @@ impl Timeline {
                         kind,
                         u.t_ms,
                         Some(id.clone()),
-                        format!(
-                            "{id} {}",
-                            if status.is_empty() { "update" } else { status }
-                        ),
+                        format!("{id} {}", if status.is_empty() { "update" } else { status }),
                     );
                     if done {
                         let span_kind = match (o.think, o.gap) {
@@ -244,7 +242,11 @@ const ROWS: &[(&str, &[&str], &[&str])] = &[
         &["card_open", "gap_card_open", "heartbeat", "card_complete"],
         &["card", "gap_card"],
     ),
-    ("tool calls", &["tool_start", "tool_update", "tool_done"], &["tool"]),
+    (
+        "tool calls",
+        &["tool_start", "tool_update", "tool_done"],
+        &["tool"],
+    ),
     ("thought", &["thought"], &[]),
     ("message", &["message"], &[]),
     ("model calls", &["llm_request"], &["llm"]),
@@ -340,7 +342,10 @@ pub fn svg(t: &Timeline, title: &str) -> String {
                 y + 8.0,
                 (x2 - x1).max(1.0),
                 colour(sp.kind),
-                esc(&format!("{:.0}–{:.0} ms: {}", sp.from_ms, sp.to_ms, sp.label))
+                esc(&format!(
+                    "{:.0}–{:.0} ms: {}",
+                    sp.from_ms, sp.to_ms, sp.label
+                ))
             );
         }
         for m in t.marks.iter().filter(|m| mark_kinds.contains(&m.kind)) {
@@ -355,8 +360,7 @@ pub fn svg(t: &Timeline, title: &str) -> String {
                 m.kind,
                 m.kind,
                 m.t_ms,
-                m.id
-                    .as_ref()
+                m.id.as_ref()
                     .map(|id| format!(" data-id=\"{}\"", esc(id)))
                     .unwrap_or_default(),
                 colour(m.kind),

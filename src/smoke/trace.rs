@@ -150,7 +150,13 @@ fn git_files(dir: &Path) -> Option<Vec<String>> {
     }
     let out = git(
         dir,
-        &["ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+        &[
+            "ls-files",
+            "-z",
+            "--cached",
+            "--others",
+            "--exclude-standard",
+        ],
     )?;
     Some(
         out.split('\0')
@@ -163,7 +169,14 @@ fn git_files(dir: &Path) -> Option<Vec<String>> {
 fn git_status(dir: &Path) -> Option<String> {
     git(
         dir,
-        &["status", "--porcelain=v1", "-z", "--untracked-files=all", "--", "."],
+        &[
+            "status",
+            "--porcelain=v1",
+            "-z",
+            "--untracked-files=all",
+            "--",
+            ".",
+        ],
     )
 }
 

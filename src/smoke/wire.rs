@@ -228,8 +228,9 @@ pub fn session_view(lines: &[RawLine], session_id: &str) -> Vec<RawLine> {
         .iter()
         .find(|l| {
             l.dir == Direction::Out
-                && l.json()
-                    .is_some_and(|v| v.get("method").and_then(Value::as_str) == Some("session/prompt"))
+                && l.json().is_some_and(|v| {
+                    v.get("method").and_then(Value::as_str) == Some("session/prompt")
+                })
         })
         .map(|l| l.t_ms)
         .unwrap_or(0.0);

@@ -6,6 +6,7 @@ mod rust_agents;
 mod smoke;
 mod smoke_browser;
 mod smoke_modes;
+mod smoke_presets;
 mod smoke_python;
 mod smoke_typescript;
 mod support;

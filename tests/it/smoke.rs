@@ -100,7 +100,10 @@ pub(crate) fn tree_bytes(root: &Path) -> Vec<(String, Vec<u8>)> {
             let meta = std::fs::symlink_metadata(&p).unwrap();
             if meta.file_type().is_symlink() {
                 let target = std::fs::read_link(&p).unwrap();
-                out.push((format!("{rel} -> link"), target.as_os_str().as_encoded_bytes().to_vec()));
+                out.push((
+                    format!("{rel} -> link"),
+                    target.as_os_str().as_encoded_bytes().to_vec(),
+                ));
             } else if meta.is_dir() {
                 out.push((format!("{rel}/"), Vec::new()));
                 stack.push(p);
@@ -116,7 +119,14 @@ pub(crate) fn tree_bytes(root: &Path) -> Vec<(String, Vec<u8>)> {
 /// `git status --porcelain` of a folder inside a git work tree (None outside one).
 pub(crate) fn git_status(dir: &Path) -> Option<String> {
     let out = Command::new("git")
-        .args(["status", "--porcelain=v1", "--untracked-files=all", "--ignored", "--", "."])
+        .args([
+            "status",
+            "--porcelain=v1",
+            "--untracked-files=all",
+            "--ignored",
+            "--",
+            ".",
+        ])
         .current_dir(dir)
         .env("GIT_OPTIONAL_LOCKS", "0")
         .output()
@@ -401,7 +411,11 @@ answer_after = []
         get("HOME").as_deref(),
         Some(smoke_dir.join("home").to_str().unwrap())
     );
-    assert!(get("PYTHONPYCACHEPREFIX").unwrap().starts_with(smoke_dir.to_str().unwrap()));
+    assert!(
+        get("PYTHONPYCACHEPREFIX")
+            .unwrap()
+            .starts_with(smoke_dir.to_str().unwrap())
+    );
     assert_eq!(get("MYAGENT_THINK_GAP_MS").as_deref(), Some("500"));
     std::fs::remove_dir_all(&smoke_dir).unwrap();
     assert_group_gone(&r);
@@ -413,7 +427,11 @@ fn the_temporary_folder_is_removed_and_the_agent_folder_is_read_only() {
     assert_eq!(r.code, 0, "{}\n{}", r.stdout, r.stderr);
     let smoke_dir = PathBuf::from(r.report["smoke_dir"].as_str().unwrap());
     assert_eq!(r.report["smoke_dir_kept"], false);
-    assert!(!smoke_dir.exists(), "{} is still there", smoke_dir.display());
+    assert!(
+        !smoke_dir.exists(),
+        "{} is still there",
+        smoke_dir.display()
+    );
     assert!(r.stdout.contains("(removed)"), "{}", r.stdout);
 
     // a file aimed at the agent's folder is refused before anything runs
@@ -433,7 +451,11 @@ fn the_temporary_folder_is_removed_and_the_agent_folder_is_read_only() {
 fn an_agent_that_writes_into_its_folder_fails_no_trace() {
     // on a copy: the agent really does litter it
     let root = tempfile::tempdir().unwrap();
-    std::fs::copy(fixtures().join("acp_min.py"), root.path().join("acp_min.py")).unwrap();
+    std::fs::copy(
+        fixtures().join("acp_min.py"),
+        root.path().join("acp_min.py"),
+    )
+    .unwrap();
     crate::support::copy_into(&fixtures().join("good"), &root.path().join("good"));
     crate::support::copy_into(&fixtures().join("litters"), &root.path().join("litters"));
     let dir = root.path().join("litters");
@@ -447,7 +469,8 @@ fn an_agent_that_writes_into_its_folder_fails_no_trace() {
         .unwrap();
     assert_eq!(out.status.code(), Some(1));
     let report: Value =
-        serde_json::from_str(&std::fs::read_to_string(root.path().join("r.json")).unwrap()).unwrap();
+        serde_json::from_str(&std::fs::read_to_string(root.path().join("r.json")).unwrap())
+            .unwrap();
     let failed: Vec<&str> = report["checks"]
         .as_array()
         .unwrap()

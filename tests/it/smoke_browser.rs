@@ -87,7 +87,10 @@ fn expected_marks(report: &Value) -> Vec<(&'static str, f64)> {
             continue;
         };
         let t = l["t_ms"].as_f64().unwrap();
-        if l["dir"] == "in" && v.get("result").is_some_and(|r| r.get("stopReason").is_some()) {
+        if l["dir"] == "in"
+            && v.get("result")
+                .is_some_and(|r| r.get("stopReason").is_some())
+        {
             out.push(("answer", t));
         }
         if v["method"] != "session/update" {
@@ -99,7 +102,14 @@ fn expected_marks(report: &Value) -> Vec<(&'static str, f64)> {
             "agent_thought_chunk" => out.push(("thought", t)),
             "agent_message_chunk" => out.push(("message", t)),
             "tool_call" if u["kind"] == "think" => {
-                out.push((if cards.is_empty() { "card_open" } else { "gap_card_open" }, t));
+                out.push((
+                    if cards.is_empty() {
+                        "card_open"
+                    } else {
+                        "gap_card_open"
+                    },
+                    t,
+                ));
                 cards.push(id);
             }
             "tool_call" => {
@@ -143,7 +153,10 @@ fn the_html_report_renders_in_chromium_with_its_timeline_where_the_transcript_sa
     let (dom, log) = headless(&browser, &page, &["--dump-dom"]);
     // no script anywhere, and nothing on the console
     assert!(dom.contains("<svg class=\"timeline\""), "{dom}");
-    assert!(!dom.to_ascii_lowercase().contains("<script"), "a script in the page");
+    assert!(
+        !dom.to_ascii_lowercase().contains("<script"),
+        "a script in the page"
+    );
     let console: Vec<&str> = log
         .lines()
         .filter(|l| l.contains("CONSOLE") || l.contains("Uncaught"))
@@ -165,8 +178,20 @@ fn the_html_report_renders_in_chromium_with_its_timeline_where_the_transcript_sa
         })
         .collect();
     let want = expected_marks(&r.report);
-    for kind in ["card_open", "heartbeat", "card_complete", "gap_card_open", "tool_start", "tool_done", "thought", "message"] {
-        assert!(want.iter().any(|(k, _)| *k == kind), "the run has no {kind}");
+    for kind in [
+        "card_open",
+        "heartbeat",
+        "card_complete",
+        "gap_card_open",
+        "tool_start",
+        "tool_done",
+        "thought",
+        "message",
+    ] {
+        assert!(
+            want.iter().any(|(k, _)| *k == kind),
+            "the run has no {kind}"
+        );
     }
     for (kind, t) in &want {
         let found = marks
@@ -186,7 +211,11 @@ fn the_html_report_renders_in_chromium_with_its_timeline_where_the_transcript_sa
     // the card spans, heartbeat ticks inside the first card's span
     let spans = tags(&dom, "rect", "span");
     assert!(spans.iter().any(|s| attr(s, "data-kind") == Some("card")));
-    assert!(spans.iter().any(|s| attr(s, "data-kind") == Some("gap_card")));
+    assert!(
+        spans
+            .iter()
+            .any(|s| attr(s, "data-kind") == Some("gap_card"))
+    );
     assert!(spans.iter().any(|s| attr(s, "data-kind") == Some("tool")));
 
     let shot = out_dir.join("good_tool.png");
@@ -202,6 +231,10 @@ fn the_html_report_renders_in_chromium_with_its_timeline_where_the_transcript_sa
     );
     let png = std::fs::read(&shot).unwrap();
     assert!(png.starts_with(b"\x89PNG\r\n\x1a\n"), "not a PNG");
-    assert!(png.len() > 20_000, "a blank screenshot? {} bytes", png.len());
+    assert!(
+        png.len() > 20_000,
+        "a blank screenshot? {} bytes",
+        png.len()
+    );
     eprintln!("screenshot: {}", shot.display());
 }

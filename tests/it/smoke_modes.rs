@@ -8,8 +8,18 @@ use crate::smoke::{Run, assert_group_gone, fixtures, smoke};
 /// (patched folder, unpatched folder, the dialect's path)
 const DIALECTS: &[(&str, &str, &str, &str)] = &[
     ("openai-chat", "good", "unpatched", "/v1/chat/completions"),
-    ("openai-responses", "good_responses", "unpatched_responses", "/v1/responses"),
-    ("anthropic-messages", "good_anthropic", "unpatched_anthropic", "/v1/messages"),
+    (
+        "openai-responses",
+        "good_responses",
+        "unpatched_responses",
+        "/v1/responses",
+    ),
+    (
+        "anthropic-messages",
+        "good_anthropic",
+        "unpatched_anthropic",
+        "/v1/messages",
+    ),
 ];
 
 const BASE: &[&str] = &[
@@ -76,7 +86,13 @@ fn tool_turn(name: &str) {
 
     let r = smoke(&fixtures().join(unpatched), TOOL);
     assert_eq!(r.code, 1, "{}\n{}", r.stdout, r.stderr);
-    r.assert_failing(&["think_card", "heartbeat", "complete", "one_thought_block", "gap_card"]);
+    r.assert_failing(&[
+        "think_card",
+        "heartbeat",
+        "complete",
+        "one_thought_block",
+        "gap_card",
+    ]);
     let gap = r.check("gap_card")["summary"].as_str().unwrap();
     assert!(gap.contains("no think card in the"), "{gap}");
     assert_group_gone(&r);
@@ -87,7 +103,10 @@ fn cancel(name: &str) {
     let args = ["--cancel-after", "400"];
     let r = smoke(&fixtures().join(good), &args);
     assert_eq!(r.code, 0, "{}\n{}", r.stdout, r.stderr);
-    r.assert_checks(&with(&["cards_closed_on_cancel", "quiet_after_cancel"], &[]));
+    r.assert_checks(&with(
+        &["cards_closed_on_cancel", "quiet_after_cancel"],
+        &[],
+    ));
     r.assert_failing(&[]);
     assert_eq!(r.report["stop_reason"], "cancelled");
     every_request_used(&r, path);
@@ -195,7 +214,10 @@ fn an_older_patch_without_gap_cards_fails_gap_card_only() {
 
 #[test]
 fn a_sloppy_cancel_leaves_its_card_open_and_keeps_talking() {
-    let r = smoke(&fixtures().join("sloppy_cancel"), &["--cancel-after", "400"]);
+    let r = smoke(
+        &fixtures().join("sloppy_cancel"),
+        &["--cancel-after", "400"],
+    );
     assert_eq!(r.code, 1, "{}\n{}", r.stdout, r.stderr);
     r.assert_failing(&[
         "complete",
@@ -226,7 +248,10 @@ fn the_agent_runs_with_only_loopback() {
     let network = r.report["network"].as_str().unwrap();
     let stderr = r.report["stderr_tail"].to_string();
     if network.contains("only loopback") {
-        assert!(stderr.contains("network probe: OSError: Network is unreachable"), "{stderr}");
+        assert!(
+            stderr.contains("network probe: OSError: Network is unreachable"),
+            "{stderr}"
+        );
     } else {
         eprintln!("not isolated here: {network}");
     }

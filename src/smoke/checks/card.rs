@@ -214,4 +214,3 @@ pub fn complete(ups: &[Update]) -> Check {
     }
     c
 }
-

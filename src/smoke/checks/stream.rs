@@ -133,4 +133,3 @@ pub fn clean_stdout(lines: &[RawLine]) -> Check {
     }
     c
 }
-

@@ -4,7 +4,9 @@
 use super::super::transcript::Transcript;
 use super::super::wire::{RawLine, TurnFrame, Update, is_real_output};
 use super::card::ms;
-use super::{Check, CheckContext, GAP_CARD, TOOL_LIFECYCLE, ToolExpectation, WELL_FORMED_TOOL_CALLS};
+use super::{
+    Check, CheckContext, GAP_CARD, TOOL_LIFECYCLE, ToolExpectation, WELL_FORMED_TOOL_CALLS,
+};
 
 fn status_rank(s: &str) -> Option<u8> {
     match s {
@@ -109,7 +111,6 @@ pub fn well_formed_tool_calls(ups: &[Update]) -> Check {
     c
 }
 
-
 /// The scripted tool call shows as a block that goes pending / in_progress → completed by
 /// its `toolCallId`, and its result reached the model.
 pub fn tool_lifecycle(ups: &[Update], tool: &ToolExpectation) -> Check {
@@ -213,7 +214,11 @@ pub fn gap_card(lines: &[RawLine], frame: &TurnFrame, ups: &[Update], ctx: &Chec
     let end = frame
         .response_index
         .map(|i| (i, lines[i].t_ms, "the answer"))
-        .unwrap_or((lines.len(), lines.last().map(|l| l.t_ms).unwrap_or(0.0), "the end"));
+        .unwrap_or((
+            lines.len(),
+            lines.last().map(|l| l.t_ms).unwrap_or(0.0),
+            "the end",
+        ));
     let mut problems: Vec<String> = Vec::new();
     let mut notes: Vec<String> = Vec::new();
     let mut c = Check::new(GAP_CARD, true, String::new());
@@ -265,7 +270,10 @@ pub fn gap_card(lines: &[RawLine], frame: &TurnFrame, ups: &[Update], ctx: &Chec
         let open_after = card.t_ms - done.t_ms;
         let limit = ctx.gap_ms + ctx.think_card_max_ms;
         c = c
-            .fig(&format!("{label}open_after_ms").replace(": ", "."), open_after)
+            .fig(
+                &format!("{label}open_after_ms").replace(": ", "."),
+                open_after,
+            )
             .fig("limit_ms", limit);
         if open_after > limit {
             problems.push(format!(

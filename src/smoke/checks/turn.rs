@@ -57,7 +57,6 @@ pub fn turn_ends(lines: &[RawLine], frame: &TurnFrame, ctx: &CheckContext) -> Ch
     c.fig("response_ms", t)
 }
 
-
 /// The ids of the think cards of the turn (`tool_call` with kind `think`), in order.
 pub(super) fn card_ids(ups: &[Update]) -> Vec<String> {
     let mut ids: Vec<String> = Vec::new();

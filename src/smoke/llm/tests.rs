@@ -623,9 +623,14 @@ fn the_wait_comes_before_the_first_content_not_before_the_framing() {
         (Dialect::Chat, "data: "),
     ] {
         let s = d.stream(&a, &ids);
-        let waits: Vec<&answer::Frame> = s.frames.iter().filter(|f| f.pause == Pause::Wait).collect();
+        let waits: Vec<&answer::Frame> =
+            s.frames.iter().filter(|f| f.pause == Pause::Wait).collect();
         assert_eq!(waits.len(), 1, "{d:?}");
-        assert!(waits[0].text.starts_with(first_content), "{d:?}: {}", waits[0].text);
+        assert!(
+            waits[0].text.starts_with(first_content),
+            "{d:?}: {}",
+            waits[0].text
+        );
         let before: Vec<&answer::Frame> = s
             .frames
             .iter()

@@ -23,7 +23,10 @@ use serde::Deserialize;
 const SOURCES: &[(&str, &str)] = &[
     ("hermes.toml", include_str!("hermes.toml")),
     ("mistral-vibe.toml", include_str!("mistral-vibe.toml")),
-    ("claude-agent-acp.toml", include_str!("claude-agent-acp.toml")),
+    (
+        "claude-agent-acp.toml",
+        include_str!("claude-agent-acp.toml"),
+    ),
     ("pi-acp.toml", include_str!("pi-acp.toml")),
 ];
 
@@ -66,8 +69,8 @@ fn all() -> &'static [Preset] {
         SOURCES
             .iter()
             .map(|(file, text)| {
-                let p: PresetFile = toml::from_str(text)
-                    .unwrap_or_else(|e| panic!("embedded preset {file}: {e}"));
+                let p: PresetFile =
+                    toml::from_str(text).unwrap_or_else(|e| panic!("embedded preset {file}: {e}"));
                 Preset {
                     name: Box::leak(p.name.into_boxed_str()),
                     description: p.description,
@@ -116,8 +119,7 @@ pub fn package_names(dir: &Path) -> Vec<(String, String)> {
             .flatten()
             .map(|e| e.path())
             .filter(|p| {
-                p.extension().is_some_and(|x| x == "dist-info")
-                    && p.join("METADATA").is_file()
+                p.extension().is_some_and(|x| x == "dist-info") && p.join("METADATA").is_file()
             })
             .collect();
         infos.sort();
@@ -150,8 +152,14 @@ pub fn detect(dir: &Path) -> Option<(&'static Preset, String)> {
         }
     }
     all().iter().find_map(|p| {
-        (!p.detect.files.is_empty() && p.detect.files.iter().all(|f| dir.join(f).exists()))
-            .then(|| (p, format!("detected: the folder has {}", p.detect.files.join(", "))))
+        (!p.detect.files.is_empty() && p.detect.files.iter().all(|f| dir.join(f).exists())).then(
+            || {
+                (
+                    p,
+                    format!("detected: the folder has {}", p.detect.files.join(", ")),
+                )
+            },
+        )
     })
 }
 
@@ -203,7 +211,11 @@ mod tests {
         let d = tempfile::tempdir().unwrap();
         let info = d.path().join("mistral_vibe-3.0.3.dist-info");
         std::fs::create_dir(&info).unwrap();
-        std::fs::write(info.join("METADATA"), "Metadata-Version: 2.4\nName: mistral-vibe\n").unwrap();
+        std::fs::write(
+            info.join("METADATA"),
+            "Metadata-Version: 2.4\nName: mistral-vibe\n",
+        )
+        .unwrap();
         assert_eq!(detect(d.path()).unwrap().0.name, "mistral-vibe");
 
         let d = tempfile::tempdir().unwrap();

@@ -68,7 +68,11 @@ fn tool_block(h: &mut String, c: &ToolCallView) {
 
 fn bubble(h: &mut String, prompt: &str, t: &Transcript) {
     h.push_str("<div class=\"bubble\">\n");
-    let _ = writeln!(h, "<div class=\"message\"><b>You:</b> {}</div>", esc(prompt));
+    let _ = writeln!(
+        h,
+        "<div class=\"message\"><b>You:</b> {}</div>",
+        esc(prompt)
+    );
     for b in &t.blocks {
         match b {
             Block::Message { text, .. } => {
@@ -84,7 +88,9 @@ fn bubble(h: &mut String, prompt: &str, t: &Transcript) {
 }
 
 fn checks_table(h: &mut String, checks: &[Check]) {
-    h.push_str("<table class=\"checks\"><tr><th></th><th>check</th><th>result</th><th>figures</th></tr>\n");
+    h.push_str(
+        "<table class=\"checks\"><tr><th></th><th>check</th><th>result</th><th>figures</th></tr>\n",
+    );
     for c in checks {
         let figs: Vec<String> = c.figures.iter().map(|(k, v)| format!("{k}={v}")).collect();
         let _ = write!(

@@ -1,0 +1,195 @@
+//! The presets against the real agents, installed from their registries into target/:
+//! `acp-patch smoke` on the agent's folder with nothing else said detects the agent and runs
+//! it the preset's way; each test asserts the exact checks that pass and fail.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use crate::smoke::{Run, assert_group_gone, smoke};
+use crate::support::*;
+
+/// The Claude adapter's package folder (scripts/provision/claude-agent-acp.sh, run by
+/// scripts/test.sh; run here too when the variable is unset, it is a no-op once cached).
+fn claude_agent_acp() -> PathBuf {
+    if let Some(p) = std::env::var_os("ACP_PATCH_TEST_CLAUDE_ACP") {
+        return PathBuf::from(p);
+    }
+    let out = Command::new("bash")
+        .arg(repo().join("scripts/provision/claude-agent-acp.sh"))
+        .output()
+        .expect("run the provisioning script");
+    assert!(
+        out.status.success(),
+        "provisioning failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    PathBuf::from(String::from_utf8_lossy(&out.stdout).trim())
+}
+
+/// One smoke run of a Claude adapter tree with its preset: `failing` is the exact set of
+/// failing checks. (A patched tree is one more call: `claude_case(&patched, &[], &[])`.)
+pub(crate) fn claude_case(tree: &Path, extra: &[&str], failing: &[&str]) -> Run {
+    let r = smoke(tree, extra);
+    assert_eq!(
+        r.code,
+        if failing.is_empty() { 0 } else { 1 },
+        "{}\n{}",
+        r.stdout,
+        r.stderr
+    );
+    r.assert_failing(failing);
+    assert_eq!(
+        r.report["preset"]["name"], "claude-agent-acp",
+        "{}",
+        r.stdout
+    );
+    // its Claude Code spoke Anthropic Messages to the scripted LLM, and only that (its
+    // start-up probe `HEAD /` is answered 404 and listed)
+    for q in r.report["llm_requests"].as_array().unwrap() {
+        let known = q["path"] == "/v1/messages" && q["status"] == 200;
+        let probe = q["method"] == "HEAD" && q["path"] == "/";
+        assert!(known || probe, "unexpected request {q}");
+    }
+    assert_group_gone(&r);
+    r
+}
+
+#[test]
+fn claude_agent_acp_0_23_1_unpatched_full_turn_with_a_tool_call() {
+    let tree = claude_agent_acp();
+    let version: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(tree.join("package.json")).unwrap()).unwrap();
+    assert_eq!(version["version"], "0.23.1");
+    // nothing but the folder: the preset is detected from its package.json
+    let r = claude_case(
+        &tree,
+        &[],
+        &[
+            "think_card",
+            "heartbeat",
+            "complete",
+            "one_thought_block",
+            "gap_card",
+        ],
+    );
+    assert_eq!(
+        r.report["preset"]["why"],
+        "detected: package.json names @zed-industries/claude-agent-acp"
+    );
+    let turn: Vec<&serde_json::Value> = r.report["llm_requests"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|q| q["path"] == "/v1/messages")
+        .collect();
+    assert_eq!(turn.len(), 2, "{}", r.stdout);
+    assert_eq!(turn[0]["kind"], "turn");
+    assert_eq!(turn[0]["auth"], "x-api-key");
+    assert_eq!(turn[0]["answer"], "reasoning + tool call Read");
+    assert_eq!(turn[1]["kind"], "after_tool");
+    assert_eq!(turn[1]["carries_seed"], true);
+    // Claude Code's Read ran on the workspace file and showed as a block
+    let t = &r.report["transcript"];
+    let read = t["tool_calls"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["id"] == "toolu_smoke_1")
+        .unwrap_or_else(|| panic!("no Read tool call: {t}"));
+    assert_eq!(read["kind"], "read");
+    assert_eq!(read["status"], "completed");
+    assert!(
+        read["content_preview"]
+            .as_str()
+            .unwrap()
+            .contains("Token: acp-smoke-")
+    );
+    assert_eq!(t["message_text"], "Here is the answer: 42.");
+    let gap = r.check("gap_card")["summary"].as_str().unwrap();
+    assert!(gap.contains("no think card in the"), "{gap}");
+    if r.report["network"]
+        .as_str()
+        .unwrap()
+        .contains("only loopback")
+    {
+        eprintln!("claude-agent-acp ran in a loopback-only network namespace");
+    }
+}
+
+#[test]
+fn claude_agent_acp_0_23_1_unpatched_cancel_and_two_sessions() {
+    let tree = claude_agent_acp();
+    let r = claude_case(
+        &tree,
+        &["--cancel-after", "800"],
+        &["think_card", "heartbeat", "complete"],
+    );
+    assert_eq!(r.report["stop_reason"], "cancelled");
+    let r = claude_case(
+        &tree,
+        &["--sessions", "2", "--no-tool-call"],
+        &["think_card", "heartbeat", "complete", "one_thought_block"],
+    );
+    assert!(r.passed("sessions_isolated"));
+    for s in r.report["sessions"].as_array().unwrap() {
+        let n = s["number"].as_u64().unwrap();
+        assert_eq!(
+            s["transcript"]["message_text"],
+            format!("Here is the answer: 42. [session {n}]")
+        );
+    }
+}
+
+/// Hermes Agent 0.19.0's tree (the wheel, unpacked) and its venv from PyPI.
+fn hermes_0_19_0() -> (PathBuf, PathBuf) {
+    (
+        crate::python::hermes("0.19.0"),
+        crate::smoke_python::hermes_venv("0.19.0"),
+    )
+}
+
+#[test]
+fn hermes_0_19_0_preset_unpatched_then_patched() {
+    let (src, python) = hermes_0_19_0();
+    // Hermes 0.19.0 shows its read_file call (`tool_call`, pending) but never completes it
+    // over ACP: its step callback's completion does not reach the client. So the tool-call
+    // checks fail patched or not, and the gap after the call cannot be judged.
+    let hermes_own = ["well_formed_tool_calls", "tool_lifecycle", "gap_card"];
+    let dir = copy_tree(&src);
+    let r = smoke(dir.path(), &["--python", path_str(&python)]);
+    assert_eq!(r.code, 1, "{}\n{}", r.stdout, r.stderr);
+    let mut failing = vec!["think_card", "heartbeat", "complete", "one_thought_block"];
+    failing.extend(hermes_own);
+    r.assert_failing(&failing);
+    assert_eq!(r.report["preset"]["name"], "hermes");
+    assert!(
+        r.report["preset"]["why"]
+            .as_str()
+            .unwrap()
+            .contains("acp_adapter/__main__.py"),
+        "{}",
+        r.report["preset"]
+    );
+    let turn = r.report["llm_requests"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|q| q["kind"] == "after_tool")
+        .count();
+    assert_eq!(turn, 1, "{}", r.stdout);
+    assert_group_gone(&r);
+
+    let dir = copy_tree(&src);
+    let apply = acp_patch(&["apply", path_str(dir.path())], None);
+    assert_eq!(apply.code, 0, "{}", apply.stderr);
+    // main's Hermes patch opens the card at the top of its worker, 100-500 ms after the
+    // prompt on a busy 2-core machine; issue 8 moves it to the prompt handler's entry (then the
+    // default 250 ms limit applies here too)
+    let r = smoke(
+        dir.path(),
+        &["--python", path_str(&python), "--think-card-max-ms", "1000"],
+    );
+    assert_eq!(r.code, 1, "{}\n{}", r.stdout, r.stderr);
+    r.assert_failing(&hermes_own);
+    assert_group_gone(&r);
+}
