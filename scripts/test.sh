@@ -39,6 +39,8 @@ export ACP_PATCH_TEST_TS="$PWD/$ts_root"
 # Real agents for the smoke presets, from their registries into target/ (cached by lock hash).
 ACP_PATCH_TEST_CLAUDE_ACP=$(scripts/provision/claude-agent-acp.sh)
 export ACP_PATCH_TEST_CLAUDE_ACP
+# pi-acp with its pi and the Node pi needs (x86_64 only: elsewhere the preset test skips)
+scripts/provision/pi-acp.sh >/dev/null || echo "pi-acp not provisioned: its preset test will skip" >&2
 
 # Headless Chromium (Debian's package) for the test that opens the HTML report in a browser;
 # installed only when missing and only where apt-get can (as root). Without it that test says
