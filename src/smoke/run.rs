@@ -249,10 +249,14 @@ async fn drive(
                 } else {
                     Some(after_tool.iter().any(|q| q.carries_seed == Some(true)))
                 },
-                not_asked: mine
-                    .iter()
-                    .find(|q| q.answer.contains("does not offer"))
-                    .map(|q| q.answer.clone()),
+                tool_result: after_tool.iter().find_map(|q| q.tool_result.clone()),
+                not_asked: if mine.iter().any(|q| q.answer.contains("tool call")) {
+                    None
+                } else {
+                    mine.iter()
+                        .find(|q| q.answer.contains("does not offer"))
+                        .map(|q| q.answer.clone())
+                },
             }
         });
         let ctx = CheckContext {

@@ -303,3 +303,97 @@ fn pi_acp_0_0_34_with_pi_0_87_1_unpatched_then_patched() {
         r.fig("think_card", "latency_ms")
     );
 }
+
+/// mistral-vibe 3.0.3's tree: its wheel from PyPI (the wheel is the source), unpacked once
+/// under target/ with its dist-info (whose METADATA names the package).
+fn mistral_vibe_3_0_3() -> PathBuf {
+    let cache = repo().join("target/agents/mistral-vibe-src/3.0.3");
+    let tree = cache.join("tree");
+    if tree.join("vibe/acp/entrypoint.py").is_file() {
+        return tree;
+    }
+    let _ = std::fs::remove_dir_all(&cache);
+    let wheels = cache.join("wheels");
+    let ok = Command::new("python3")
+        .args([
+            "-m",
+            "pip",
+            "download",
+            "-q",
+            "--disable-pip-version-check",
+            "--no-deps",
+        ])
+        .args([
+            "--python-version",
+            "3.12",
+            "--only-binary=:all:",
+            "mistral-vibe==3.0.3",
+            "-d",
+        ])
+        .arg(&wheels)
+        .status()
+        .unwrap()
+        .success();
+    assert!(ok, "pip download mistral-vibe==3.0.3 failed");
+    let wheel = std::fs::read_dir(&wheels)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| p.extension().is_some_and(|x| x == "whl"))
+        .expect("a wheel");
+    let partial = cache.join("tree.partial");
+    let ok = Command::new("python3")
+        .args(["-m", "zipfile", "-e"])
+        .arg(&wheel)
+        .arg(&partial)
+        .status()
+        .unwrap()
+        .success();
+    assert!(ok, "unzip failed");
+    std::fs::rename(&partial, &tree).unwrap();
+    tree
+}
+
+#[test]
+fn mistral_vibe_3_0_3_preset_unpatched() {
+    // the venv (Python 3.12, mistral-vibe's pinned dependencies) comes from the Python
+    // helper's provisioning; ACP_PATCH_TEST_VIBE_PYTHON points at its interpreter
+    let Some(python) = std::env::var_os("ACP_PATCH_TEST_VIBE_PYTHON").map(PathBuf::from) else {
+        eprintln!(
+            "skipped: ACP_PATCH_TEST_VIBE_PYTHON (a Python with mistral-vibe 3.0.3) is unset"
+        );
+        return;
+    };
+    let dir = copy_tree(&mistral_vibe_3_0_3());
+    let r = smoke(dir.path(), &["--python", path_str(&python)]);
+    assert_eq!(r.code, 1, "{}\n{}", r.stdout, r.stderr);
+    r.assert_failing(&[
+        "think_card",
+        "heartbeat",
+        "complete",
+        "one_thought_block",
+        "gap_card",
+    ]);
+    assert_eq!(r.report["preset"]["name"], "mistral-vibe");
+    assert!(
+        r.report["preset"]["why"]
+            .as_str()
+            .unwrap()
+            .contains("METADATA names mistral-vibe")
+    );
+    let after_tool: Vec<&serde_json::Value> = r.report["llm_requests"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|q| q["kind"] == "after_tool")
+        .collect();
+    assert_eq!(after_tool.len(), 1, "{}", r.stdout);
+    assert_eq!(after_tool[0]["carries_seed"], true);
+    assert!(
+        r.report["transcript"]["message_text"]
+            .as_str()
+            .unwrap()
+            .contains("Here is the answer: 42.")
+    );
+    assert_group_gone(&r);
+}

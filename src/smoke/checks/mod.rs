@@ -100,6 +100,8 @@ pub struct ToolExpectation {
     /// Whether a model call of the session carried a tool result with the workspace
     /// file's token (`None`: no model call carried a tool result).
     pub result_carries_seed: Option<bool>,
+    /// What the tool returned to the model (the start of it), when it did.
+    pub tool_result: Option<String>,
     /// Why the model never asked for the tool (e.g. not offered), when it did not.
     pub not_asked: Option<String>,
 }

@@ -116,6 +116,12 @@ pub fn well_formed_tool_calls(ups: &[Update]) -> Check {
 pub fn tool_lifecycle(ups: &[Update], tool: &ToolExpectation) -> Check {
     let t = Transcript::from_updates(ups);
     let real: Vec<_> = t.tool_calls.iter().filter(|c| c.kind != "think").collect();
+    let returned = |c: Check| match &tool.tool_result {
+        Some(r) if tool.result_carries_seed != Some(true) => {
+            c.ev(format!("the tool result the model got: {r:?}"))
+        }
+        _ => c,
+    };
     if real.is_empty() {
         let mut c = Check::new(
             TOOL_LIFECYCLE,
@@ -129,7 +135,7 @@ pub fn tool_lifecycle(ups: &[Update], tool: &ToolExpectation) -> Check {
         if let Some(why) = &tool.not_asked {
             c = c.ev(why.clone());
         }
-        return c;
+        return returned(c);
     }
     let mut problems: Vec<String> = Vec::new();
     let mut lines: Vec<String> = Vec::new();
@@ -187,7 +193,7 @@ pub fn tool_lifecycle(ups: &[Update], tool: &ToolExpectation) -> Check {
     for l in lines.into_iter().take(5) {
         c = c.ev(l);
     }
-    c
+    returned(c)
 }
 
 fn is_tool_update(u: &Update) -> bool {

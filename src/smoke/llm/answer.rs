@@ -163,6 +163,9 @@ pub struct Ids {
     pub n: u64,
     /// Unix seconds.
     pub created: u64,
+    /// The request asked for token usage at the end of the stream (chat's
+    /// `stream_options.include_usage`).
+    pub include_usage: bool,
 }
 
 /// What a request says about itself, read the dialect's way.
@@ -176,6 +179,29 @@ pub struct RequestFacts {
     pub tools: Vec<String>,
     /// Tool results in the history (role `tool`, `function_call_output`, `tool_result`).
     pub tool_results: usize,
+    /// Chat's `stream_options.include_usage`.
+    pub include_usage: bool,
+    /// The text of the last tool result in the history.
+    pub last_tool_result: Option<String>,
+}
+
+/// The text of a tool result's content: a string, or the text of its blocks.
+pub fn result_text(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.clone(),
+        Value::Array(a) => a
+            .iter()
+            .map(|b| {
+                b.get("text")
+                    .and_then(Value::as_str)
+                    .map(str::to_string)
+                    .unwrap_or_else(|| result_text(b))
+            })
+            .collect::<Vec<_>>()
+            .join(""),
+        Value::Null => String::new(),
+        other => other.to_string(),
+    }
 }
 
 /// Whether any string in the JSON value contains `needle`.

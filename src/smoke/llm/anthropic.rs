@@ -5,7 +5,7 @@
 
 use serde_json::{Value, json};
 
-use super::answer::{Answer, Block, Ids, RequestFacts, Stream, rough_tokens};
+use super::answer::{Answer, Block, Ids, RequestFacts, Stream, result_text, rough_tokens};
 use super::http::sse_event;
 
 pub const NAME: &str = "anthropic-messages";
@@ -41,6 +41,14 @@ pub fn facts(body: &Value) -> RequestFacts {
                     .count()
             })
             .unwrap_or(0),
+        include_usage: false,
+        last_tool_result: messages.and_then(|m| {
+            m.iter()
+                .filter_map(|x| x.get("content").and_then(Value::as_array))
+                .flatten()
+                .rfind(|b| b.get("type").and_then(Value::as_str) == Some("tool_result"))
+                .map(|b| result_text(b.get("content").unwrap_or(&Value::Null)))
+        }),
     }
 }
 

@@ -201,6 +201,8 @@ pub struct LlmRequest {
     pub auth: Option<String>,
     /// Whether the request's tool result carries the workspace file's token.
     pub carries_seed: Option<bool>,
+    /// The start of the last tool result the request carries (what the tool returned).
+    pub tool_result: Option<String>,
     /// Milliseconds since the server's epoch (converted to prompt time in the report).
     pub t_ms: f64,
     /// When the answer was complete (or the client went away).
@@ -530,6 +532,7 @@ async fn serve(
         answer: String::new(),
         auth: auth_of(&req),
         carries_seed: None,
+        tool_result: None,
         t_ms,
         done_ms: None,
         closed_early: false,
@@ -568,6 +571,10 @@ async fn serve(
     {
         entry.carries_seed = Some(answer::any_string_contains(&body, token));
     }
+    entry.tool_result = facts
+        .last_tool_result
+        .as_deref()
+        .map(|t| super::wire::truncate(t, 300));
     let err = reply.error.clone();
     entry.answer = match (&err, facts.stream) {
         (Some(e), true) if e.mid_stream => {
@@ -586,6 +593,7 @@ async fn serve(
     let ids = Ids {
         n,
         created: now_unix(),
+        include_usage: facts.include_usage,
     };
     if let Some(e) = &err
         && !(facts.stream && e.mid_stream)

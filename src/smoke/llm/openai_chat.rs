@@ -4,7 +4,7 @@
 
 use serde_json::{Value, json};
 
-use super::answer::{Answer, Ids, Part, RequestFacts, Stream};
+use super::answer::{Answer, Ids, Part, RequestFacts, Stream, result_text, rough_tokens};
 use super::http::sse_data;
 
 pub const NAME: &str = "openai-chat";
@@ -49,6 +49,16 @@ pub fn facts(body: &Value) -> RequestFacts {
                     .count()
             })
             .unwrap_or(0),
+        include_usage: body
+            .pointer("/stream_options/include_usage")
+            .and_then(Value::as_bool)
+            .unwrap_or(false),
+        last_tool_result: messages.and_then(|m| {
+            m.iter()
+                .rev()
+                .find(|x| x.get("role").and_then(Value::as_str) == Some("tool"))
+                .map(|x| result_text(x.get("content").unwrap_or(&Value::Null)))
+        }),
     }
 }
 
@@ -101,6 +111,13 @@ pub fn stream(a: &Answer, ids: &Ids) -> Stream {
         s.push_delta(sse_data(&chunk(d, None)));
     }
     s.close(sse_data(&chunk(json!({}), Some(finish(a)))));
+    if ids.include_usage {
+        // as OpenAI sends it: a last chunk with no choices
+        s.close(sse_data(
+            &json!({"id": id, "object": "chat.completion.chunk", "created": ids.created,
+            "model": a.model, "choices": [], "usage": usage(a)}),
+        ));
+    }
     s.close("data: [DONE]\n\n".to_string());
     s
 }
@@ -137,8 +154,13 @@ pub fn body(a: &Answer, ids: &Ids) -> Value {
     json!({
         "id": id(ids), "object": "chat.completion", "created": ids.created, "model": a.model,
         "choices": [{"index": 0, "message": message, "finish_reason": finish(a)}],
-        "usage": {"prompt_tokens": 10, "completion_tokens": 10, "total_tokens": 20}
+        "usage": usage(a)
     })
+}
+
+fn usage(a: &Answer) -> Value {
+    let out = rough_tokens(&(a.reasoning_text() + &a.text()));
+    json!({"prompt_tokens": 10, "completion_tokens": out, "total_tokens": 10 + out})
 }
 
 pub fn error_body(status: u16, message: &str) -> Value {

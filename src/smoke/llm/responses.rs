@@ -5,7 +5,7 @@
 
 use serde_json::{Value, json};
 
-use super::answer::{Answer, Block, Ids, RequestFacts, Stream, rough_tokens};
+use super::answer::{Answer, Block, Ids, RequestFacts, Stream, result_text, rough_tokens};
 use super::http::sse_event;
 
 pub const NAME: &str = "openai-responses";
@@ -49,6 +49,18 @@ pub fn facts(body: &Value) -> RequestFacts {
                     .count()
             })
             .unwrap_or(0),
+        include_usage: false,
+        last_tool_result: items.and_then(|m| {
+            m.iter()
+                .rev()
+                .find(|x| {
+                    matches!(
+                        x.get("type").and_then(Value::as_str),
+                        Some("function_call_output") | Some("custom_tool_call_output")
+                    )
+                })
+                .map(|x| result_text(x.get("output").unwrap_or(&Value::Null)))
+        }),
     }
 }
 

@@ -122,6 +122,26 @@ async fn chat_streaming_sse_framing_is_exact() {
 }
 
 #[tokio::test]
+async fn chat_usage_chunk_when_asked() {
+    let srv = server(fast()).await;
+    let (_, body) = raw_request(
+        srv.port(),
+        post(r#"{"stream":true,"stream_options":{"include_usage":true},"messages":[{"role":"user","content":"hi"}]}"#),
+    )
+    .await;
+    let evs = events(&body);
+    let last = json_of(&evs[evs.len() - 2].1);
+    assert_eq!(last["choices"], json!([]));
+    assert!(last["usage"]["completion_tokens"].as_u64().unwrap() > 0);
+    let (_, body) = raw_request(
+        srv.port(),
+        post(r#"{"stream":true,"messages":[{"role":"user","content":"hi"}]}"#),
+    )
+    .await;
+    assert!(!body.contains("\"usage\""));
+}
+
+#[tokio::test]
 async fn chat_non_streaming_is_one_completion() {
     let srv = server(fast()).await;
     let (head, body) = raw_request(
@@ -616,7 +636,11 @@ fn the_wait_comes_before_the_first_content_not_before_the_framing() {
         &RequestFacts::default(),
     )
     .answer;
-    let ids = Ids { n: 1, created: 0 };
+    let ids = Ids {
+        n: 1,
+        created: 0,
+        include_usage: false,
+    };
     for (d, first_content) in [
         (Dialect::Anthropic, "event: content_block_start"),
         (Dialect::Responses, "event: response.output_item.added"),
