@@ -59,7 +59,8 @@ pub struct SmokeArgs {
     /// Heartbeat interval given to the agent as <PREFIX>_HEARTBEAT_S [default: 1].
     #[arg(long, value_name = "SECONDS")]
     pub heartbeat_s: Option<f64>,
-    /// Silence after a tool call before a new card, given as <PREFIX>_THINK_GAP_MS [default: 500].
+    /// Silence after a tool call before a new card, given as <PREFIX>_THINK_GAP_MS [default: 500;
+    /// 0 turns gap cards off, and the gap_card check with them].
     #[arg(long, value_name = "MS")]
     pub gap_ms: Option<f64>,
     /// Prefix of the agent's env vars [default: ACP, or env_prefix in acp-patch.toml].

@@ -155,7 +155,10 @@ pub fn run_session(lines: &[RawLine], ctx: &CheckContext) -> Vec<Check> {
         && ctx.cancel_at_ms.is_none()
     {
         out.push(tool_lifecycle(&ups, tool));
-        out.push(gap_card(lines, &frame, &ups, ctx));
+        // gap_ms = 0 turns the agent's gap cards off: then there is nothing to judge
+        if ctx.gap_ms > 0.0 {
+            out.push(gap_card(lines, &frame, &ups, ctx));
+        }
     }
     if let Some(at) = ctx.cancel_at_ms {
         out.push(cards_closed_on_cancel(lines, &frame, at));

@@ -46,7 +46,11 @@ pub fn sessions_isolated(lines: &[RawLine], sessions: &[SessionText]) -> Check {
         let (Some(sid), Some(id)) = (sid, u.tool_call_id()) else {
             continue;
         };
-        if u.tag != "tool_call_update" || started.get(sid).is_some_and(|s| s.contains(id)) {
+        // (an update naming a session the run never opened is reported above)
+        if u.tag != "tool_call_update"
+            || !known.contains(sid.as_str())
+            || started.get(sid).is_some_and(|s| s.contains(id))
+        {
             continue;
         }
         if let Some((other, _)) = started
@@ -66,9 +70,9 @@ pub fn sessions_isolated(lines: &[RawLine], sessions: &[SessionText]) -> Check {
             }
             if !text.contains(&session_tag(s.number)) {
                 problems.push(format!(
-                    "session {}'s {what} lacks its tag{:?}",
+                    "session {}'s {what} lacks its tag {:?}",
                     s.number,
-                    session_tag(s.number)
+                    session_tag(s.number).trim()
                 ));
             }
             for o in sessions.iter().filter(|o| o.number != s.number) {
