@@ -207,6 +207,24 @@ pub(crate) fn smoke_env(dir: &Path, extra: &[&str], env: &[(&str, &str)]) -> Run
     }
 }
 
+/// One `[[smoke]]` run of a fixture case (`case.toml`: `args`, `unpatched_fails` /
+/// `patched_fails`): `acp-patch smoke DIR ARGS...`, then the exit code (0 or 1), the exact set
+/// of failing checks, the agent's tree byte-identical and its process group gone.
+pub(crate) fn smoke_case(dir: &Path, args: &[&str], failing: &[&str]) -> Run {
+    let r = smoke(dir, args);
+    assert_eq!(
+        r.code,
+        if failing.is_empty() { 0 } else { 1 },
+        "smoke {} {args:?}\n{}\n{}",
+        dir.display(),
+        r.stdout,
+        r.stderr
+    );
+    r.assert_failing(failing);
+    assert_group_gone(&r);
+    r
+}
+
 /// Live (non-zombie) processes in the process group.
 fn live_in_group(pgid: i32) -> Vec<String> {
     let mut live = Vec::new();
@@ -270,11 +288,12 @@ fn well_behaved_agent_passes_everything() {
 
 #[test]
 fn unpatched_agent_misses_the_card_and_splits_its_thoughts() {
-    let r = smoke(&fixtures().join("unpatched"), &[]);
-    assert_eq!(r.code, 1, "{}", r.stdout);
-    r.assert_failing(&["think_card", "heartbeat", "complete", "one_thought_block"]);
+    let r = smoke_case(
+        &fixtures().join("unpatched"),
+        &[],
+        &["think_card", "heartbeat", "complete", "one_thought_block"],
+    );
     assert_eq!(r.fig("one_thought_block", "thought_after_message"), 1.0);
-    assert_group_gone(&r);
 }
 
 #[test]

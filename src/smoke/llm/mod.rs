@@ -598,7 +598,10 @@ async fn serve(
     if let Some(e) = &err
         && !(facts.stream && e.mid_stream)
     {
-        tokio::time::sleep(reply.wait).await;
+        if pause(&mut sock, reply.wait).await.is_err() {
+            log.done(true);
+            return Ok(());
+        }
         let r = http::write_json(
             &mut sock,
             e.status,
@@ -609,7 +612,10 @@ async fn serve(
         return r;
     }
     if !facts.stream {
-        tokio::time::sleep(reply.wait).await;
+        if pause(&mut sock, reply.wait).await.is_err() {
+            log.done(true);
+            return Ok(());
+        }
         let r = http::write_json(&mut sock, 200, &dialect.body(&reply.answer, &ids)).await;
         log.done(r.is_err());
         return r;
@@ -626,14 +632,14 @@ async fn serve(
         for f in &stream.frames {
             match f.pause {
                 Pause::None => {}
-                Pause::Wait => tokio::time::sleep(reply.wait).await,
-                Pause::Chunk => tokio::time::sleep(chunk).await,
+                Pause::Wait => pause(&mut sock, reply.wait).await?,
+                Pause::Chunk => pause(&mut sock, chunk).await?,
             }
             sock.write_all(f.text.as_bytes()).await?;
             sock.flush().await?;
         }
         if !stream.frames.iter().any(|f| f.pause == Pause::Wait) {
-            tokio::time::sleep(reply.wait).await;
+            pause(&mut sock, reply.wait).await?;
         }
         match &err {
             Some(e) => {
@@ -653,6 +659,27 @@ async fn serve(
     .await;
     log.done(result.is_err());
     result
+}
+
+/// Waits, unless the client hangs up first (a cancelled turn abandons its model call): then
+/// an error, so the log says when it went away.
+async fn pause(sock: &mut TcpStream, d: Duration) -> std::io::Result<()> {
+    let hangup = async {
+        let mut buf = [0u8; 1024];
+        loop {
+            match tokio::io::AsyncReadExt::read(sock, &mut buf).await {
+                Ok(0) | Err(_) => return,
+                Ok(_) => {} // nothing more is expected on this connection: drop it
+            }
+        }
+    };
+    tokio::select! {
+        _ = tokio::time::sleep(d) => Ok(()),
+        _ = hangup => Err(std::io::Error::new(
+            std::io::ErrorKind::ConnectionAborted,
+            "the client closed the connection",
+        )),
+    }
 }
 
 /// Routes that are not model calls: the model list, token counts, and the 404.

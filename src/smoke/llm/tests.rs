@@ -669,3 +669,22 @@ fn the_wait_comes_before_the_first_content_not_before_the_framing() {
         }
     }
 }
+
+#[tokio::test]
+async fn a_client_that_hangs_up_during_the_wait_is_logged_at_once() {
+    let srv = server(Script {
+        delay_s: 5.0,
+        ..fast()
+    })
+    .await;
+    let body = r#"{"stream":true,"messages":[{"role":"user","content":"hi"}]}"#;
+    let mut s = TcpStream::connect(("127.0.0.1", srv.port())).await.unwrap();
+    s.write_all(post(body).as_bytes()).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    drop(s);
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let r = &srv.requests()[0];
+    assert!(r.closed_early, "{r:?}");
+    let gone = r.done_ms.unwrap() - r.t_ms;
+    assert!(gone < 1000.0, "{gone}");
+}
