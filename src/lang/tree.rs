@@ -29,14 +29,29 @@ pub fn named_children(node: Node) -> Vec<Node> {
         .collect()
 }
 
-/// Pre-order walk; `f` returns whether to descend into the node.
+/// Pre-order walk; `f` returns whether to descend into the node. Iterative (one tree
+/// cursor, no recursion), so a deeply nested file cannot overflow the stack.
 pub fn walk<'t>(node: Node<'t>, f: &mut dyn FnMut(Node<'t>) -> bool) {
-    if !f(node) {
-        return;
-    }
     let mut cursor = node.walk();
-    for child in node.children(&mut cursor) {
-        walk(child, f);
+    let mut descend = f(node);
+    loop {
+        if descend && cursor.goto_first_child() {
+            descend = f(cursor.node());
+            continue;
+        }
+        // no (wanted) children: the next sibling, else climb until one has a next sibling
+        loop {
+            if cursor.node() == node {
+                return;
+            }
+            if cursor.goto_next_sibling() {
+                break;
+            }
+            if !cursor.goto_parent() {
+                return;
+            }
+        }
+        descend = f(cursor.node());
     }
 }
 
@@ -54,4 +69,54 @@ pub fn descendants<'t>(node: Node<'t>, kind: &str) -> Vec<Node<'t>> {
 
 pub fn text<'a>(node: Node, src: &'a str) -> &'a str {
     &src[node.byte_range()]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse_ts(src: &str) -> Tree {
+        let mut p = tree_sitter::Parser::new();
+        p.set_language(&tree_sitter_typescript::LANGUAGE_TYPESCRIPT.into())
+            .unwrap();
+        p.parse(src, None).unwrap()
+    }
+
+    #[test]
+    fn walk_visits_in_pre_order_and_honours_skips() {
+        let tree = parse_ts("f(a, g(b)); h(c);");
+        let mut seen = Vec::new();
+        walk(tree.root_node(), &mut |n| {
+            if n.is_named() {
+                seen.push(n.kind().to_string());
+            }
+            n.kind() != "arguments"
+        });
+        assert_eq!(
+            seen,
+            [
+                "program",
+                "expression_statement",
+                "call_expression",
+                "identifier",
+                "arguments",
+                "expression_statement",
+                "call_expression",
+                "identifier",
+                "arguments"
+            ]
+        );
+        // a walk of a subtree stays inside it
+        let first = tree.root_node().named_child(0).unwrap();
+        assert_eq!(descendants(first, "identifier").len(), 4);
+    }
+
+    #[test]
+    fn deep_nesting_does_not_overflow_the_stack() {
+        let n = 200_000;
+        let src = format!("x = {}{};", "[".repeat(n), "]".repeat(n));
+        let tree = parse_ts(&src);
+        assert!(descendants(tree.root_node(), "array").len() >= n);
+        assert!(first_error(&tree).is_none());
+    }
 }
