@@ -166,6 +166,86 @@ pub fn line_end_after(text: &str, offset: usize) -> usize {
     }
 }
 
+/// The offset of the first bracket (`(`, `[`, `{`) nested deeper than `limit` in C-like
+/// source (`//` and `/* */` comments, `"..."`, `r#"..."#` and `'x'` literals skipped), if
+/// any: a guard for recursive-descent parsers (syn), which overflow the stack on input
+/// nested thousands deep. Lexical, so it never recurses itself.
+pub fn nested_deeper_than(text: &str, limit: usize) -> Option<usize> {
+    let b = text.as_bytes();
+    let (mut i, mut depth) = (0usize, 0usize);
+    let skip_to = |from: usize, pat: &[u8]| -> usize {
+        b[from..]
+            .windows(pat.len())
+            .position(|w| w == pat)
+            .map_or(b.len(), |p| from + p + pat.len())
+    };
+    while i < b.len() {
+        match b[i] {
+            b'/' if b.get(i + 1) == Some(&b'/') => i = skip_to(i, b"\n"),
+            b'/' if b.get(i + 1) == Some(&b'*') => {
+                // block comments nest in Rust
+                let mut level = 0usize;
+                while i < b.len() {
+                    if b[i..].starts_with(b"/*") {
+                        level += 1;
+                        i += 2;
+                    } else if b[i..].starts_with(b"*/") {
+                        level -= 1;
+                        i += 2;
+                        if level == 0 {
+                            break;
+                        }
+                    } else {
+                        i += 1;
+                    }
+                }
+            }
+            b'r' if matches!(b.get(i + 1), Some(b'"' | b'#'))
+                && (i == 0 || !(b[i - 1].is_ascii_alphanumeric() || b[i - 1] == b'_')) =>
+            {
+                let hashes = b[i + 1..].iter().take_while(|c| **c == b'#').count();
+                if b.get(i + 1 + hashes) == Some(&b'"') {
+                    let mut close = vec![b'"'];
+                    close.extend(std::iter::repeat_n(b'#', hashes));
+                    i = skip_to(i + 2 + hashes, &close);
+                } else {
+                    i += 1;
+                }
+            }
+            b'"' => {
+                i += 1;
+                while i < b.len() && b[i] != b'"' {
+                    i += if b[i] == b'\\' { 2 } else { 1 };
+                }
+                i += 1;
+            }
+            b'\'' => {
+                // a char literal ('x', '\n', '\u{..}'); otherwise a lifetime
+                let len = if b.get(i + 1) == Some(&b'\\') {
+                    b[i + 2..].iter().position(|c| *c == b'\'').map(|p| p + 3)
+                } else {
+                    let ch = text[i + 1..].chars().next().map_or(1, char::len_utf8);
+                    (b.get(i + 1 + ch) == Some(&b'\'')).then_some(ch + 2)
+                };
+                i += len.unwrap_or(1);
+            }
+            b'(' | b'[' | b'{' => {
+                depth += 1;
+                if depth > limit {
+                    return Some(i);
+                }
+                i += 1;
+            }
+            b')' | b']' | b'}' => {
+                depth = depth.saturating_sub(1);
+                i += 1;
+            }
+            _ => i += 1,
+        }
+    }
+    None
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -183,5 +263,21 @@ mod tests {
         assert!(f.style.bom);
         assert_eq!(f.style.indent_unit, "  ");
         assert_eq!(f.original(), "\u{feff}class A:\n  def f(self):\n    pass\n");
+    }
+
+    #[test]
+    fn nesting_depth_skips_comments_strings_and_chars() {
+        let deep = format!("fn f() {{ {}1{} }}", "(".repeat(300), ")".repeat(300));
+        assert_eq!(nested_deeper_than(&deep, 256), Some(9 + 255));
+        assert_eq!(nested_deeper_than(&deep, 301), None);
+        let tricky = format!(
+            "// {a}\n/* /* {a} */ */ let s = \"{a}\\\"{a}\"; let r = r#\"{a}\"#; let c = '('; fn g<'a>(x: &'a u8) {{}}",
+            a = "(".repeat(50)
+        );
+        assert_eq!(nested_deeper_than(&tricky, 2), None);
+        assert_eq!(
+            nested_deeper_than(&tricky, 0),
+            Some(tricky.find("(x").unwrap())
+        );
     }
 }

@@ -35,7 +35,17 @@ impl ParsedSource for Parsed {
     }
 }
 
+/// Bracket nesting syn is given at most: it recurses per level and would overflow the
+/// stack on a file nested thousands deep (real code stays far below).
+const MAX_NESTING: usize = 256;
+
 fn parse(text: &str) -> std::result::Result<syn::File, (usize, String)> {
+    if let Some(at) = crate::source::nested_deeper_than(text, MAX_NESTING) {
+        return Err((
+            at,
+            format!("brackets nested more than {MAX_NESTING} deep; acp-patch does not parse it"),
+        ));
+    }
     syn::parse_file(text).map_err(|e| (e.span().byte_range().start.min(text.len()), e.to_string()))
 }
 
