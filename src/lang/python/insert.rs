@@ -388,9 +388,18 @@ impl<'a> Builder<'a> {
             .find(|(n, _)| n == "agent_progress_callback")
             .map(|(_, n)| line(*n));
         let params_node = def.node.child_by_field_name("parameters").expect("params");
+        // `**kwargs` ends a signature, typed (`**kwargs: Any`, a typed_parameter) or not:
+        // CPython rejects a parameter after it, though tree-sitter accepts one
+        let is_var_keyword = |p: &Node| {
+            p.kind() == "dictionary_splat_pattern"
+                || (p.kind() == "typed_parameter"
+                    && named_children(*p)
+                        .first()
+                        .is_some_and(|c| c.kind() == "dictionary_splat_pattern"))
+        };
         let Some(anchor) = named_children(params_node)
             .into_iter()
-            .rfind(|p| !matches!(p.kind(), "comment" | "dictionary_splat_pattern"))
+            .rfind(|p| p.kind() != "comment" && !is_var_keyword(p))
         else {
             return; // `def f():` has nothing to append after; hooks read the attribute with getattr
         };
