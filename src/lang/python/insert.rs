@@ -235,7 +235,7 @@ impl<'a> Builder<'a> {
             style.eol,
             style.eol
         );
-        let present = defined_at(f, defines);
+        let present = block_defined_at(f, &code, defines);
         self.push(checks, label, top.file, offset, text, present);
     }
 
@@ -262,7 +262,7 @@ impl<'a> Builder<'a> {
         } else {
             format!("{eol}{eol}{body}", eol = style.eol)
         };
-        let present = defined_at(f, defines);
+        let present = block_defined_at(f, &code, defines);
         self.push(checks, label, top.file, offset, text, present);
     }
 
@@ -463,6 +463,18 @@ impl<'a> Builder<'a> {
             present,
         );
     }
+}
+
+/// Where a module-level block already is: at any function it defines, not only at its
+/// first (`defines`). A block one of whose functions was renamed by hand is still there
+/// (verify reports the missing name); inserting it again would duplicate the others.
+fn block_defined_at(p: &Parsed, code: &str, defines: &str) -> Option<usize> {
+    defined_at(p, defines).or_else(|| {
+        super::defined_names(code)
+            .iter()
+            .filter_map(|name| defined_at(p, name))
+            .min()
+    })
 }
 
 /// The line of a top-level `def name` in a parsed file.
