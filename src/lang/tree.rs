@@ -23,9 +23,37 @@ pub fn first_error(tree: &Tree) -> Option<(usize, String)> {
     found.or(Some((0, "invalid syntax".into())))
 }
 
+/// One cursor pass: `named_child(i)` scans from the first child, so a loop of it (like
+/// one of `prev_sibling`) is quadratic in the number of children.
 pub fn named_children(node: Node) -> Vec<Node> {
-    (0..node.named_child_count())
-        .filter_map(|i| node.named_child(i as u32))
+    let mut cursor = node.walk();
+    node.named_children(&mut cursor).collect()
+}
+
+/// The siblings before `node` (named or not), nearest first, in one pass over the parent.
+pub fn preceding_siblings(node: Node) -> Vec<Node> {
+    let Some(parent) = node.parent() else {
+        return Vec::new();
+    };
+    let mut cursor = parent.walk();
+    let mut before: Vec<Node> = parent
+        .children(&mut cursor)
+        .take_while(|n| *n != node)
+        .collect();
+    before.reverse();
+    before
+}
+
+/// The siblings after `node` (named or not), nearest first, in one pass over the parent.
+pub fn following_siblings(node: Node) -> Vec<Node> {
+    let Some(parent) = node.parent() else {
+        return Vec::new();
+    };
+    let mut cursor = parent.walk();
+    parent
+        .children(&mut cursor)
+        .skip_while(|n| *n != node)
+        .skip(1)
         .collect()
 }
 

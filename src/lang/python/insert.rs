@@ -35,14 +35,16 @@ pub(super) fn find_marker<'t>(
 }
 
 fn prev_statements(stmt: Node<'_>) -> impl Iterator<Item = Node<'_>> {
-    std::iter::successors(stmt.prev_named_sibling(), |n| n.prev_named_sibling())
-        .filter(|n| n.kind() != "comment")
+    crate::lang::tree::preceding_siblings(stmt)
+        .into_iter()
+        .filter(|n| n.is_named() && n.kind() != "comment")
         .take(3)
 }
 
 pub(super) fn next_statements(stmt: Node<'_>) -> impl Iterator<Item = Node<'_>> {
-    std::iter::successors(stmt.next_named_sibling(), |n| n.next_named_sibling())
-        .filter(|n| n.kind() != "comment")
+    crate::lang::tree::following_siblings(stmt)
+        .into_iter()
+        .filter(|n| n.is_named() && n.kind() != "comment")
         .take(4)
 }
 
@@ -129,13 +131,15 @@ impl<'a> Builder<'a> {
         let src = self.src(stmt.file);
         // Comments right above a statement describe it: new code goes above them.
         let mut first = stmt.node;
-        while let Some(c) = first.prev_sibling().filter(|c| {
-            c.kind() == "comment"
+        for c in crate::lang::tree::preceding_siblings(stmt.node) {
+            let describes = c.kind() == "comment"
                 && c.end_position().row + 1 == first.start_position().row
                 && src[line_start(src, c.start_byte())..c.start_byte()]
                     .trim()
-                    .is_empty()
-        }) {
+                    .is_empty();
+            if !describes {
+                break;
+            }
             first = c;
         }
         let start = line_start(src, first.start_byte());
