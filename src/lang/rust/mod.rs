@@ -175,6 +175,14 @@ impl Language for Rust {
         parts::plan(&a.files, &a.parts)
     }
 
+    fn build_check(
+        &self,
+        project: &Project,
+        dir: &std::path::Path,
+    ) -> Option<std::result::Result<std::process::Command, String>> {
+        Some(crate::compile::cargo_check_command(&project.root, dir))
+    }
+
     fn verify(&self, project: &Project) -> Result<Report> {
         let a = self.analyze(project)?;
         let naming = Naming {
