@@ -136,10 +136,14 @@ pub enum Error {
     Build { message: String },
 
     #[error(
-        "every piece is there, but verify fails:\n{}\n  apply only inserts what is missing; fix these by hand (or restore the files from git) and re-run (nothing was written)",
+        "{}, verify fails:\n{}\n  apply only inserts what is missing; fix these by hand (a piece renamed or edited?), or restore the files from git, and re-run (nothing was written)",
+        if *nothing_to_insert { "every piece is there, but" } else { "after the patch" },
         problems.iter().map(|p| format!("    {p}")).collect::<Vec<_>>().join("\n")
     )]
-    VerifyFails { problems: Vec<String> },
+    VerifyFails {
+        problems: Vec<String>,
+        nothing_to_insert: bool,
+    },
 
     #[error("{path}: already exists; `acp-patch init --dry-run` prints the pins to add by hand")]
     Exists { path: PathBuf },

@@ -162,7 +162,7 @@ fn main() -> ExitCode {
     // a big stack: parsers recurse, and a hostile file may nest deep
     let worker = std::thread::Builder::new()
         .name("acp-patch".into())
-        .stack_size(64 << 20)
+        .stack_size(16 << 20)
         .spawn(move || {
             set_mask(libc::SIG_UNBLOCK);
             run(&cli)

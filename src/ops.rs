@@ -126,8 +126,13 @@ fn in_agent(e: Error, lang: &dyn Language, several: bool) -> Error {
 }
 
 /// One language's plan, checked: every patched file still parses and compiles, none is
-/// written through a link, and a tree with nothing left to insert passes verify.
-fn plan_checked(lang: &dyn Language, project: &Project, notes: &mut Vec<String>) -> Result<Plan> {
+/// written through a link, and the tree as the plan leaves it passes verify.
+fn plan_checked(
+    lang: &dyn Language,
+    project: &Project,
+    opts: &Options,
+    notes: &mut Vec<String>,
+) -> Result<Plan> {
     let plan = lang.plan(project).map_err(|e| explain(e, project))?;
     for fp in &plan.files {
         if let Some(target) = project.symlink_target(&fp.file.rel) {
@@ -140,25 +145,73 @@ fn plan_checked(lang: &dyn Language, project: &Project, notes: &mut Vec<String>)
     check_parses(lang, &plan)?;
     let patched = patched_files(&plan);
     notes.extend(lang.compile_check(project, &patched)?.notes);
-    if plan.is_empty() {
-        let report = lang.verify(project)?;
-        if !report.ok() {
-            return Err(Error::VerifyFails {
-                problems: report
-                    .checks
-                    .iter()
-                    .filter(|c| c.status != Status::Ok)
-                    .map(|c| {
-                        format!("{} {:?}: {}", c.id, c.status, c.detail)
-                            .replace(" Malformed:", " malformed:")
-                            .replace(" Duplicated:", " duplicated:")
-                            .replace(" Missing:", " missing:")
-                    })
-                    .collect(),
-            });
-        }
+    // apply inserts what is missing; what it cannot mend (a piece renamed or edited by
+    // hand) must stop it, not be written around
+    let report = if plan.is_empty() {
+        lang.verify(project)?
+    } else {
+        verify_planned(lang, project, opts, &plan)?
+    };
+    if !report.ok() {
+        return Err(Error::VerifyFails {
+            nothing_to_insert: plan.is_empty(),
+            problems: report
+                .checks
+                .iter()
+                .filter(|c| c.status != Status::Ok)
+                .map(|c| format!("{} {}: {}", c.id, c.status.word(), c.detail))
+                .collect(),
+        });
     }
     Ok(plan)
+}
+
+/// Verify on the tree as the plan would leave it: the language's files (and the package
+/// manifests beside them) written to a temporary folder, patched, and read back there.
+fn verify_planned(
+    lang: &dyn Language,
+    project: &Project,
+    opts: &Options,
+    plan: &Plan,
+) -> Result<Report> {
+    let tmp = tempfile::Builder::new()
+        .prefix("acp-patch-verify-")
+        .tempdir()
+        .map_err(crate::error::io_err(std::env::temp_dir()))?;
+    let put = |rel: &str, bytes: &[u8]| -> Result<()> {
+        let dest = tmp.path().join(rel);
+        if let Some(dir) = dest.parent() {
+            std::fs::create_dir_all(dir).map_err(crate::error::io_err(dir))?;
+        }
+        std::fs::write(&dest, bytes).map_err(crate::error::io_err(&dest))
+    };
+    for f in project.files_with_extension(lang.extensions()) {
+        put(&f.rel, f.original().as_bytes())?;
+    }
+    for m in &project.manifests {
+        let rel = crate::source::rel_path(&project.root, m);
+        put(&rel, &std::fs::read(m).map_err(crate::error::io_err(m))?)?;
+    }
+    for fp in &plan.files {
+        if fp.delete {
+            let _ = std::fs::remove_file(tmp.path().join(&fp.file.rel));
+        } else {
+            put(&fp.file.rel, fp.file.to_disk(&fp.new_text()).as_bytes())?;
+        }
+    }
+    let config = opts.config.clone().or_else(|| {
+        let p = project.root.join(crate::config::FILE_NAME);
+        p.is_file().then_some(p)
+    });
+    let copy = Project::load(
+        tmp.path(),
+        &Options {
+            config,
+            env_prefix: Some(project.env_prefix.clone()),
+            templates: project.templates.override_dir.clone(),
+        },
+    )?;
+    lang.verify(&copy)
 }
 
 fn patched_files(plan: &Plan) -> Vec<crate::compile::Patched> {
@@ -189,7 +242,7 @@ pub fn apply(root: &Path, opts: &ApplyOptions) -> Result<ApplyOutcome> {
     let mut patched: Vec<(&dyn Language, Plan)> = Vec::new();
     let mut no_agent = None;
     for lang in &langs {
-        match plan_checked(*lang, &project, &mut notes) {
+        match plan_checked(*lang, &project, &opts.common, &mut notes) {
             Ok(p) => patched.push((*lang, p)),
             Err(e @ Error::NoAgent { .. }) if several => {
                 notes.push(format!(

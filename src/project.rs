@@ -39,7 +39,20 @@ pub struct Project {
     pub skipped: Vec<(String, String)>,
     /// Temporary files an interrupted apply left behind.
     pub leftovers: Vec<PathBuf>,
+    /// Package manifests and build configs (`Cargo.toml`, `package.json`, ...) a language may
+    /// read beside the sources, by path.
+    pub manifests: Vec<PathBuf>,
 }
+
+/// File names of package manifests and build configs (see [`Project::manifests`]).
+pub const MANIFESTS: &[&str] = &[
+    "Cargo.toml",
+    "Cargo.lock",
+    "package.json",
+    "tsconfig.json",
+    "pyproject.toml",
+    "setup.cfg",
+];
 
 /// Options shared by apply and verify.
 #[derive(Debug, Clone, Default)]
@@ -134,6 +147,7 @@ impl Project {
             symlinks: Vec::new(),
             skipped: Vec::new(),
             leftovers: Vec::new(),
+            manifests: Vec::new(),
         };
         read_sources(&mut project, limits)?;
         Ok(project)
@@ -215,6 +229,7 @@ fn check_templates_dir(dir: &Path, given_by: &str) -> Result<PathBuf> {
 #[derive(Default)]
 struct Found {
     sources: Mutex<Vec<(PathBuf, Option<PathBuf>)>>,
+    manifests: Mutex<Vec<PathBuf>>,
     skipped: Mutex<Vec<(String, String)>>,
     entries: AtomicUsize,
     bytes: AtomicU64,
@@ -274,6 +289,13 @@ fn read_sources(project: &mut Project, limits: Limits) -> Result<()> {
                 let Some(kind) = e.file_type() else {
                     return ignore::WalkState::Continue;
                 };
+                if kind.is_file() && MANIFESTS.contains(&e.file_name().to_string_lossy().as_ref()) {
+                    found
+                        .manifests
+                        .lock()
+                        .expect("no poison")
+                        .push(e.path().to_path_buf());
+                }
                 if kind.is_dir() || !has_extension(e.path(), &exts) {
                     return ignore::WalkState::Continue;
                 }
@@ -382,6 +404,8 @@ fn read_sources(project: &mut Project, limits: Limits) -> Result<()> {
             Err(bad) => project.not_utf8.push(bad),
         }
     }
+    project.manifests = found.manifests.into_inner().expect("no poison");
+    project.manifests.sort();
     project.skipped = found.skipped.into_inner().expect("no poison");
     project.skipped.sort();
     project.leftovers = std::mem::take(&mut *leftovers.lock().expect("no poison"));

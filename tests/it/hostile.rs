@@ -391,16 +391,17 @@ fn a_50_mb_file_and_a_2_mb_one_line_file_in_the_tree() {
 
 #[test]
 fn deep_nesting_typescript_file_does_not_overflow_the_stack() {
-    let dir = tree(PY);
-    let n = 100_000;
+    let dir = tree(TS);
+    let n = 200_000; // the walk must not recurse: a 16 MiB stack would not hold this
     let deep = format!(
         "// sessionUpdate\nexport const x = {}{};\n",
         "[".repeat(n),
         "]".repeat(n)
     );
-    std::fs::write(dir.path().join("deep.ts"), deep).unwrap();
+    std::fs::write(dir.path().join("src/deep.ts"), deep).unwrap();
     apply_case(dir.path(), &["--dry-run"], 0, &["would insert"]);
     apply_case(dir.path(), &[], 0, &["inserted"]);
+    verify_ok(dir.path());
 }
 
 #[test]
@@ -515,22 +516,28 @@ fn verify_reports_a_patched_file_cpython_rejects() {
 fn hand_renamed_hook_function_reapply_inserts_no_duplicates() {
     let dir = tree(PY);
     apply_case(dir.path(), &[], 0, &["inserted"]);
-    edit(dir.path(), AGENT, |t| {
-        t.replace("_acp_progress_heartbeat", "_acp_beat")
-    });
-    let ran = apply_case(
-        dir.path(),
-        &[],
-        1,
-        &[
-            "verify fails",
-            "lacks `_acp_progress_heartbeat`",
-            "fix these by hand",
-        ],
-    );
-    assert!(!ran.stderr.contains("nothing to do"), "{}", ran.stderr);
-    let text = std::fs::read_to_string(dir.path().join(AGENT)).unwrap();
-    assert_eq!(text.matches("def _acp_progress_complete(").count(), 1);
+    let patched = std::fs::read_to_string(dir.path().join(AGENT)).unwrap();
+    // each hook function renamed in turn (definition and calls): re-apply refuses, naming
+    // the missing function, instead of inserting the others again or calling the old name
+    for name in [
+        "_acp_progress_start",
+        "_acp_progress_heartbeat",
+        "_acp_progress_complete",
+    ] {
+        std::fs::write(
+            dir.path().join(AGENT),
+            patched.replace(name, "_renamed_by_hand"),
+        )
+        .unwrap();
+        let lacks = format!("lacks `{name}`");
+        let ran = apply_case(
+            dir.path(),
+            &[],
+            1,
+            &["verify fails", &lacks, "fix these by hand"],
+        );
+        assert!(!ran.stderr.contains("nothing to do"), "{}", ran.stderr);
+    }
 }
 
 // ---- links ------------------------------------------------------------------------------
@@ -715,7 +722,7 @@ fn apply_interrupted_by_a_signal_writes_nothing_and_leaves_no_temp_file() {
 #[test]
 fn file_saved_while_apply_runs_is_not_overwritten() {
     let dir = tree(PY);
-    let mut child = Command::new(env!("CARGO_BIN_EXE_acp-patch"))
+    let child = Command::new(env!("CARGO_BIN_EXE_acp-patch"))
         .args(["apply", path_str(dir.path())])
         .env("ACP_PATCH_FAILPOINT", "staged-sleep")
         .stderr(Stdio::piped())
