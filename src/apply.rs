@@ -87,7 +87,9 @@ pub fn lock_tree(root: &Path) -> Result<TreeLock> {
     let dir = std::fs::File::open(root).map_err(io_err(root))?;
     // SAFETY: flock on a file descriptor we own; no memory is shared.
     let rc = unsafe { libc::flock(dir.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
-    if rc != 0 {
+    // only "held by another" refuses; a file system without locks (some NFS) goes on
+    // unlocked, still guarded by the re-read before each rename
+    if rc != 0 && std::io::Error::last_os_error().raw_os_error() == Some(libc::EWOULDBLOCK) {
         return Err(Error::Locked {
             root: root.to_path_buf(),
         });

@@ -78,8 +78,8 @@ pub struct Limits {
 
 impl Limits {
     pub const DEFAULT: Limits = Limits {
-        max_entries: 200_000,
-        max_bytes: 512 << 20,
+        max_entries: 100_000,
+        max_bytes: 128 << 20,
         max_file_bytes: 16 << 20,
         max_depth: 64,
     };

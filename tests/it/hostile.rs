@@ -376,7 +376,7 @@ fn a_50_mb_file_and_a_2_mb_one_line_file_in_the_tree() {
         std::io::Write::write_all(&mut f, line.as_bytes()).unwrap();
     }
     drop(f);
-    let one_line = format!("DATA = [{}]\n", "1, ".repeat(700_000));
+    let one_line = format!("DATA = [\"acp\", {}]\n", "1, ".repeat(700_000)); // parsed: it says acp
     std::fs::write(dir.path().join("streamy/one_line.py"), one_line).unwrap();
     apply_case(
         dir.path(),
@@ -856,7 +856,7 @@ fn path_is_missing() {
 
 #[test]
 fn path_is_the_filesystem_root_refused_in_bounded_time() {
-    // the default limit (200,000 entries) holds on any machine; a lower one keeps the test
+    // the default limits (100,000 entries, 128 MiB of sources) hold on any machine; a lower one keeps the test
     // quick where / is small: either way the walk stops and says what to do
     for args in [
         &["apply", "--dry-run", "/"][..],
