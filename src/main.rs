@@ -172,6 +172,10 @@ fn main() -> ExitCode {
 }
 
 fn run(cli: &Cli) -> u8 {
+    if let Command::Smoke(args) = &cli.command {
+        // the smoke run prints its own report (a closed pipe there: see the panic hook)
+        return acp_patch::smoke::run_cli(args) as u8;
+    }
     let mut out = io::BufWriter::new(io::stdout().lock());
     let mut err = io::stderr();
     let mut streams = Streams {
@@ -182,7 +186,7 @@ fn run(cli: &Cli) -> u8 {
         Command::Apply(args) => run_apply(args, &mut streams),
         Command::Verify(args) => run_verify(args, &mut streams),
         Command::Init(args) => run_init(args, &mut streams),
-        Command::Smoke(args) => Ok(acp_patch::smoke::run_cli(args) as u8),
+        Command::Smoke(_) => unreachable!("run above"),
     };
     let result = result.and_then(|code| streams.out.flush().map(|_| code));
     match result {
