@@ -1,6 +1,7 @@
 //! The one integration-test binary: one module per area.
 
 mod cli;
+mod fixtures;
 mod hostile;
 mod python;
 mod python_templates;
