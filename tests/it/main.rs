@@ -1,6 +1,8 @@
 //! The one integration-test binary: one module per area.
 
+mod cli;
 mod fixtures;
+mod hostile;
 mod python;
 mod python_templates;
 mod rust_agents;
