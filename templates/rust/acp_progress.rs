@@ -9,7 +9,18 @@
 //! Env: `{{PREFIX}}_HEARTBEAT_S` (30), `{{PREFIX}}_HEARTBEAT_DISABLED`, `{{PREFIX}}_THINK_HOLD_MS`
 //! (200; 0 = the next tick), `{{PREFIX}}_THINK_GAP_MS` (500; 0 = no gap cards),
 //! `{{PREFIX}}_PROGRESS_DEBUG` (failed card sends on stderr). Nothing is ever written to stdout.
-#![allow(dead_code)]
+// generated code: the crate's own lint levels are not asked of it
+#![allow(
+    dead_code,
+    missing_docs,
+    unreachable_pub,
+    unused_qualifications,
+    clippy::all,
+    clippy::pedantic,
+    clippy::nursery,
+    clippy::restriction,
+    clippy::cargo
+)]
 
 use std::collections::{HashMap, VecDeque};
 use std::time::{Duration, Instant};

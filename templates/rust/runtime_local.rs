@@ -61,17 +61,11 @@ fn acp_spawn_interval(every: Duration, mut tick: impl FnMut() -> bool + 'static)
 
 /// Polls a send once: the SDK's notification future is ready at once (it queues the line).
 fn acp_poll_now<E: std::fmt::Debug>(future: impl std::future::Future<Output = Result<(), E>>) {
-    fn noop_raw() -> std::task::RawWaker {
-        fn clone(_: *const ()) -> std::task::RawWaker {
-            noop_raw()
-        }
-        fn noop(_: *const ()) {}
-        static VTABLE: std::task::RawWakerVTable =
-            std::task::RawWakerVTable::new(clone, noop, noop, noop);
-        std::task::RawWaker::new(std::ptr::null(), &VTABLE)
+    struct AcpNoWake;
+    impl std::task::Wake for AcpNoWake {
+        fn wake(self: std::sync::Arc<Self>) {}
     }
-    // SAFETY: the vtable's functions do nothing and never read the (null) data pointer.
-    let waker = unsafe { std::task::Waker::from_raw(noop_raw()) };
+    let waker = std::task::Waker::from(std::sync::Arc::new(AcpNoWake));
     let mut cx = std::task::Context::from_waker(&waker);
     let mut future = Box::pin(future);
     match future.as_mut().poll(&mut cx) {

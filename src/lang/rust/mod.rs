@@ -15,6 +15,7 @@ mod verify;
 use crate::error::{Candidate, Error, Location, Result};
 use crate::lang::Language;
 use crate::lang::parts::{self, Finding, Naming, ParsedSource, Part, parse_error};
+use syn::spanned::Spanned;
 use crate::plan::Plan;
 use crate::project::Project;
 use crate::report::Report;
@@ -413,6 +414,10 @@ fn locate(
             continue;
         }
         let (s, r) = scan::scan(&p.file.text, dialect.send_method());
+        let s = s
+            .into_iter()
+            .filter(|site| !own_method_call(c, dialect, i, site))
+            .collect();
         sends.push((i, s));
         responds.push((i, r));
     }
@@ -509,6 +514,57 @@ fn locate(
         turn_ends,
         escaping,
     })
+}
+
+/// Whether a call of the SDK's send method name calls the crate's own method of that name
+/// instead (`SessionClient::send_notification(&self, update: SessionUpdate)` in codex-acp):
+/// it takes a bare `SessionUpdate` (no SDK send does), or its receiver is of a type of the
+/// crate that defines such a method (`self` in that impl, a binding or field declared so).
+fn own_method_call(c: &Collected, dialect: Dialect, file: usize, site: &scan::SendSite) -> bool {
+    if dialect.local() {
+        return false; // the trait API's sends are `Client` trait calls: any `Client` takes them
+    }
+    if site.takes_update {
+        return true;
+    }
+    let method = dialect.send_method();
+    let own: Vec<&str> = c
+        .methods
+        .iter()
+        .filter(|(_, _, f)| f.sig.ident == method)
+        .map(|(_, ty, _)| ty.as_str())
+        .collect();
+    if own.is_empty() {
+        return false;
+    }
+    let names = |ty: &str| -> bool {
+        ty.split(|ch: char| !(ch.is_alphanumeric() || ch == '_'))
+            .any(|w| own.contains(&w))
+    };
+    let enclosing = c
+        .methods
+        .iter()
+        .filter(|(f, _, m)| *f == file && m.span().byte_range().contains(&site.dot))
+        .min_by_key(|(_, _, m)| m.span().byte_range().len())
+        .map(|(_, ty, _)| ty.as_str());
+    match &site.receiver {
+        scan::Receiver::SelfValue => enclosing.is_some_and(|ty| own.contains(&ty)),
+        scan::Receiver::SelfField(field) => enclosing.is_some_and(|ty| {
+            c.structs.iter().any(|(_, st)| {
+                st.ident == ty
+                    && st.fields.iter().any(|f| {
+                        f.ident.as_ref().is_some_and(|i| i == field)
+                            && names(&quote::ToTokens::to_token_stream(&f.ty).to_string())
+                    })
+            })
+        }),
+        scan::Receiver::Binding(name) => handlers::scopes_at(c, file, site.dot)
+            .iter()
+            .find_map(|s| s.bindings.iter().find(|b| b.name == *name))
+            .and_then(|b| b.ty.as_deref())
+            .is_some_and(names),
+        scan::Receiver::Other => false,
+    }
 }
 
 /// Whether the responder is used other than as the receiver of a method call (passed on,

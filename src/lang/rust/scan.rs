@@ -5,7 +5,8 @@
 
 use proc_macro2::{Delimiter, TokenStream, TokenTree};
 
-/// An SDK send of a session update.
+/// A call of the SDK's send method name: an SDK send of a session update unless the crate's
+/// own method of that name is meant (see `Receiver`, `takes_update`).
 #[derive(Debug, Clone)]
 pub struct SendSite {
     /// Byte offset of the `.` before the method name.
@@ -13,6 +14,62 @@ pub struct SendSite {
     pub line: usize,
     /// `.acp_progress()` already stands before it.
     pub wrapped: bool,
+    pub receiver: Receiver,
+    /// The argument is a bare `SessionUpdate::..`: no SDK send takes one (the crate's own
+    /// `send_notification(update)` helper does).
+    pub takes_update: bool,
+}
+
+/// What stands before the `.`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Receiver {
+    /// `self.send_notification(..)`
+    SelfValue,
+    /// `self.field.send_notification(..)`
+    SelfField(String),
+    /// `name.send_notification(..)`
+    Binding(String),
+    /// anything else (a call, an index, a tuple field)
+    Other,
+}
+
+fn receiver_of(tokens: &[TokenTree], dot: usize) -> Receiver {
+    let ident = |k: usize| match tokens.get(k) {
+        Some(TokenTree::Ident(i)) => Some(i.to_string()),
+        _ => None,
+    };
+    let Some(last) = dot.checked_sub(1).and_then(ident) else {
+        return Receiver::Other;
+    };
+    let dotted = |k: usize| k < tokens.len() && punct_is(&tokens[k], '.');
+    if dot >= 2 && dotted(dot - 2) {
+        if dot >= 3 && ident(dot - 3).as_deref() == Some("self") && !(dot >= 4 && dotted(dot - 4)) {
+            return Receiver::SelfField(last);
+        }
+        return Receiver::Other;
+    }
+    if last == "self" {
+        Receiver::SelfValue
+    } else {
+        Receiver::Binding(last)
+    }
+}
+
+/// Whether a call's argument starts with a path through `SessionUpdate::`.
+fn takes_update(args: &[TokenTree]) -> bool {
+    let mut prev_update = false;
+    for t in args {
+        match t {
+            TokenTree::Ident(i) => prev_update = i == "SessionUpdate",
+            TokenTree::Punct(p) if p.as_char() == ':' => {
+                if prev_update {
+                    return true;
+                }
+            }
+            _ => return false,
+        }
+    }
+    false
 }
 
 /// `<receiver>.respond*(<argument>)`.
@@ -170,10 +227,14 @@ fn walk(
                 && is_empty_paren(&tokens[i - 1])
                 && ident_is(&tokens[i - 2], "acp_progress")
                 && punct_is(&tokens[i - 3], '.');
+            // the receiver before `.acp_progress()` when already wrapped
+            let at = if wrapped { i - 3 } else { i };
             sends.push(SendSite {
                 dot: dot.byte_range().start,
                 line: dot.start().line,
                 wrapped,
+                receiver: receiver_of(&tokens, at),
+                takes_update: takes_update(&inner),
             });
         } else if RESPOND_METHODS.contains(&method.as_str()) {
             let Some(TokenTree::Ident(receiver)) = i.checked_sub(1).map(|k| &tokens[k]) else {
@@ -208,6 +269,21 @@ mod tests {
         assert!(!sends[0].wrapped);
         assert!(sends[1].wrapped);
         assert_eq!(&src[sends[0].dot..sends[0].dot + 18], ".send_notification");
+        assert_eq!(sends[0].receiver, Receiver::Binding("cx".into()));
+        assert_eq!(sends[1].receiver, Receiver::Binding("cx".into()));
+    }
+
+    #[test]
+    fn tells_the_crates_own_update_helper_by_its_argument_and_receiver() {
+        let src = "fn f() { self.client.send_notification(SessionUpdate::Plan(p)); self.send_notification(acp::SessionUpdate::Plan(p)); self.0.send_notification(n); x.y().send_notification(n) }";
+        let (sends, _) = scan(src, "send_notification");
+        assert_eq!(sends.len(), 4);
+        assert_eq!(sends[0].receiver, Receiver::SelfField("client".into()));
+        assert!(sends[0].takes_update && sends[1].takes_update);
+        assert_eq!(sends[1].receiver, Receiver::SelfValue);
+        assert_eq!(sends[2].receiver, Receiver::Other);
+        assert!(!sends[2].takes_update);
+        assert_eq!(sends[3].receiver, Receiver::Other);
     }
 
     #[test]
