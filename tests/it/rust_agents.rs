@@ -60,7 +60,7 @@ fn cases() -> Vec<Case> {
         })
         .collect();
     out.sort_by(|a, b| a.name.cmp(&b.name));
-    assert!(out.len() >= 15, "the Rust fixtures are missing");
+    assert!(out.len() >= 16, "the Rust fixtures are missing");
     out
 }
 
