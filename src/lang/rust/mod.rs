@@ -15,7 +15,6 @@ mod verify;
 use crate::error::{Candidate, Error, Location, Result};
 use crate::lang::Language;
 use crate::lang::parts::{self, Finding, Naming, ParsedSource, Part, parse_error};
-use syn::spanned::Spanned;
 use crate::plan::Plan;
 use crate::project::Project;
 use crate::report::Report;
@@ -26,6 +25,7 @@ use modules::{Modules, RootKind};
 use pieces::{Lookup, TurnEnd};
 use sdk::Dialect;
 use std::collections::BTreeSet;
+use syn::spanned::Spanned;
 
 pub struct Rust;
 
