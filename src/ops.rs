@@ -76,7 +76,10 @@ fn looks_relevant(bad: &crate::source::NotUtf8) -> bool {
 /// A "no agent" or "site not found" error explained by a file that could not be read: the
 /// agent's own code in Latin-1, say.
 fn explain(e: Error, project: &Project) -> Error {
-    if !matches!(e, Error::NoAgent { .. } | Error::Unlocatable { .. }) {
+    if !matches!(
+        e,
+        Error::NoAgent { .. } | Error::Unlocatable { .. } | Error::NotFound { .. }
+    ) {
         return e;
     }
     match project.not_utf8.iter().find(|b| looks_relevant(b)) {

@@ -396,6 +396,12 @@ fn locate(
         });
     }
 
+    // `acp-patch init` lists the handler when there is one (with several, all are patched)
+    if let [one] = found.as_slice() {
+        let c = candidate(files, one);
+        crate::init::record("ACP prompt handler", "rust.prompt", &[&c], Some(&c));
+    }
+
     // the connection of each wrapped handler
     for h in found.iter_mut() {
         if !matches!(h.style, Style::Wrap { .. }) {
@@ -678,6 +684,13 @@ fn wrap_sink(
         _ => None,
     };
     if let Some(s) = pick {
+        let all: Vec<&Candidate> = listed.iter().collect();
+        crate::init::record(
+            "connection for the think card",
+            "rust.connection",
+            &all,
+            Some(&s.candidate(files)),
+        );
         return Ok((s.expr.clone(), describe(s)));
     }
     if found.is_empty() {
