@@ -25,6 +25,7 @@ const EMBEDDED: &[(&str, &str)] = embedded![
     "rust/schema_v1.rs",
     "rust/schema_v2.rs",
     "rust/channels_tokio.rs",
+    "rust/channels_futures.rs",
     "typescript/helpers.ts",
     "typescript/factory_v1.ts",
     "typescript/factory_v2.ts",

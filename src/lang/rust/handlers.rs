@@ -495,10 +495,12 @@ pub struct SinkCandidate {
 }
 
 /// Types that carry session updates to the client: the connection, a channel of them.
+/// Types that carry session updates to the client and can be kept for later (the card's
+/// heartbeats and held text): the connection behind a shared pointer (`Rc`/`Arc`, in a cell
+/// or not), or a channel sender of session notifications the agent drains into it.
 fn is_sink_type(ty: &str) -> bool {
-    ty.contains("AgentSideConnection")
-        || ((ty.contains("Sender<") || ty.contains("Sender <"))
-            && (ty.contains("SessionNotification") || ty.contains("SessionUpdate")))
+    (ty.contains("AgentSideConnection") && (ty.contains("Rc<") || ty.contains("Arc<")))
+        || (ty.contains("Sender<") && ty.contains("SessionNotification"))
 }
 
 /// Every field of `self_ty` and every reachable static that can carry the card (the same

@@ -74,6 +74,21 @@ impl Manifest {
         })
     }
 
+    /// Whether `[dependencies]` names a crate (under its own name, not renamed).
+    pub fn depends_on(&self, name: &str) -> bool {
+        let Ok(doc) = self.file.text.parse::<DocumentMut>() else {
+            return false;
+        };
+        doc.get("dependencies")
+            .and_then(|d| d.as_table_like())
+            .and_then(|d| d.get(name))
+            .is_some_and(|item| {
+                item.as_table_like()
+                    .and_then(|t| t.get("package"))
+                    .is_none()
+            })
+    }
+
     /// Whether tokio is there with a feature (or `full`).
     pub fn tokio_has(&self, feature: &str) -> bool {
         self.tokio_features()

@@ -239,7 +239,8 @@ impl Rust {
             }
         }
         let tokio_sync = manifest.tokio_has("sync");
-        let module_text = runtime::render(project, dialect, &sdk, tokio_sync)?;
+        let futures = manifest.depends_on("futures");
+        let module_text = runtime::render(project, dialect, &sdk, tokio_sync, futures)?;
         let mfile = files.len();
         files.push(Parsed {
             file: manifest.file.clone(),
@@ -697,7 +698,7 @@ fn wrap_sink(
         return Err(Error::NotFound {
             site: "connection for the think card",
             detail: format!(
-                "no field of {ty} (nor a static) holds the `AgentSideConnection` (e.g. `Rc<OnceCell<AgentSideConnection>>`) or a channel `Sender` of session notifications; keep one on the agent so {} can reach the client",
+                "no field of {ty} (nor a static) holds the `AgentSideConnection` behind an `Rc`/`Arc` (e.g. `Rc<OnceCell<AgentSideConnection>>`) or a channel `Sender` of session notifications; keep one on the agent so {} can reach the client",
                 h.name
             ),
             pin_key: "rust.connection",

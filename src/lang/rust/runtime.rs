@@ -15,7 +15,15 @@ pub const MODULE: &str = "acp_progress";
 /// The marker every rendered module starts with.
 pub const MARKER: &str = "// acp-patch: runtime module";
 
-pub fn render(project: &Project, dialect: Dialect, sdk: &str, tokio_sync: bool) -> Result<String> {
+/// `tokio_sync` / `futures`: the crate has tokio's `sync` / depends on `futures` (their
+/// channels can then carry the trait API's card).
+pub fn render(
+    project: &Project,
+    dialect: Dialect,
+    sdk: &str,
+    tokio_sync: bool,
+    futures: bool,
+) -> Result<String> {
     let local = dialect.local();
     let mut names = vec![
         "rust/acp_progress.rs",
@@ -32,6 +40,9 @@ pub fn render(project: &Project, dialect: Dialect, sdk: &str, tokio_sync: bool) 
     ];
     if local && tokio_sync {
         names.push("rust/channels_tokio.rs");
+    }
+    if local && futures {
+        names.push("rust/channels_futures.rs");
     }
     let mut text = String::new();
     for name in names {
