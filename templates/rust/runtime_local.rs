@@ -203,8 +203,9 @@ pub trait AcpItem: Sized + 'static {
 }
 
 impl AcpItem for AcpNotification {
+    /// No ack to wait for: a yield lets the drain task (queued first) take it.
     fn acp_item(update: AcpNotification) -> (Self, AcpReceipt) {
-        (update, None)
+        (update, Some(Box::pin(tokio::task::yield_now())))
     }
 }
 
