@@ -74,6 +74,16 @@ pub enum Error {
     )]
     WouldBreak { file: String, message: String },
 
+    #[error(
+        "{file}:{line}: the {piece} acp-patch inserted was changed by hand: {detail}; revert takes out only what apply wrote, byte for byte: restore it (e.g. from git) or take acp-patch's code out by hand (nothing was written)"
+    )]
+    HandEdited {
+        file: String,
+        line: usize,
+        piece: String,
+        detail: String,
+    },
+
     #[error("{file}:{line}: {message}")]
     Unsupported {
         file: String,
@@ -132,6 +142,10 @@ impl Error {
             Error::Parse { location, .. } => Some(location.clone()),
             Error::Ambiguous { candidates, .. } => candidates.first().map(|c| c.location.clone()),
             Error::Unsupported { file, line, .. } => Some(Location {
+                file: file.clone(),
+                line: *line,
+            }),
+            Error::HandEdited { file, line, .. } => Some(Location {
                 file: file.clone(),
                 line: *line,
             }),

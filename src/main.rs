@@ -24,6 +24,8 @@ enum Command {
     Apply(ApplyArgs),
     /// Check that every piece is present and well-formed (for CI).
     Verify(VerifyArgs),
+    /// Take out everything apply inserted: the tree as it was before apply, byte for byte.
+    Revert(RevertArgs),
     /// Drive the agent through a real ACP turn against a scripted LLM and check what a user sees.
     Smoke(acp_patch::smoke::SmokeArgs),
 }
@@ -80,6 +82,22 @@ struct VerifyArgs {
     smoke: bool,
 }
 
+#[derive(Args)]
+struct RevertArgs {
+    #[command(flatten)]
+    common: Common,
+    /// Print the unified diff to stdout and write nothing.
+    #[arg(long)]
+    dry_run: bool,
+    /// Write even when the git tree has uncommitted changes.
+    #[arg(long)]
+    allow_dirty: bool,
+    /// Summary format on stderr (text) or one JSON document on stdout (json; the diff is
+    /// its `diff` field).
+    #[arg(long, value_enum, default_value_t = Format::Text)]
+    format: Format,
+}
+
 #[derive(Parser)]
 struct SmokeOnly {
     #[command(flatten)]
@@ -99,6 +117,7 @@ fn main() -> ExitCode {
     let code = match &cli.command {
         Command::Apply(args) => run_apply(args),
         Command::Verify(args) => run_verify(args),
+        Command::Revert(args) => run_revert(args),
         Command::Smoke(args) => acp_patch::smoke::run_cli(args) as u8,
     };
     ExitCode::from(code)
@@ -215,4 +234,51 @@ fn run_verify(args: &VerifyArgs) -> u8 {
         }
     }
     code
+}
+
+fn run_revert(args: &RevertArgs) -> u8 {
+    let opts = ops::RevertOptions {
+        common: args.common.options(),
+        dry_run: args.dry_run,
+        allow_dirty: args.allow_dirty,
+    };
+    let json = args.format == Format::Json;
+    let outcome = match ops::revert(&args.common.path, &opts) {
+        Ok(o) => o,
+        Err(e) => {
+            if json {
+                let doc = serde_json::json!({ "error": e.to_string(), "location": e.location() });
+                println!("{}", serde_json::to_string_pretty(&doc).expect("json"));
+            }
+            return fail(&e, args.format);
+        }
+    };
+    if json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&outcome).expect("outcome serializes")
+        );
+    } else if args.dry_run {
+        print!("{}", outcome.diff);
+    }
+    if outcome.nothing_to_revert() {
+        eprintln!("acp-patch: nothing to revert: no piece acp-patch inserts is in place");
+        return 0;
+    }
+    for p in &outcome.removed {
+        eprintln!("  {}:{}  {}", p.file, p.line, p.piece);
+    }
+    let verb = if outcome.written {
+        "removed"
+    } else {
+        "would remove"
+    };
+    eprintln!(
+        "acp-patch: {verb} {} pieces from {} files ({} deleted; {} agent)",
+        outcome.removed.len(),
+        outcome.files.len(),
+        outcome.deleted.len(),
+        outcome.language
+    );
+    0
 }

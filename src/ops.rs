@@ -1,4 +1,4 @@
-//! The commands as library calls: apply (and its dry run) and verify.
+//! The commands as library calls: apply (and its dry run), verify and revert.
 
 use crate::error::{Error, Result};
 use crate::lang::{self, Language};
@@ -32,7 +32,7 @@ impl ApplyOutcome {
     }
 }
 
-fn language_of(project: &Project) -> Result<&'static dyn Language> {
+pub(crate) fn language_of(project: &Project) -> Result<&'static dyn Language> {
     lang::all()
         .into_iter()
         .find(|l| l.detect(project))
@@ -71,7 +71,7 @@ pub fn apply(root: &Path, opts: &ApplyOptions) -> Result<ApplyOutcome> {
 }
 
 /// Never write an edit that adds a syntax error.
-fn check_parses(lang: &dyn Language, plan: &Plan) -> Result<()> {
+pub(crate) fn check_parses(lang: &dyn Language, plan: &Plan) -> Result<()> {
     for fp in plan.files.iter().filter(|f| !f.delete) {
         let new = fp.new_text();
         if let Some((offset, message)) = lang.syntax_error(&new) {
@@ -90,3 +90,5 @@ pub fn verify(root: &Path, opts: &Options) -> Result<Report> {
     let lang = language_of(&project)?;
     lang.verify(&project)
 }
+
+pub use crate::revert::{RevertOptions, RevertOutcome, revert};

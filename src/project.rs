@@ -19,7 +19,7 @@ const SKIP_DIRS: &[&str] = &[
     ".tox",
 ];
 
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct Project {
     pub root: PathBuf,
     pub config: Config,
@@ -27,6 +27,10 @@ pub struct Project {
     pub templates: Templates,
     /// Every source file of a known language, sorted by relative path.
     pub files: Vec<SourceFile>,
+    /// Other files a language reads and may edit (a `Cargo.toml`) as they would be after a
+    /// change not written yet: revert re-plans the reverted tree in memory. Read them with
+    /// [`Project::read_source`].
+    pub overlay: Vec<SourceFile>,
 }
 
 /// Options shared by apply and verify.
@@ -82,7 +86,20 @@ impl Project {
             env_prefix,
             templates,
             files,
+            overlay: Vec::new(),
         })
+    }
+
+    /// A file beside the sources (e.g. `root/Cargo.toml`): the overlay's version if it has
+    /// one, else the disk's; `None` when it does not exist or is not UTF-8.
+    pub fn read_source(&self, path: &Path) -> Result<Option<SourceFile>> {
+        if let Some(f) = self.overlay.iter().find(|f| f.path == path) {
+            return Ok(f.exists.then(|| f.clone()));
+        }
+        if !path.is_file() {
+            return Ok(None);
+        }
+        SourceFile::read(&self.root, path)
     }
 
     pub fn files_with_extension<'a>(

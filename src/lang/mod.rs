@@ -25,6 +25,9 @@ pub trait Language: Sync {
     fn plan(&self, project: &Project) -> Result<Plan>;
     /// What is present and what is missing.
     fn verify(&self, project: &Project) -> Result<Report>;
+    /// Every part with the files it indexes: revert takes the present ones out (see
+    /// [`parts::Inventory`] for what they must say).
+    fn inventory(&self, project: &Project) -> Result<parts::Inventory>;
 }
 
 pub fn all() -> Vec<&'static dyn Language> {

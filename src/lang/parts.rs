@@ -52,6 +52,29 @@ pub struct Part {
     pub anchor_line: usize,
 }
 
+/// Every part of a tree with the files they index: what [`crate::lang::Language::inventory`]
+/// hands to revert, which takes the present parts out again.
+///
+/// What revert relies on (each language keeps it): a part apply inserted is reported on the
+/// patched tree as present, its `present` line inside the inserted text and its `text` the
+/// exact bytes apply inserted (at the end of a file without a final newline: a line ending,
+/// then the text without its last one); a part present in a form apply does not write (the
+/// agent's own code) has an empty `text` and is left alone; a file apply created is one part
+/// at offset 0 whose text is the whole file.
+pub struct Inventory {
+    pub files: Vec<SourceFile>,
+    pub parts: Vec<Part>,
+}
+
+impl Inventory {
+    pub fn new<P: ParsedSource>(files: &[P], parts: Vec<Part>) -> Inventory {
+        Inventory {
+            files: files.iter().map(|p| p.source().clone()).collect(),
+            parts,
+        }
+    }
+}
+
 pub const CHECK_START: &[&str] = &["hook.start"];
 pub const CHECK_COMPLETE: &[&str] = &["hook.complete"];
 pub const CHECK_HOOKS: &[&str] = &["hook.start", "hook.heartbeat", "hook.complete"];

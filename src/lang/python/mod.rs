@@ -85,6 +85,12 @@ impl Language for Python {
         parts::plan(&files, &parts)
     }
 
+    fn inventory(&self, project: &Project) -> Result<parts::Inventory> {
+        let files = self.parse_all(project);
+        let (_, parts) = self.analyze(project, &files)?;
+        Ok(parts::Inventory::new(&files, parts))
+    }
+
     fn verify(&self, project: &Project) -> Result<Report> {
         let files = self.parse_all(project);
         let (shape, parts) = self.analyze(project, &files)?;

@@ -66,7 +66,7 @@ impl Rust {
 
     fn analyze(&self, project: &Project) -> Result<Analysis> {
         let mut files = self.parse_all(project);
-        let manifest = Manifest::load(&project.root)?.ok_or_else(|| Error::NoAgent {
+        let manifest = Manifest::load(project)?.ok_or_else(|| Error::NoAgent {
             root: project.root.clone(),
             detail: format!("no Cargo.toml depending on {}", manifest::SDK),
         })?;
@@ -163,6 +163,11 @@ impl Language for Rust {
     fn plan(&self, project: &Project) -> Result<Plan> {
         let a = self.analyze(project)?;
         parts::plan(&a.files, &a.parts)
+    }
+
+    fn inventory(&self, project: &Project) -> Result<parts::Inventory> {
+        let a = self.analyze(project)?;
+        Ok(parts::Inventory::new(&a.files, a.parts))
     }
 
     fn verify(&self, project: &Project) -> Result<Report> {

@@ -494,7 +494,7 @@ pub fn build(
     // tokio's `time` feature and serde_json for the inserted code.
     if let Some((mfile, m)) = manifest {
         let (offset, text, present) = match m.insertion()? {
-            Some((offset, text)) => (offset, text, None),
+            Some((offset, text)) => (offset, text, m.block_line()),
             None => (0, String::new(), Some(manifest_line(&m.file.text))),
         };
         b.push(

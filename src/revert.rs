@@ -1,0 +1,429 @@
+//! Revert: take out everything apply inserted, so the tree is byte for byte what it was
+//! before apply.
+//!
+//! Nothing is recorded at apply time: the language modules report, for the tree as it is,
+//! every part apply inserts and which are present (the same computation verify uses).
+//! Revert finds each present part's exact text around the line the language reports,
+//! refuses when it is not there byte for byte (hand-edited inserted code), and plans the
+//! removals. Before anything is written it re-plans apply on the reverted tree in memory:
+//! apply must give back exactly what it gives on the current tree, or revert refuses.
+
+use crate::error::{Error, Result};
+use crate::lang::Language;
+use crate::lang::parts::{Inventory, ParsedSource};
+use crate::plan::{Placed, Plan};
+use crate::project::{Options, Project};
+use crate::source::SourceFile;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+#[derive(Debug, Clone, Default)]
+pub struct RevertOptions {
+    pub common: Options,
+    pub dry_run: bool,
+    pub allow_dirty: bool,
+}
+
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct RevertOutcome {
+    pub language: String,
+    /// The unified diff of every change (what was, or in a dry run would be, written).
+    pub diff: String,
+    /// Each piece taken out: where it was (its first line in the current tree).
+    pub removed: Vec<Placed>,
+    /// Files changed (or that would change), relative paths, deleted ones included.
+    pub files: Vec<String>,
+    /// Files removed whole (runtime modules apply created).
+    pub deleted: Vec<String>,
+    pub written: bool,
+}
+
+impl RevertOutcome {
+    pub fn nothing_to_revert(&self) -> bool {
+        self.files.is_empty()
+    }
+}
+
+/// Plans the removal of every present part, checks it (exact bytes, the reverted files
+/// parse, apply on the reverted tree gives the current one), then (unless a dry run)
+/// writes it all or nothing.
+pub fn revert(root: &Path, opts: &RevertOptions) -> Result<RevertOutcome> {
+    let project = Project::load(root, &opts.common)?;
+    let lang = crate::ops::language_of(&project)?;
+    let inventory = lang.inventory(&project)?;
+    let (plan, removed) = removal_plan(&inventory)?;
+    if !plan.is_empty() {
+        crate::ops::check_parses(lang, &plan)?;
+        check_round_trip(lang, &project, &inventory, &plan)?;
+    }
+    let outcome = RevertOutcome {
+        language: lang.name().into(),
+        diff: crate::diff::plan_diff(&plan),
+        removed,
+        files: plan.files.iter().map(|f| f.file.rel.clone()).collect(),
+        deleted: plan
+            .files
+            .iter()
+            .filter(|f| f.delete)
+            .map(|f| f.file.rel.clone())
+            .collect(),
+        written: false,
+    };
+    if opts.dry_run || plan.is_empty() {
+        return Ok(outcome);
+    }
+    if !opts.allow_dirty {
+        crate::apply::check_clean(&project.root)?;
+    }
+    crate::apply::write_plan(&plan)?;
+    Ok(RevertOutcome {
+        written: true,
+        ..outcome
+    })
+}
+
+/// One insertion to take out: the parts that report the same text at the same line are one.
+struct Inserted<'a> {
+    file: usize,
+    line: usize,
+    text: &'a str,
+    label: &'static str,
+}
+
+/// The byte range of each present part, checked byte for byte, as a plan of removals
+/// (a file that is nothing but inserted text is deleted), and where each piece was.
+fn removal_plan(inv: &Inventory) -> Result<(Plan, Vec<Placed>)> {
+    let mut inserted: Vec<Inserted> = Vec::new();
+    for p in &inv.parts {
+        let Some(line) = p.present else { continue };
+        if p.text.is_empty() {
+            continue; // present in the agent's own form: not apply's to take out
+        }
+        if !inserted
+            .iter()
+            .any(|i| i.file == p.file && i.line == line && i.text == p.text)
+        {
+            inserted.push(Inserted {
+                file: p.file,
+                line,
+                text: &p.text,
+                label: p.label,
+            });
+        }
+    }
+    inserted.sort_by_key(|i| (i.file, i.line));
+    // per file: the chosen ranges, kept sorted and disjoint
+    let mut taken: BTreeMap<usize, Vec<(usize, usize, &'static str)>> = BTreeMap::new();
+    for ins in &inserted {
+        let file = &inv.files[ins.file];
+        let ranges = taken.entry(ins.file).or_default();
+        let free = |s: usize, e: usize| ranges.iter().all(|&(a, b, _)| e <= a || b <= s);
+        let Some((s, e)) = occurrences(&file.text, ins.text, ins.line)
+            .into_iter()
+            .find(|&(s, e)| free(s, e))
+        else {
+            return Err(hand_edited(file, ins));
+        };
+        ranges.push((s, e, ins.label));
+        ranges.sort();
+    }
+    let mut plan = Plan::default();
+    let mut removed = Vec::new();
+    for (file, ranges) in &taken {
+        let f = &inv.files[*file];
+        let covered: usize = ranges.iter().map(|(s, e, _)| e - s).sum();
+        let whole = covered == f.text.len() && ranges.first().is_some_and(|r| r.0 == 0);
+        for &(s, e, label) in ranges {
+            removed.push(Placed {
+                file: f.rel.clone(),
+                line: f.line_of(s) + usize::from(f.text[s..e].starts_with(['\n', '\r'])),
+                piece: label.to_string(),
+            });
+            if !whole {
+                plan.replace(f, s, e - s, String::new(), label);
+            }
+        }
+        if whole {
+            plan.delete(f); // a runtime module apply created
+        }
+    }
+    plan.sort();
+    removed.sort_by(|a, b| (&a.file, a.line).cmp(&(&b.file, b.line)));
+    Ok((plan, removed))
+}
+
+/// Where `text` occurs in `src` covering line `line` (1-based), nearest first. A text
+/// inserted at the end of a file without a final newline was written as a line ending and
+/// the text without its last one (apply keeps "no final newline"); that form is found too.
+fn occurrences(src: &str, text: &str, line: usize) -> Vec<(usize, usize)> {
+    let Some((ls, le)) = line_range(src, line) else {
+        return Vec::new();
+    };
+    let mut forms = vec![text.to_string()];
+    if !src.ends_with('\n') && text.ends_with('\n') {
+        let eol = if text.ends_with("\r\n") { "\r\n" } else { "\n" };
+        forms.push(format!("{eol}{}", text.trim_end_matches(['\r', '\n'])));
+    }
+    let mut found = Vec::new();
+    for (k, form) in forms.iter().enumerate() {
+        let n = form.len();
+        // an occurrence covering the line starts at most `n - 1` bytes before it
+        let mut from = ls.saturating_sub(n.saturating_sub(1));
+        while !src.is_char_boundary(from) {
+            from -= 1;
+        }
+        while from < le {
+            let Some(i) = src[from..].find(form.as_str()) else {
+                break;
+            };
+            let s = from + i;
+            if s >= le {
+                break;
+            }
+            let e = s + n;
+            let eof_form = k == 1;
+            if e > ls && (!eof_form || e == src.len()) {
+                found.push((s, e));
+            }
+            from = s + src[s..].chars().next().map_or(1, char::len_utf8);
+        }
+    }
+    found.sort_by_key(|&(s, _)| s.abs_diff(ls));
+    found.dedup();
+    found
+}
+
+/// Byte range of a 1-based line, its line ending included.
+fn line_range(src: &str, line: usize) -> Option<(usize, usize)> {
+    let mut start = 0;
+    for _ in 1..line {
+        start += src[start..].find('\n')? + 1;
+    }
+    let end = src[start..].find('\n').map_or(src.len(), |i| start + i + 1);
+    Some((start, end))
+}
+
+fn hand_edited(file: &SourceFile, ins: &Inserted) -> Error {
+    let expected = ins
+        .text
+        .lines()
+        .map(str::trim)
+        .find(|l| !l.is_empty())
+        .unwrap_or("")
+        .to_string();
+    Error::HandEdited {
+        file: file.rel.clone(),
+        line: ins.line,
+        piece: ins.label.to_string(),
+        detail: format!("it no longer reads as apply wrote it (from `{expected}`)"),
+    }
+}
+
+/// Apply on the reverted tree must give exactly what apply gives on the current tree (the
+/// current tree when it is fully patched): otherwise something revert would take out is not
+/// what apply put there (hand-moved or hand-edited code), and nothing is written.
+fn check_round_trip(
+    lang: &dyn Language,
+    project: &Project,
+    inventory: &Inventory,
+    revert: &Plan,
+) -> Result<()> {
+    let reverted = reverted_project(project, revert);
+    let again = lang.plan(&reverted).map_err(|e| Error::HandEdited {
+        file: revert
+            .files
+            .first()
+            .map(|f| f.file.rel.clone())
+            .unwrap_or_default(),
+        line: 1,
+        piece: "patch".into(),
+        detail: format!("acp-patch could not patch the reverted tree again ({e})"),
+    })?;
+    let now = inventory_plan(inventory)?;
+    // the final text of a path after a plan, over a base tree
+    let after = |plan: &Plan, base: &dyn Fn(&Path) -> Option<String>, path: &Path| match plan
+        .files
+        .iter()
+        .find(|f| f.file.path == path)
+    {
+        Some(fp) if fp.delete => None,
+        Some(fp) => Some(fp.new_text()),
+        None => base(path),
+    };
+    let current = |path: &Path| text_of(project, path);
+    let reverted_text = |path: &Path| after(revert, &current, path);
+    let mut paths: Vec<&Path> = Vec::new();
+    for p in [revert, &again, &now] {
+        paths.extend(p.files.iter().map(|f| f.file.path.as_path()));
+    }
+    paths.sort();
+    paths.dedup();
+    for path in paths {
+        let want = after(&now, &current, path);
+        let got = after(&again, &reverted_text, path);
+        if want != got {
+            let (want, got) = (want.unwrap_or_default(), got.unwrap_or_default());
+            let line = want
+                .lines()
+                .zip(got.lines())
+                .take_while(|(a, b)| a == b)
+                .count()
+                + 1;
+            let rel = path
+                .strip_prefix(&project.root)
+                .unwrap_or(path)
+                .display()
+                .to_string();
+            return Err(Error::HandEdited {
+                file: rel,
+                line,
+                piece: "patch".into(),
+                detail: "apply on the reverted tree would not give this tree back (inserted code moved or edited by hand?)".into(),
+            });
+        }
+    }
+    Ok(())
+}
+
+/// Apply's plan on the current tree, from the parts already computed (the missing ones).
+fn inventory_plan(inventory: &Inventory) -> Result<Plan> {
+    struct Unparsed<'a>(&'a SourceFile);
+    impl ParsedSource for Unparsed<'_> {
+        fn source(&self) -> &SourceFile {
+            self.0
+        }
+        fn syntax_error(&self) -> Option<&(usize, String)> {
+            None // the inventory came from files that parse where they are patched
+        }
+    }
+    let files: Vec<Unparsed> = inventory.files.iter().map(Unparsed).collect();
+    crate::lang::parts::plan(&files, &inventory.parts)
+}
+
+/// The current (BOM-less) text of a file of the tree, if it exists.
+fn text_of(project: &Project, path: &Path) -> Option<String> {
+    if let Some(f) = project.files.iter().find(|f| f.path == path) {
+        return Some(f.text.clone());
+    }
+    project.read_source(path).ok().flatten().map(|f| f.text)
+}
+
+/// The tree with the revert plan applied, in memory: sources replaced or dropped, other
+/// files it changes (a `Cargo.toml`) in the overlay.
+fn reverted_project(project: &Project, revert: &Plan) -> Project {
+    let mut p = project.clone();
+    for fp in &revert.files {
+        let path: &PathBuf = &fp.file.path;
+        let new = SourceFile {
+            text: fp.new_text(),
+            exists: !fp.delete,
+            ..fp.file.clone()
+        };
+        match p.files.iter().position(|f| &f.path == path) {
+            Some(i) if fp.delete => {
+                p.files.remove(i);
+            }
+            Some(i) => p.files[i] = new,
+            None => {
+                p.overlay.retain(|f| &f.path != path);
+                p.overlay.push(new);
+            }
+        }
+    }
+    p
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::lang::parts::Part;
+
+    #[test]
+    fn finds_the_occurrence_covering_the_line_and_the_end_of_file_form() {
+        let src = "a\nx = 1\nb\nx = 1\nc";
+        assert_eq!(occurrences(src, "x = 1\n", 4), vec![(10, 16)]);
+        assert_eq!(occurrences(src, "x = 1\n", 2), vec![(2, 8)]);
+        assert!(occurrences(src, "x = 1\n", 3).is_empty());
+        // inserted after the last line of a file without a final newline
+        let src = "a\nb\n    y()";
+        assert_eq!(occurrences(src, "    y()\n", 3), vec![(3, 11)]);
+        // a text that starts with the line ending of the line before
+        let src = "def f():\n    pass\n\n\ndef g():\n    pass\n";
+        assert_eq!(
+            occurrences(src, "\n\ndef g():\n    pass\n", 5),
+            vec![(18, 38)]
+        );
+    }
+
+    #[test]
+    fn whole_file_parts_delete_the_file_and_others_become_removals() {
+        let module = SourceFile::from_text(
+            "/t/acp_progress.py".into(),
+            "acp_progress.py".into(),
+            "# acp-patch: runtime\nX = 1\n".into(),
+        );
+        let agent = SourceFile::from_text(
+            "/t/agent.py".into(),
+            "agent.py".into(),
+            "import acp_progress\nclass A:\n    pass\n".into(),
+        );
+        let part = |file, text: &str, present| Part {
+            checks: &[],
+            label: "piece",
+            file,
+            offset: 0,
+            replaces: 0,
+            text: text.into(),
+            present,
+            anchor_line: 1,
+        };
+        let inv = Inventory {
+            files: vec![module, agent],
+            parts: vec![
+                part(0, "# acp-patch: runtime\nX = 1\n", Some(1)),
+                part(1, "import acp_progress\n", Some(1)),
+                part(1, "import acp_progress\n", Some(1)), // the same insertion twice
+                part(1, "", Some(2)),                      // the agent's own: stays
+                part(1, "missing\n", None),
+            ],
+        };
+        let (plan, removed) = removal_plan(&inv).unwrap();
+        assert_eq!(removed.len(), 2);
+        let m = plan
+            .files
+            .iter()
+            .find(|f| f.file.rel == "acp_progress.py")
+            .unwrap();
+        assert!(m.delete);
+        let a = plan
+            .files
+            .iter()
+            .find(|f| f.file.rel == "agent.py")
+            .unwrap();
+        assert_eq!(a.new_text(), "class A:\n    pass\n");
+    }
+
+    #[test]
+    fn an_edited_insertion_is_refused_with_its_line() {
+        let f = SourceFile::from_text(
+            "/t/a.py".into(),
+            "a.py".into(),
+            "x = 1\n    _acp_progress_start(self, 'edited')\n".into(),
+        );
+        let inv = Inventory {
+            files: vec![f],
+            parts: vec![Part {
+                checks: &[],
+                label: "hook start",
+                file: 0,
+                offset: 0,
+                replaces: 0,
+                text: "    _acp_progress_start(self)\n".into(),
+                present: Some(2),
+                anchor_line: 2,
+            }],
+        };
+        let e = removal_plan(&inv).err().unwrap().to_string();
+        assert!(e.starts_with("a.py:2: the hook start"), "{e}");
+    }
+}
