@@ -54,6 +54,7 @@ pub fn revert(root: &Path, opts: &RevertOptions) -> Result<RevertOutcome> {
     let (plan, removed) = removal_plan(&inventory)?;
     if !plan.is_empty() {
         crate::ops::check_parses(lang, &plan)?;
+        check_no_leftovers(&inventory, &plan)?;
         check_round_trip(lang, &project, &inventory, &plan)?;
     }
     let outcome = RevertOutcome {
@@ -217,6 +218,31 @@ fn hand_edited(file: &SourceFile, ins: &Inserted) -> Error {
         piece: ins.label.to_string(),
         detail: format!("it no longer reads as apply wrote it (from `{expected}`)"),
     }
+}
+
+/// Once the parts are out, no file may still hold inserted code (the language's marker):
+/// that would be acp-patch code moved or copied by hand, which revert cannot account for.
+fn check_no_leftovers(inventory: &Inventory, revert: &Plan) -> Result<()> {
+    for f in &inventory.files {
+        let text = match revert.files.iter().find(|fp| fp.file.path == f.path) {
+            Some(fp) if fp.delete => continue,
+            Some(fp) => fp.new_text(),
+            None => f.text.clone(),
+        };
+        if let Some(at) = text.find(inventory.marker) {
+            let line = text[..at].matches('\n').count() + 1;
+            return Err(Error::HandEdited {
+                file: f.rel.clone(),
+                line,
+                piece: "code".into(),
+                detail: format!(
+                    "`{}` is still there once every piece apply inserted is out (moved or copied by hand?)",
+                    text[at..].lines().next().unwrap_or("").trim()
+                ),
+            });
+        }
+    }
+    Ok(())
 }
 
 /// Apply on the reverted tree must give exactly what apply gives on the current tree (the
@@ -386,6 +412,7 @@ mod tests {
                 part(1, "", Some(2)),                      // the agent's own: stays
                 part(1, "missing\n", None),
             ],
+            marker: "acp_progress",
         };
         let (plan, removed) = removal_plan(&inv).unwrap();
         assert_eq!(removed.len(), 2);
@@ -422,6 +449,7 @@ mod tests {
                 present: Some(2),
                 anchor_line: 2,
             }],
+            marker: "_acp_progress_",
         };
         let e = removal_plan(&inv).err().unwrap().to_string();
         assert!(e.starts_with("a.py:2: the hook start"), "{e}");

@@ -64,13 +64,18 @@ pub struct Part {
 pub struct Inventory {
     pub files: Vec<SourceFile>,
     pub parts: Vec<Part>,
+    /// Text every piece of inserted code holds (verify's `Naming::marker`): a file that
+    /// still holds it once the parts are out keeps acp-patch code apply would not account
+    /// for (moved or copied by hand), and revert refuses.
+    pub marker: &'static str,
 }
 
 impl Inventory {
-    pub fn new<P: ParsedSource>(files: &[P], parts: Vec<Part>) -> Inventory {
+    pub fn new<P: ParsedSource>(files: &[P], parts: Vec<Part>, marker: &'static str) -> Inventory {
         Inventory {
             files: files.iter().map(|p| p.source().clone()).collect(),
             parts,
+            marker,
         }
     }
 }

@@ -88,7 +88,7 @@ impl Language for Python {
     fn inventory(&self, project: &Project) -> Result<parts::Inventory> {
         let files = self.parse_all(project);
         let (_, parts) = self.analyze(project, &files)?;
-        Ok(parts::Inventory::new(&files, parts))
+        Ok(parts::Inventory::new(&files, parts, "_acp_progress_"))
     }
 
     fn verify(&self, project: &Project) -> Result<Report> {

@@ -167,7 +167,7 @@ impl Language for Rust {
 
     fn inventory(&self, project: &Project) -> Result<parts::Inventory> {
         let a = self.analyze(project)?;
-        Ok(parts::Inventory::new(&a.files, a.parts))
+        Ok(parts::Inventory::new(&a.files, a.parts, "acp_progress_"))
     }
 
     fn verify(&self, project: &Project) -> Result<Report> {

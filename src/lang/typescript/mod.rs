@@ -88,7 +88,7 @@ impl Language for TypeScript {
     fn inventory(&self, project: &Project) -> Result<parts::Inventory> {
         let files = self.parse_all(project);
         let parts = self.analyze(project, &files)?;
-        Ok(parts::Inventory::new(&files, parts))
+        Ok(parts::Inventory::new(&files, parts, "acpProgress"))
     }
 
     fn verify(&self, project: &Project) -> Result<Report> {
