@@ -83,6 +83,9 @@ pub fn revert(root: &Path, opts: &RevertOptions) -> Result<RevertOutcome> {
     })
 }
 
+/// A range revert takes out: start, end, piece, whether in its end-of-file form.
+type Taken = (usize, usize, &'static str, bool);
+
 /// One insertion to take out: the parts that report the same text at the same line are one.
 struct Inserted<'a> {
     file: usize,
@@ -112,29 +115,35 @@ fn removal_plan(inv: &Inventory) -> Result<(Plan, Vec<Placed>)> {
             });
         }
     }
-    inserted.sort_by_key(|i| (i.file, i.line));
-    // per file: the chosen ranges, kept sorted and disjoint
-    let mut taken: BTreeMap<usize, Vec<(usize, usize, &'static str)>> = BTreeMap::new();
+    // from the end of each file: pieces apply put at the end of a file without a final
+    // newline come in their end-of-file form, one after the other
+    inserted.sort_by_key(|i| std::cmp::Reverse((i.file, i.line)));
+    // per file: the chosen ranges (start, end, label, end-of-file form), disjoint
+    let mut taken: BTreeMap<usize, Vec<Taken>> = BTreeMap::new();
     for ins in &inserted {
         let file = &inv.files[ins.file];
         let ranges = taken.entry(ins.file).or_default();
-        let free = |s: usize, e: usize| ranges.iter().all(|&(a, b, _)| e <= a || b <= s);
-        let Some((s, e)) = occurrences(&file.text, ins.text, ins.line)
+        let free = |s: usize, e: usize| ranges.iter().all(|r| e <= r.0 || r.1 <= s);
+        // the end-of-file form ends at the end, or where the next one of its kind begins
+        let at_end = |e: usize| e == file.text.len() || ranges.iter().any(|r| r.3 && r.0 == e);
+        let Some((s, e, eof)) = occurrences(&file.text, ins.text, ins.line)
             .into_iter()
-            .find(|&(s, e)| free(s, e))
+            .find(|&(s, e, eof)| free(s, e) && (!eof || at_end(e)))
         else {
             return Err(hand_edited(file, ins));
         };
-        ranges.push((s, e, ins.label));
+        ranges.push((s, e, ins.label, eof));
+    }
+    for ranges in taken.values_mut() {
         ranges.sort();
     }
     let mut plan = Plan::default();
     let mut removed = Vec::new();
     for (file, ranges) in &taken {
         let f = &inv.files[*file];
-        let covered: usize = ranges.iter().map(|(s, e, _)| e - s).sum();
+        let covered: usize = ranges.iter().map(|r| r.1 - r.0).sum();
         let whole = covered == f.text.len() && ranges.first().is_some_and(|r| r.0 == 0);
-        for &(s, e, label) in ranges {
+        for &(s, e, label, _) in ranges {
             removed.push(Placed {
                 file: f.rel.clone(),
                 line: f.line_of(s) + usize::from(f.text[s..e].starts_with(['\n', '\r'])),
@@ -153,20 +162,24 @@ fn removal_plan(inv: &Inventory) -> Result<(Plan, Vec<Placed>)> {
     Ok((plan, removed))
 }
 
-/// Where `text` occurs in `src` covering line `line` (1-based), nearest first. A text
-/// inserted at the end of a file without a final newline was written as a line ending and
-/// the text without its last one (apply keeps "no final newline"); that form is found too.
-fn occurrences(src: &str, text: &str, line: usize) -> Vec<(usize, usize)> {
+/// Where `text` occurs in `src` covering line `line` (1-based), nearest first, and whether
+/// in its end-of-file form: a text inserted at the end of a file without a final newline
+/// was written as a line ending and the text without its last one (apply keeps "no final
+/// newline"); the caller accepts that form only at the end of the file.
+fn occurrences(src: &str, text: &str, line: usize) -> Vec<(usize, usize, bool)> {
     let Some((ls, le)) = line_range(src, line) else {
         return Vec::new();
     };
-    let mut forms = vec![text.to_string()];
+    let mut forms = vec![(text.to_string(), false)];
     if !src.ends_with('\n') && text.ends_with('\n') {
         let eol = if text.ends_with("\r\n") { "\r\n" } else { "\n" };
-        forms.push(format!("{eol}{}", text.trim_end_matches(['\r', '\n'])));
+        forms.push((
+            format!("{eol}{}", text.trim_end_matches(['\r', '\n'])),
+            true,
+        ));
     }
     let mut found = Vec::new();
-    for (k, form) in forms.iter().enumerate() {
+    for (form, eof) in &forms {
         let n = form.len();
         // an occurrence covering the line starts at most `n - 1` bytes before it
         let mut from = ls.saturating_sub(n.saturating_sub(1));
@@ -181,15 +194,13 @@ fn occurrences(src: &str, text: &str, line: usize) -> Vec<(usize, usize)> {
             if s >= le {
                 break;
             }
-            let e = s + n;
-            let eof_form = k == 1;
-            if e > ls && (!eof_form || e == src.len()) {
-                found.push((s, e));
+            if s + n > ls {
+                found.push((s, s + n, *eof));
             }
             from = s + src[s..].chars().next().map_or(1, char::len_utf8);
         }
     }
-    found.sort_by_key(|&(s, _)| s.abs_diff(ls));
+    found.sort_by_key(|&(s, _, eof)| (eof, s.abs_diff(ls)));
     found.dedup();
     found
 }
@@ -205,18 +216,50 @@ fn line_range(src: &str, line: usize) -> Option<(usize, usize)> {
 }
 
 fn hand_edited(file: &SourceFile, ins: &Inserted) -> Error {
-    let expected = ins
-        .text
-        .lines()
-        .map(str::trim)
-        .find(|l| !l.is_empty())
-        .unwrap_or("")
-        .to_string();
+    let (line, expected) = first_difference(&file.text, ins.text, ins.line);
     Error::HandEdited {
         file: file.rel.clone(),
-        line: ins.line,
+        line,
         piece: ins.label.to_string(),
-        detail: format!("it no longer reads as apply wrote it (from `{expected}`)"),
+        detail: format!(
+            "it no longer reads as apply wrote it (line {line} should read `{}`)",
+            expected.trim()
+        ),
+    }
+}
+
+/// The first line where the file departs from the inserted text, aligning the text on the
+/// line the language found the piece at (the alignment that matches longest), and what
+/// that line should read.
+fn first_difference<'t>(src: &str, text: &'t str, present: usize) -> (usize, &'t str) {
+    let file: Vec<&str> = src.lines().collect();
+    let ins: Vec<&str> = text.lines().collect();
+    let fallback = (
+        present,
+        ins.iter()
+            .copied()
+            .find(|l| !l.trim().is_empty())
+            .unwrap_or(""),
+    );
+    let Some(at) = file.get(present.wrapping_sub(1)) else {
+        return fallback;
+    };
+    let mut best: Option<(usize, usize)> = None; // (lines that match, 0-based start in file)
+    for (k, l) in ins.iter().enumerate() {
+        if l != at || k >= present {
+            continue;
+        }
+        let start = present - 1 - k;
+        let same = (0..ins.len())
+            .take_while(|i| file.get(start + i) == Some(&ins[*i]))
+            .count();
+        if same < ins.len() && best.is_none_or(|(n, _)| same > n) {
+            best = Some((same, start));
+        }
+    }
+    match best {
+        Some((same, start)) => (start + same + 1, ins[same]),
+        None => fallback,
     }
 }
 
@@ -367,17 +410,22 @@ mod tests {
     #[test]
     fn finds_the_occurrence_covering_the_line_and_the_end_of_file_form() {
         let src = "a\nx = 1\nb\nx = 1\nc";
-        assert_eq!(occurrences(src, "x = 1\n", 4), vec![(10, 16)]);
-        assert_eq!(occurrences(src, "x = 1\n", 2), vec![(2, 8)]);
-        assert!(occurrences(src, "x = 1\n", 3).is_empty());
+        // the text itself first, then its end-of-file form (the caller keeps that one only
+        // at the end of the file)
+        assert_eq!(
+            occurrences(src, "x = 1\n", 4),
+            vec![(10, 16, false), (9, 15, true)]
+        );
+        assert_eq!(occurrences(src, "x = 1\n", 2)[0], (2, 8, false));
+        assert!(occurrences(src, "x = 1\n", 3).iter().all(|o| o.2));
         // inserted after the last line of a file without a final newline
         let src = "a\nb\n    y()";
-        assert_eq!(occurrences(src, "    y()\n", 3), vec![(3, 11)]);
+        assert_eq!(occurrences(src, "    y()\n", 3), vec![(3, 11, true)]);
         // a text that starts with the line ending of the line before
         let src = "def f():\n    pass\n\n\ndef g():\n    pass\n";
         assert_eq!(
             occurrences(src, "\n\ndef g():\n    pass\n", 5),
-            vec![(18, 38)]
+            vec![(18, 38, false)]
         );
     }
 
@@ -453,5 +501,8 @@ mod tests {
         };
         let e = removal_plan(&inv).err().unwrap().to_string();
         assert!(e.starts_with("a.py:2: the hook start"), "{e}");
+        let text = "def f():\n    a = 1\n    b = 2\n";
+        let src = "x\ndef f():\n    a = 1\n    b = 3\ny\n";
+        assert_eq!(first_difference(src, text, 2), (4, "    b = 2"));
     }
 }

@@ -2,6 +2,7 @@
 
 mod python;
 mod python_templates;
+mod revert;
 mod rust_agents;
 mod smoke;
 mod smoke_python;
