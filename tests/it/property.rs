@@ -749,3 +749,34 @@ fn rust_sample_in_a_generated_style_passes_cargo_check() {
         );
     }
 }
+
+#[test]
+fn decorated_methods_are_patched_and_reverted_like_plain_ones() {
+    // every `def` decorated, the SDK-called `prompt` included
+    for case in Lang::Python.fixtures() {
+        let m = Mutation {
+            indent: Some(4),
+            crlf: false,
+            bom: false,
+            final_newline: true,
+            quotes: None,
+            blank: 0,
+            comments: 0,
+            decorators: 1000,
+            extra_methods: 0,
+            seed: 1,
+        };
+        let dir = tempfile::tempdir().unwrap();
+        check_case(Lang::Python, case, &m, dir.path()).unwrap();
+        generate(Lang::Python, case, &m, dir.path());
+        let agent = std::fs::read_to_string(dir.path().join(match *case {
+            "python/asyncio_agent" => "streamy/agent.py",
+            _ => "bridge/server.py",
+        }))
+        .unwrap();
+        assert!(
+            agent.contains("@(lambda f: f)\n    async def prompt("),
+            "{agent}"
+        );
+    }
+}
