@@ -388,3 +388,53 @@ fn crlf_bom_and_no_final_newline_come_back() {
         round_trip(root);
     }
 }
+
+/// A fixture with one edit made before apply, then the round trip.
+fn round_trip_variant(case: &str, file: &str, from: &str, to: &str) {
+    let dir = copy_tree(&fixture(case).join("before"));
+    edit(dir.path(), file, from, to);
+    round_trip(dir.path());
+}
+
+#[test]
+fn rust_fields_come_back_with_or_without_the_trailing_comma() {
+    let literal = "StreamAgent {
+            history: Mutex::new(HashMap::new()),
+            cancelled: Mutex::new(HashSet::new()),
+            next_session_id: AtomicU64::new(1),
+        }";
+    let one_line = "StreamAgent { history: Mutex::new(HashMap::new()), cancelled: Mutex::new(HashSet::new()), next_session_id: AtomicU64::new(1)";
+    for (from, to) in [
+        (
+            "AtomicU64::new(1),\n        }",
+            "AtomicU64::new(1)\n        }",
+        ),
+        (
+            "    next_session_id: AtomicU64,\n}",
+            "    next_session_id: AtomicU64\n}",
+        ),
+        (literal, &format!("{one_line} }}")),
+        (literal, &format!("{one_line}, }}")),
+    ] {
+        round_trip_variant("rust/v1_agent", "src/agent.rs", from, to);
+    }
+}
+
+#[test]
+fn typescript_constructor_parameters_come_back_in_every_list_shape() {
+    let ctor = "constructor(private readonly conn: acp.AgentSideConnection, llm?: ChatClient) {";
+    for to in [
+        "constructor(private readonly conn: acp.AgentSideConnection, llm?: ChatClient,) {",
+        "constructor(\n    private readonly conn: acp.AgentSideConnection,\n    llm?: ChatClient,\n  ) {",
+        "constructor(\n    private readonly conn: acp.AgentSideConnection,\n    llm?: ChatClient\n  ) {",
+    ] {
+        round_trip_variant("typescript/sdk1_agent", "src/agent.ts", ctor, to);
+    }
+    // an empty list, and an empty body (`{}` comes back as `{}`)
+    round_trip_variant(
+        "typescript/sdk2_agent",
+        "src/agent.ts",
+        "constructor(private readonly llm: ChatClient = new ChatClient()) {}",
+        "private readonly llm: ChatClient = new ChatClient()\n  constructor() {}",
+    );
+}

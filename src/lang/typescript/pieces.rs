@@ -372,7 +372,9 @@ pub fn build<'a>(files: &'a [Parsed], project: &'a Project, s: &Sites<'a>) -> Re
         .map(|(_, n)| line(*n));
     let plist = ctor.child_by_field_name("parameters").expect("parameters");
     let param = restyle("agentProgressCallback?: AcpProgressCallback", b.style);
-    let (offset, inserted) = match params.last() {
+    // (a list that holds only the callback parameter was empty before apply)
+    let only_ours = params.len() == 1 && present.is_some();
+    let (offset, inserted) = match params.last().filter(|_| !only_ours) {
         None => (plist.start_byte() + 1, param),
         Some((_, last)) => {
             if text(*last, src).starts_with("...") {
