@@ -84,6 +84,15 @@ pub enum Error {
         detail: String,
     },
 
+    #[error(
+        "{file}:{line}: revert cannot give back the tree apply started from: {detail}; take acp-patch's code out by hand (nothing was written)"
+    )]
+    NotRevertible {
+        file: String,
+        line: usize,
+        detail: String,
+    },
+
     #[error("{file}:{line}: {message}")]
     Unsupported {
         file: String,
@@ -142,6 +151,10 @@ impl Error {
             Error::Parse { location, .. } => Some(location.clone()),
             Error::Ambiguous { candidates, .. } => candidates.first().map(|c| c.location.clone()),
             Error::Unsupported { file, line, .. } => Some(Location {
+                file: file.clone(),
+                line: *line,
+            }),
+            Error::NotRevertible { file, line, .. } => Some(Location {
                 file: file.clone(),
                 line: *line,
             }),

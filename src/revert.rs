@@ -298,14 +298,13 @@ fn check_round_trip(
     revert: &Plan,
 ) -> Result<()> {
     let reverted = reverted_project(project, revert);
-    let again = lang.plan(&reverted).map_err(|e| Error::HandEdited {
+    let again = lang.plan(&reverted).map_err(|e| Error::NotRevertible {
         file: revert
             .files
             .first()
             .map(|f| f.file.rel.clone())
             .unwrap_or_default(),
         line: 1,
-        piece: "patch".into(),
         detail: format!("acp-patch could not patch the reverted tree again ({e})"),
     })?;
     let now = inventory_plan(inventory)?;
@@ -343,11 +342,10 @@ fn check_round_trip(
                 .unwrap_or(path)
                 .display()
                 .to_string();
-            return Err(Error::HandEdited {
+            return Err(Error::NotRevertible {
                 file: rel,
                 line,
-                piece: "patch".into(),
-                detail: "apply on the reverted tree would not give this tree back (inserted code moved or edited by hand?)".into(),
+                detail: "apply on the reverted tree would not give this line back (inserted code moved or edited by hand, or a shape revert cannot undo)".into(),
             });
         }
     }

@@ -438,3 +438,32 @@ fn typescript_constructor_parameters_come_back_in_every_list_shape() {
         "private readonly llm: ChatClient = new ChatClient()\n  constructor() {}",
     );
 }
+
+#[test]
+fn inserted_lines_moved_by_hand_are_refused() {
+    // both lines still read as apply wrote them, but not where apply puts them: apply on the
+    // reverted tree would not give this tree back
+    let dir = copy_tree(&fixture("python/asyncio_agent/before"));
+    let root = dir.path();
+    apply_ok(root);
+    let wiring = "        self.agent_progress_callback = make_agent_progress_cb(self._conn, session_id, asyncio.get_running_loop()) if self._conn else None\n";
+    let begin = "        _acp_text_hold_begin_turn(self, session_id)\n";
+    edit(
+        root,
+        "streamy/agent.py",
+        &format!("{wiring}{begin}"),
+        &format!("{begin}{wiring}"),
+    );
+    let line = line_of(root, "streamy/agent.py", begin);
+    let moved = snapshot_tree(root);
+    let run = acp_patch(&["revert", path_str(root)], None);
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    assert!(
+        run.stderr.contains(&format!(
+            "streamy/agent.py:{line}: revert cannot give back the tree apply started from"
+        )),
+        "{}",
+        run.stderr
+    );
+    assert_eq!(moved, snapshot_tree(root));
+}
