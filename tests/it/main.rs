@@ -1,5 +1,6 @@
 //! The one integration-test binary: one module per area.
 
+mod fixtures;
 mod property;
 mod python;
 mod python_templates;
