@@ -279,7 +279,7 @@ fn check_no_leftovers(inventory: &Inventory, revert: &Plan) -> Result<()> {
                 line,
                 piece: "code".into(),
                 detail: format!(
-                    "`{}` is still there once every piece apply inserted is out (moved or copied by hand?)",
+                    "`{}` is still there once every piece apply inserted is out (moved or copied by hand? code of another acp-patch version: `acp-patch apply` brings it up to date first)",
                     text[at..].lines().next().unwrap_or("").trim()
                 ),
             });
