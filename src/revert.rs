@@ -477,6 +477,35 @@ mod tests {
     }
 
     #[test]
+    fn identical_blocks_inserted_several_times_are_each_taken_out_once() {
+        let text = "    _acp_progress_complete(self)\n";
+        let src = format!("try:\n{text}{text}    x()\nexcept E:\n{text}    raise\n");
+        let f = SourceFile::from_text("/t/a.py".into(), "a.py".into(), src);
+        let part = |line| Part {
+            checks: &[],
+            label: "hook complete",
+            file: 0,
+            offset: 0,
+            replaces: 0,
+            text: text.into(),
+            present: Some(line),
+            anchor_line: line,
+        };
+        let inv = Inventory {
+            files: vec![f],
+            // two adjacent copies (lines 2 and 3), one more at line 6; line 6 reported twice
+            parts: vec![part(2), part(3), part(6), part(6)],
+            marker: "_acp_progress_",
+        };
+        let (plan, removed) = removal_plan(&inv).unwrap();
+        assert_eq!(removed.len(), 3);
+        assert_eq!(
+            plan.files[0].new_text(),
+            "try:\n    x()\nexcept E:\n    raise\n"
+        );
+    }
+
+    #[test]
     fn an_edited_insertion_is_refused_with_its_line() {
         let f = SourceFile::from_text(
             "/t/a.py".into(),
