@@ -3,8 +3,10 @@
 mod cli;
 mod fixtures;
 mod hostile;
+mod property;
 mod python;
 mod python_templates;
+mod revert;
 mod rust_agents;
 mod smoke;
 mod smoke_browser;

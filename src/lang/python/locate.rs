@@ -134,6 +134,18 @@ fn imports_acp(p: &Parsed) -> bool {
     })
 }
 
+/// The class a method is defined in (decorated or not).
+fn class_of(def: Node) -> Option<Node> {
+    let member = def
+        .parent()
+        .filter(|d| d.kind() == "decorated_definition")
+        .unwrap_or(def);
+    member
+        .parent()
+        .and_then(|b| b.parent())
+        .filter(|c| c.kind() == "class_definition")
+}
+
 pub fn locate<'a>(
     root: &std::path::Path,
     files: &'a [Parsed],
@@ -147,10 +159,7 @@ pub fn locate<'a>(
         }
         for def in descendants(p.tree.root_node(), "function_definition") {
             let src = &p.file.text;
-            let in_class = def
-                .parent()
-                .and_then(|b| b.parent())
-                .is_some_and(|c| c.kind() == "class_definition");
+            let in_class = class_of(def).is_some();
             if name_of(def, src) == "prompt" && in_class && text(def, src).starts_with("async") {
                 prompts.push((At { file: i, node: def }, qualified_name(def, src)));
             }
@@ -352,11 +361,7 @@ pub fn locate<'a>(
             ),
             pin_key: "prompt",
         })?;
-    let class = prompt
-        .node
-        .parent()
-        .and_then(|b| b.parent())
-        .expect("prompt is in a class");
+    let class = class_of(prompt.node).expect("prompt is in a class");
     let class_body = class.child_by_field_name("body").expect("class body");
     let methods: Vec<Node> = {
         let mut c = class_body.walk();

@@ -93,6 +93,12 @@ impl Language for Python {
         crate::compile::python(project, files)
     }
 
+    fn inventory(&self, project: &Project) -> Result<parts::Inventory> {
+        let files = self.parse_all(project);
+        let (_, parts) = self.analyze(project, &files)?;
+        Ok(parts::Inventory::new(&files, parts, "_acp_progress_"))
+    }
+
     fn verify(&self, project: &Project) -> Result<Report> {
         let files = self.parse_all(project);
         let (shape, parts) = self.analyze(project, &files)?;

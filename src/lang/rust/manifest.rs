@@ -1,8 +1,10 @@
 //! The agent's `Cargo.toml`: which `agent-client-protocol` it uses (from `Cargo.lock` when
-//! there is one), and the dependency edit the inserted code needs (tokio's `rt` and
-//! `time` features), made with `toml_edit` so the rest of the file stays as it is.
+//! there is one), and the dependency the inserted code needs (tokio with its `rt` and `time`
+//! features, for the runtime's timers): a marked table appended to the file, so the agent's
+//! own lines stay as they are and revert can take it out again.
 
 use crate::error::{Error, Result};
+use crate::project::Project;
 use crate::source::SourceFile;
 use std::path::Path;
 use toml_edit::{DocumentMut, Item, Value};
@@ -21,12 +23,11 @@ pub struct Manifest {
 
 impl Manifest {
     /// `None` when the folder has no `Cargo.toml` that depends on the SDK.
-    pub fn load(root: &Path) -> Result<Option<Manifest>> {
+    /// (Read through the project, so revert's in-memory re-plan sees its reverted text.)
+    pub fn load(project: &Project) -> Result<Option<Manifest>> {
+        let root = project.root.as_path();
         let path = root.join("Cargo.toml");
-        if !path.is_file() {
-            return Ok(None);
-        }
-        let Some(file) = SourceFile::read(root, &path)? else {
+        let Some(file) = project.read_source(&path)? else {
             return Ok(None);
         };
         let doc: DocumentMut =
@@ -65,13 +66,15 @@ impl Manifest {
                 .as_table_like()
                 .and_then(|t| t.get("features"))
                 .and_then(|f| f.as_array())
-                .map(|a| {
-                    a.iter()
-                        .filter_map(|v| v.as_str().map(String::from))
-                        .collect()
-                })
+                .map(|a| a.iter().filter_map(|v| v.as_str().map(String::from)).collect())
                 .unwrap_or_default(),
         })
+    }
+
+    /// Whether tokio is there with a feature (or `full`).
+    pub fn tokio_has(&self, feature: &str) -> bool {
+        self.tokio_features()
+            .is_some_and(|f| f.iter().any(|x| x == feature || x == "full"))
     }
 
     /// Whether `[dependencies]` names a crate (under its own name, not renamed).
@@ -89,107 +92,87 @@ impl Manifest {
             })
     }
 
-    /// Whether tokio is there with a feature (or `full`).
-    pub fn tokio_has(&self, feature: &str) -> bool {
-        self.tokio_features()
-            .is_some_and(|f| f.iter().any(|x| x == feature || x == "full"))
-    }
-
-    /// The manifest text with tokio's `rt` and `time` features (the runtime's timers);
-    /// `None` when it has them.
-    pub fn with_needed_deps(&self) -> Option<String> {
-        let mut doc: DocumentMut = self.file.text.parse().ok()?;
-        let has = |f: &[String], x: &str| f.iter().any(|v| v == x || v == "full");
-        let mut missing: Vec<&str> = Vec::new();
-        match self.tokio_features() {
-            None => missing.extend(["rt", "time"]),
+    /// The dependency lines the inserted code needs beyond the agent's `[dependencies]`:
+    /// tokio's `rt` (spawning) and `time` (the timers); empty when it has them.
+    fn needed_lines(&self) -> Vec<String> {
+        let missing: Vec<&str> = match self.tokio_features() {
+            None => vec!["rt", "time"],
             Some(f) => {
-                if !has(&f, "rt") && !has(&f, "rt-multi-thread") {
-                    missing.push("rt");
+                let has = |x: &str| f.iter().any(|v| v == x || v == "full");
+                let mut m = Vec::new();
+                if !has("rt") && !has("rt-multi-thread") {
+                    m.push("rt");
                 }
-                if !has(&f, "time") {
-                    missing.push("time");
+                if !has("time") {
+                    m.push("time");
                 }
+                m
             }
-        }
+        };
         if missing.is_empty() {
-            return None;
+            return Vec::new();
         }
-        let deps = doc.get_mut("dependencies")?.as_table_like_mut()?;
-        match deps.get_mut("tokio") {
-            None => {
-                let mut t = toml_edit::InlineTable::new();
-                t.insert("version", "1".into());
-                t.insert("features", Value::Array(missing.iter().copied().collect()));
-                deps.insert("tokio", Item::Value(Value::InlineTable(t)));
-            }
-            Some(Item::Value(v @ Value::String(_))) => {
-                let version = v.as_str().unwrap_or("1").to_string();
-                let mut t = toml_edit::InlineTable::new();
-                t.insert("version", version.as_str().into());
-                t.insert("features", Value::Array(missing.iter().copied().collect()));
-                *v = Value::InlineTable(t);
-            }
-            Some(item) => {
-                let t = item.as_table_like_mut()?;
-                match t.get_mut("features").and_then(|f| f.as_array_mut()) {
-                    Some(arr) => {
-                        for m in &missing {
-                            arr.push(*m);
-                        }
-                    }
-                    None => {
-                        t.insert(
-                            "features",
-                            Item::Value(Value::Array(missing.iter().copied().collect())),
-                        );
-                    }
-                }
-            }
-        }
-        Some(doc.to_string())
+        let features: Vec<String> = missing.iter().map(|f| format!("\"{f}\"")).collect();
+        vec![format!(
+            "tokio = {{ version = \"1\", features = [{}] }}",
+            features.join(", ")
+        )]
     }
 
-    /// The needed dependency edits as one insertion `(offset, text)`, or an error when
-    /// `toml_edit` would change more than it adds.
+    /// The needed dependencies as one insertion `(offset, text)`: a table of their own
+    /// appended to the manifest, `[target.'cfg(all())'.dependencies]` (true on every target;
+    /// cargo unifies its features with the agent's own tokio), under a comment that names it.
+    /// The agent's lines stay as they are, and revert finds the table again by its comment
+    /// (a feature added to the agent's own list could not be told from one it had).
     pub fn insertion(&self) -> Result<Option<(usize, String)>> {
-        let Some(new) = self.with_needed_deps() else {
+        let lines = self.needed_lines();
+        if lines.is_empty() {
             return Ok(None);
-        };
-        let old = &self.file.text;
-        let prefix = old
-            .bytes()
-            .zip(new.bytes())
-            .take_while(|(a, b)| a == b)
-            .count();
-        let max_suffix = old.len().min(new.len()) - prefix;
-        let suffix = old
-            .bytes()
-            .rev()
-            .zip(new.bytes().rev())
-            .take(max_suffix)
-            .take_while(|(a, b)| a == b)
-            .count();
-        if prefix + suffix != old.len() {
+        }
+        let text = &self.file.text;
+        let taken = text.parse::<DocumentMut>().ok().is_some_and(|doc| {
+            doc.get("target")
+                .and_then(Item::as_table_like)
+                .is_some_and(|t| t.contains_key("cfg(all())"))
+        });
+        if taken && self.block_line().is_none() {
             return Err(Error::Unsupported {
                 file: self.file.rel.clone(),
-                line: self.file.line_of(prefix),
-                message: "cannot add tokio's `rt` and `time` features without rewriting other lines; add them by hand".into(),
+                line: 1,
+                message: format!(
+                    "already has a `{BLOCK_TABLE}` table; add {} to it by hand",
+                    lines.join(" and ")
+                ),
             });
         }
-        let mut at = prefix;
-        while !old.is_char_boundary(at) {
-            at -= 1;
+        let eol = self.file.style.eol;
+        let mut block = format!(
+            "{eol}{BLOCK_MARKER}; acp-patch revert removes this table{eol}{BLOCK_TABLE}{eol}"
+        );
+        for l in &lines {
+            block.push_str(l);
+            block.push_str(eol);
         }
-        let text = new[at..new.len() - (old.len() - at)].to_string();
-        let text = if self.file.style.eol == "\r\n" {
-            text.replace("\r\n", "\n").replace('\n', "\r\n")
-        } else {
-            text
-        };
-        Ok(Some((at, text)))
+        if !text.is_empty() && !text.ends_with('\n') {
+            // keep "no final newline": the new lines go before the end, not after it
+            block = format!("{eol}{}", block.trim_end_matches(['\r', '\n']));
+        }
+        Ok(Some((text.len(), block)))
+    }
+
+    /// The line of the dependency table apply appended, if it is there.
+    pub fn block_line(&self) -> Option<usize> {
+        self.file
+            .text
+            .lines()
+            .position(|l| l.starts_with(BLOCK_MARKER))
+            .map(|i| i + 1)
     }
 }
+
+/// The comment that opens the dependency table apply appends (and names it for revert).
+const BLOCK_MARKER: &str = "# acp-patch: dependencies of the inserted progress code";
+const BLOCK_TABLE: &str = "[target.'cfg(all())'.dependencies]";
 
 /// `(dependency key, version requirement)` of the SDK in `[dependencies]`.
 fn sdk_dependency(doc: &DocumentMut) -> Option<(String, String)> {
@@ -257,13 +240,22 @@ mod tests {
     }
 
     #[test]
-    fn adds_time_feature_as_one_insertion() {
-        let m =
-            manifest("[dependencies]\ntokio = { version = \"1\", features = [\"rt\"] } # keep\n");
+    fn adds_a_marked_dependency_table_and_finds_it_again() {
+        let m = manifest(
+            "[dependencies]\ntokio = { version = \"1\", features = [\"rt\"] } # keep\n",
+        );
         let (at, text) = m.insertion().unwrap().unwrap();
-        assert_eq!(text, ", \"time\"");
-        assert_eq!(&m.file.text[at - 4..at], "\"rt\"");
-        let m = manifest("[dependencies]\ntokio = { version = \"1\", features = [\"full\"] }\n");
+        assert_eq!(at, m.file.text.len());
+        assert_eq!(
+            text,
+            "\n# acp-patch: dependencies of the inserted progress code; acp-patch revert removes this table\n[target.'cfg(all())'.dependencies]\ntokio = { version = \"1\", features = [\"time\"] }\n"
+        );
+        let patched = manifest(&format!("{}{text}", m.file.text));
+        assert_eq!(patched.block_line(), Some(4));
+        assert_eq!(patched.insertion().unwrap().unwrap().1, text);
+        let m = manifest(
+            "[dependencies]\ntokio = { version = \"1\", features = [\"full\"] }\n",
+        );
         assert!(m.insertion().unwrap().is_none());
         assert_eq!(parse_version("=0.10.4"), Some((0, 10)));
         assert_eq!(parse_version("5"), Some((5, 0)));

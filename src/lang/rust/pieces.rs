@@ -379,10 +379,11 @@ pub fn build(input: &Input) -> Result<Vec<Part>> {
         );
     }
 
-    // tokio's `time` (and `rt`) for the runtime's timers.
+    // tokio's `time` (and `rt`) for the runtime's timers: a marked table of its own, present
+    // once it is there (revert takes it out again)
     if let Some((mfile, m)) = input.manifest {
         let (offset, text, present) = match m.insertion()? {
-            Some((offset, text)) => (offset, text, None),
+            Some((offset, text)) => (offset, text, m.block_line()),
             None => (0, String::new(), Some(manifest_line(&m.file.text))),
         };
         b.push(
