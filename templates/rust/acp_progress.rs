@@ -2,7 +2,7 @@
 //! "Thinking..." cards, heartbeats, gap cards and the text hold for this ACP agent.
 //!
 //! The agent's own code calls four things: `turn(..)` / `begin(..)` at the entry of each
-//! prompt handler, `turn_end(..)` around the value each prompt response carries, and
+//! prompt handler, `.acp_turn(&acp_turn)` on the responder of each prompt response, and
 //! `.acp_progress()` in front of every SDK send of a session update (the emitter). Everything
 //! else lives here, kept per session: one agent object may serve several sessions at once.
 //!
@@ -361,23 +361,8 @@ impl<T, E> AcpOutcome for Result<T, E> {
     }
 }
 
-/// Around the value a prompt response carries (`responder.respond(turn_end(&acp_turn, x))`):
-/// the turn ends before the response leaves, and `x` is passed on unchanged.
-pub fn turn_end<R: AcpOutcome>(turn: &AcpTurn, response: R) -> R {
-    if ACP_RESPONSE_ENDS_TURN || response.acp_failed() {
-        acp_finish(&turn.0.session, turn.0.turn, response.acp_failed());
-    }
-    response
-}
-
-/// Around the message of `respond_with_internal_error(..)`: the turn failed.
-pub fn turn_failed<M>(turn: &AcpTurn, message: M) -> M {
-    acp_finish(&turn.0.session, turn.0.turn, true);
-    message
-}
-
 /// The session's current turn, where its response is given away from the handler (another
-/// method, an actor). `turn_end` on it ends that turn.
+/// method, an actor): the response given there ends that turn.
 pub fn turn_of(session: &impl std::fmt::Display) -> AcpTurn {
     let session = session.to_string();
     let turn = acp_with(|sessions| sessions.get(&session).map(|s| s.turn).unwrap_or(0));

@@ -152,15 +152,58 @@ impl<T: AcpSink> AcpSink for std::sync::OnceLock<T> {
     }
 }
 
-impl AcpOutcome for acp_schema::PromptResponse {
-    fn acp_failed(&self) -> bool {
-        false
+/// The turn end at a response: `responder.acp_turn(&acp_turn).respond(x)` answers as
+/// `responder.respond(x)` would, and ends the turn first (failed on an error): after `x` is
+/// computed, before the response leaves.
+pub trait AcpRespond: Sized {
+    fn acp_turn(self, turn: &AcpTurn) -> AcpResponder<Self>;
+}
+
+impl<{{RESPONDER_PARAMS}}> AcpRespond for {{RESPONDER}} {
+    fn acp_turn(self, turn: &AcpTurn) -> AcpResponder<Self> {
+        AcpResponder {
+            responder: self,
+            turn: turn.clone(),
+        }
     }
 }
 
-impl AcpOutcome for acp_sdk::Error {
-    fn acp_failed(&self) -> bool {
-        true
+/// A responder whose response ends its turn.
+pub struct AcpResponder<R> {
+    responder: R,
+    turn: AcpTurn,
+}
+
+impl<R> AcpResponder<R> {
+    fn end(&self, failed: bool) {
+        if ACP_RESPONSE_ENDS_TURN || failed {
+            acp_finish(&self.turn.0.session, self.turn.0.turn, failed);
+        }
+    }
+}
+
+impl<{{RESPONDER_PARAMS}}> AcpResponder<{{RESPONDER}}> {
+    pub fn respond(self, response: T) -> Result<(), acp_sdk::Error> {
+        self.end(false);
+        self.responder.respond(response)
+    }
+
+    pub fn respond_with_result(
+        self,
+        response: Result<T, acp_sdk::Error>,
+    ) -> Result<(), acp_sdk::Error> {
+        self.end(response.is_err());
+        self.responder.respond_with_result(response)
+    }
+
+    pub fn respond_with_error(self, error: acp_sdk::Error) -> Result<(), acp_sdk::Error> {
+        self.end(true);
+        self.responder.respond_with_error(error)
+    }
+
+    pub fn respond_with_internal_error(self, message: impl ToString) -> Result<(), acp_sdk::Error> {
+        self.end(true);
+        self.responder.respond_with_internal_error(message)
     }
 }
 
@@ -209,14 +252,14 @@ impl AcpEmitter<'_> {
 }
 
 /// At the entry of a prompt handler: `let acp_turn = begin(&cx, &request.session_id);`. The
-/// card opens at once; the turn ends at `turn_end(&acp_turn, ..)` around the response, or
-/// (failed) when the last copy of the guard is dropped without one.
+/// card opens at once; the turn ends at the response given through `.acp_turn(&acp_turn)`,
+/// or (failed) when the last copy of the guard is dropped without one.
 pub fn begin<S: AcpSink + ?Sized>(cx: &S, session: &impl std::fmt::Display) -> AcpTurn {
     acp_begin(cx, session.to_string(), {{ON_DROP}})
 }
 
 /// Like `begin` where the response is given elsewhere (another method, an actor): the turn
-/// ends only at a `turn_end` there.
+/// ends only at the response given there.
 pub fn open<S: AcpSink + ?Sized>(cx: &S, session: &impl std::fmt::Display) -> AcpTurn {
     acp_begin(cx, session.to_string(), None)
 }

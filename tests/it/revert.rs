@@ -132,15 +132,15 @@ fn json_output_is_one_document_with_the_diff() {
     assert_eq!(doc["written"], false);
     assert_eq!(
         doc["files"],
-        serde_json::json!(["Cargo.toml", "src/agent.rs"])
+        serde_json::json!(["src/acp_progress.rs", "src/agent.rs", "src/main.rs"])
     );
     assert!(
         doc["diff"]
             .as_str()
             .unwrap()
-            .starts_with("diff --git a/Cargo.toml b/Cargo.toml\n")
+            .starts_with("diff --git a/src/acp_progress.rs b/src/acp_progress.rs\n")
     );
-    assert_eq!(doc["removed"].as_array().unwrap().len(), 11);
+    assert_eq!(doc["removed"].as_array().unwrap().len(), 6);
 
     let run = acp_patch(&["revert", "--format", "json", path_str(dir.path())], None);
     assert_eq!(run.code, 0, "{}", run.stderr);
@@ -337,26 +337,20 @@ fn an_import_apply_added_goes_and_one_the_agent_had_stays() {
 
 #[test]
 fn cargo_toml_additions_go_and_the_agents_own_dependencies_stay() {
-    // tokio with `time` already, serde_json missing: apply appends only serde_json
+    // tokio without `time`: apply appends a marked table with it
     let dir = copy_tree(&fixture("rust/v1_agent/before"));
     let root = dir.path();
-    edit(root, "Cargo.toml", "serde_json = \"1\"\n", "");
-    edit(root, "Cargo.toml", "\"net\"]", "\"net\", \"time\"]");
     let dry = acp_patch(&["apply", "--dry-run", path_str(root)], None);
     assert!(
-        dry.stdout
-            .contains("+[target.'cfg(all())'.dependencies]\n+serde_json = \"1\"\n"),
+        dry.stdout.contains(
+            "+[target.'cfg(all())'.dependencies]\n+tokio = { version = \"1\", features = [\"time\"] }\n"
+        ),
         "{}",
         dry.stdout
     );
     round_trip(root);
     // nothing needed: the manifest is not touched at all
-    edit(
-        root,
-        "Cargo.toml",
-        "[dependencies]\n",
-        "[dependencies]\nserde_json = \"1\"\n",
-    );
+    edit(root, "Cargo.toml", "\"sync\"]", "\"sync\", \"time\"]");
     let dry = acp_patch(&["apply", "--dry-run", path_str(root)], None);
     assert!(!dry.stdout.contains("Cargo.toml"), "{}", dry.stdout);
     round_trip(root);

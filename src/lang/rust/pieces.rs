@@ -131,9 +131,24 @@ fn item_anchor(file: &Parsed, pred: impl Fn(&syn::Item) -> bool) -> Option<(usiz
     ))
 }
 
+/// The `mod acp_progress;` and `use ..acp_progress::..;` lines apply inserts.
+fn is_ours(item: &syn::Item) -> bool {
+    match item {
+        syn::Item::Mod(m) => m.ident == runtime::MODULE && m.content.is_none(),
+        syn::Item::Use(u) => quote::ToTokens::to_token_stream(&u.tree)
+            .to_string()
+            .contains(runtime::MODULE),
+        _ => false,
+    }
+}
+
 /// Where the file's first item starts (above its attributes and doc comments).
 fn first_item(file: &Parsed) -> (usize, bool) {
-    match file.ast.as_ref().and_then(|a| a.items.first()) {
+    match file
+        .ast
+        .as_ref()
+        .and_then(|a| a.items.iter().find(|i| !is_ours(i)))
+    {
         Some(item) => (line_start(&file.file.text, item_start(item)), false),
         None => (file.file.text.len(), true),
     }
@@ -172,17 +187,36 @@ fn declares_module(file: &Parsed) -> Option<usize> {
     })
 }
 
-fn imports_emitter(file: &Parsed) -> Option<usize> {
+/// The line of a `use ..acp_progress::<name> ..;` item.
+fn imports(file: &Parsed, name: &str) -> Option<usize> {
     file.ast.as_ref()?.items.iter().find_map(|i| match i {
         syn::Item::Use(u) => {
             let text = quote::ToTokens::to_token_stream(&u.tree)
                 .to_string()
                 .replace(' ', "");
-            (text.contains(&format!("{}::AcpEmit", runtime::MODULE)))
+            (text.contains(&format!("{}::{name}", runtime::MODULE)))
                 .then(|| u.use_token.span.start().line)
         }
         _ => None,
     })
+}
+
+/// The `use` line that names one of the runtime's traits (inserted after the file's last
+/// `use`, else after its `mod` lines, else before its first item).
+fn use_line(b: &mut Builder, input: &Input, file: usize, name: &str, label: &'static str) {
+    let p = &input.files[file];
+    let path = module_path(input.modules, file, input.lib_shared);
+    let (offset, _) = item_anchor(p, |i| matches!(i, syn::Item::Use(_)))
+        .or_else(|| item_anchor(p, |i| matches!(i, syn::Item::Mod(m) if m.content.is_none())))
+        .unwrap_or_else(|| first_item(p));
+    let eol = b.eol(file);
+    let text = fix_missing_final_newline(
+        &p.file.text,
+        offset,
+        format!("use {path}::{name} as _;{eol}"),
+        eol,
+    );
+    b.push(CHECK_SENDS, label, file, offset, text, imports(p, name));
 }
 
 /// Builds every part.
@@ -262,26 +296,7 @@ pub fn build(input: &Input) -> Result<Vec<Part>> {
         if sends.is_empty() {
             continue;
         }
-        let p = &input.files[*file];
-        let path = module_path(input.modules, *file, input.lib_shared);
-        let (offset, _) = item_anchor(p, |i| matches!(i, syn::Item::Use(_)))
-            .or_else(|| item_anchor(p, |i| matches!(i, syn::Item::Mod(m) if m.content.is_none())))
-            .unwrap_or_else(|| first_item(p));
-        let eol = b.eol(*file);
-        let text = fix_missing_final_newline(
-            &p.file.text,
-            offset,
-            format!("use {path}::AcpEmit as _;{eol}"),
-            eol,
-        );
-        b.push(
-            CHECK_SENDS,
-            "emitter import",
-            *file,
-            offset,
-            text,
-            imports_emitter(p),
-        );
+        use_line(&mut b, input, *file, "AcpEmit", "emitter import");
         for s in sends {
             b.push(
                 CHECK_SENDS,
@@ -352,30 +367,28 @@ pub fn build(input: &Input) -> Result<Vec<Part>> {
         )?;
     }
 
-    // The turn end around every response.
-    for t in input.turn_ends {
-        let path = module_path(input.modules, t.file, input.lib_shared);
-        let func = if t.site.method == "respond_with_internal_error" {
-            "turn_failed"
-        } else {
-            "turn_end"
+    // The turn end at every response: `.acp_turn(&acp_turn)` on its responder.
+    let mut respond_files: Vec<usize> = input.turn_ends.iter().map(|t| t.file).collect();
+    respond_files.dedup();
+    for file in respond_files {
+        let mut b2 = Builder {
+            files: input.files,
+            parts: Vec::new(),
         };
-        let present = t.site.wrapped.then_some(t.site.line);
+        use_line(&mut b2, input, file, "AcpRespond", "turn end import");
+        for p in &mut b2.parts {
+            p.checks = CHECK_TURN_END;
+        }
+        b.parts.extend(b2.parts);
+    }
+    for t in input.turn_ends {
         b.push(
             CHECK_TURN_END,
             "turn end",
             t.file,
-            t.site.open,
-            format!("{path}::{func}(&acp_turn, "),
-            present,
-        );
-        b.push(
-            CHECK_TURN_END,
-            "turn end",
-            t.file,
-            t.site.close,
-            ")".into(),
-            present,
+            t.site.after,
+            ".acp_turn(&acp_turn)".into(),
+            t.site.wrapped.then_some(t.site.line),
         );
     }
 
@@ -440,14 +453,29 @@ fn first_statement(
     if let Some(first) = block.stmts.first() {
         let text = &src[first.span().byte_range()];
         if markers.iter().any(|m| text.contains(m)) {
-            b.push(
-                checks,
-                label,
-                file,
-                first.span().byte_range().start,
-                String::new(),
-                Some(first.span().start().line),
-            );
+            // present: the exact text apply inserted, in the form it took (revert takes it out)
+            let at = first.span().byte_range().start;
+            let line = first.span().start().line;
+            let open_at = block.brace_token.span.open().byte_range().start;
+            let close_at = block.brace_token.span.close().byte_range().start;
+            if src[open_at..].starts_with(&format!("{{ {stmt} ")) && src[..close_at + 1].ends_with(" }") {
+                // braces apply put around an expression body
+                b.push(checks, label, file, open_at, format!("{{ {stmt} "), Some(line));
+                b.push(
+                    checks,
+                    label,
+                    file,
+                    close_at - 1,
+                    " }".into(),
+                    Some(block.brace_token.span.close().start().line),
+                );
+            } else if line == block.brace_token.span.open().start().line {
+                b.push(checks, label, file, at, format!("{stmt} "), Some(line));
+            } else {
+                let f = &b.files[file].file;
+                let text = reindent(stmt, indent_at(&src, at), &f.style.indent_unit, eol);
+                b.push(checks, label, file, line_start(&src, at), text, Some(line));
+            }
             return Ok(());
         }
     }
@@ -508,30 +536,34 @@ fn wrap_handler(b: &mut Builder, h: &Handler, path: &str, sink: &str) -> Result<
     let eol = b.eol(h.file);
     let open = block.brace_token.span.open();
     let close = block.brace_token.span.close();
-    // present: the body is exactly one `..acp_progress::turn(..).await` expression
+    // present: the body is exactly one `..acp_progress::turn(..).await` expression; its two
+    // lines as apply wrote them (revert takes them out)
     if let [syn::Stmt::Expr(e, None)] = block.stmts.as_slice() {
         let text = &src[e.span().byte_range()];
         if text.contains("acp_progress::turn(") && text.trim_end().ends_with(".await") {
             let line = e.span().start().line;
+            let indent = indent_at(&src, e.span().byte_range().start).to_string();
+            let end_line = e.span().end().line;
             b.push(
                 CHECK_START,
                 "turn start",
                 h.file,
-                open.byte_range().end,
-                String::new(),
+                line_start(&src, e.span().byte_range().start),
+                format!("{indent}{path}::turn({sink}, {}.to_string(), async move {{{eol}", h.session),
                 Some(line),
             );
             b.push(
                 CHECK_TURN_END,
                 "turn end",
                 h.file,
-                close.byte_range().start,
-                String::new(),
-                Some(close.start().line),
+                line_start(&src, e.span().byte_range().end),
+                format!("{indent}}}).await{eol}"),
+                Some(end_line),
             );
             return Ok(());
         }
     }
+
     let after_open = &src[open.byte_range().end..line_end_after(&src, open.byte_range().end)];
     if !after_open.trim().is_empty() && !after_open.trim_start().starts_with("//") {
         return Err(b.unsupported(

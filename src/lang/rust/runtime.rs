@@ -77,6 +77,24 @@ pub fn render(
             },
         ),
         ("ON_DROP", if ends { "Some(true)" } else { "None" }.into()),
+        (
+            "RESPONDER_PARAMS",
+            if dialect.protocol_generic() {
+                "T: acp_sdk::JsonRpcResponse, P: acp_sdk::Protocol"
+            } else {
+                "T: acp_sdk::JsonRpcResponse"
+            }
+            .into(),
+        ),
+        (
+            "RESPONDER",
+            if dialect.protocol_generic() {
+                "acp_sdk::Responder<T, P>"
+            } else {
+                "acp_sdk::Responder<T>"
+            }
+            .into(),
+        ),
     ];
     let vars: Vec<(&str, &str)> = vars.iter().map(|(k, v)| (*k, v.as_str())).collect();
     Ok(fill(&text, &vars))

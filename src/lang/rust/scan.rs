@@ -72,18 +72,17 @@ fn takes_update(args: &[TokenTree]) -> bool {
     false
 }
 
-/// `<receiver>.respond*(<argument>)`.
+/// `<receiver>.respond*(<argument>)`, the receiver a binding.
 #[derive(Debug, Clone)]
 pub struct RespondSite {
     pub receiver: String,
-    /// Byte offset of the receiver's identifier.
+    /// Byte offset of the receiver's identifier, and just past it (where
+    /// `.acp_turn(&acp_turn)` goes).
     pub at: usize,
+    pub after: usize,
     pub method: String,
-    /// Byte offsets just inside the parentheses.
-    pub open: usize,
-    pub close: usize,
     pub line: usize,
-    /// The argument is already `..acp_progress::turn_end(..)` / `turn_failed(..)`.
+    /// `.acp_turn(..)` already stands between the receiver and the method.
     pub wrapped: bool,
 }
 
@@ -122,26 +121,6 @@ fn other_notification(args: &[TokenTree]) -> bool {
             && t != "SessionNotification"
             && t != "UpdateSessionNotification"
     })
-}
-
-/// Whether the tokens start with a path ending in one of `names` (e.g. `crate::acp_progress::turn_end`).
-fn starts_with_call(tokens: &[TokenTree], names: &[&str]) -> bool {
-    let mut saw_runtime = false;
-    for t in tokens {
-        match t {
-            TokenTree::Ident(i) => {
-                let s = i.to_string();
-                if s == "acp_progress" {
-                    saw_runtime = true;
-                } else if saw_runtime && names.contains(&s.as_str()) {
-                    return true;
-                }
-            }
-            TokenTree::Punct(p) if p.as_char() == ':' => {}
-            _ => return false,
-        }
-    }
-    false
 }
 
 fn is_empty_paren(t: &TokenTree) -> bool {
@@ -237,21 +216,30 @@ fn walk(
                 takes_update: takes_update(&inner),
             });
         } else if RESPOND_METHODS.contains(&method.as_str()) {
-            let Some(TokenTree::Ident(receiver)) = i.checked_sub(1).map(|k| &tokens[k]) else {
+            // `r.respond(..)`, or `r.acp_turn(&acp_turn).respond(..)` once patched
+            let wrapped = i >= 3
+                && matches!(&tokens[i - 1], TokenTree::Group(g) if g.delimiter() == Delimiter::Parenthesis)
+                && ident_is(&tokens[i - 2], "acp_turn")
+                && punct_is(&tokens[i - 3], '.');
+            if i == 0 {
+                continue;
+            }
+            let r = if wrapped { i - 4 } else { i - 1 };
+            let TokenTree::Ident(receiver) = &tokens[r] else {
                 continue;
             };
             // `a.b.respond(..)`: a field, not a binding
-            if i >= 2 && punct_is(&tokens[i - 2], '.') {
+            if r >= 1 && punct_is(&tokens[r - 1], '.') {
                 continue;
             }
+            let span = receiver.span();
             responds.push(RespondSite {
                 receiver: receiver.to_string(),
-                at: receiver.span().byte_range().start,
+                at: span.byte_range().start,
+                after: span.byte_range().end,
                 method,
-                open: args.span_open().byte_range().end,
-                close: args.span_close().byte_range().start,
-                line: receiver.span().start().line,
-                wrapped: starts_with_call(&inner, &["turn_end", "turn_failed"]),
+                line: span.start().line,
+                wrapped,
             });
         }
     }
@@ -288,11 +276,13 @@ mod tests {
 
     #[test]
     fn finds_respond_calls_with_their_argument() {
-        let src = "fn f() { responder.respond_with_result(x.await); self.r.respond(y); r.respond(crate::acp_progress::turn_end(&t, z)) }";
+        let src = "fn f() { responder.respond_with_result(x.await); self.r.respond(y); r.acp_turn(&acp_turn).respond(z) }";
         let (_, responds) = scan(src, "send_notification");
         assert_eq!(responds.len(), 2);
         assert_eq!(responds[0].receiver, "responder");
-        assert_eq!(&src[responds[0].open..responds[0].close], "x.await");
+        assert_eq!(&src[responds[0].at..responds[0].after], "responder");
+        assert!(!responds[0].wrapped);
         assert!(responds[1].wrapped);
+        assert_eq!(responds[1].receiver, "r");
     }
 }

@@ -68,6 +68,11 @@ impl Dialect {
         }
     }
 
+    /// Whether the SDK's `Responder` carries a protocol parameter (`Responder<T, P>`, 5.x).
+    pub fn protocol_generic(self) -> bool {
+        matches!(self, Dialect::V1 | Dialect::V2)
+    }
+
     /// The SDK method that puts a session update on the wire.
     pub fn send_method(self) -> &'static str {
         match self {
