@@ -1,12 +1,14 @@
-//! Finding where each piece goes in a TypeScript agent: the emitter every session update
-//! leaves through, its class (where the agent keeps its state), the hand-off to the model,
-//! the turn's end, error paths and cancel. Every choice either has one candidate, is pinned
-//! in `acp-patch.toml` (`[typescript]`), or fails with the candidates listed.
+//! The engine shape (pi-acp and agents like it): a session class whose emitter method sends
+//! every update, which hands the turn to an engine process (`this.<engine>.prompt(...)`) and
+//! settles it later (`settleTurn()`, an `agent_settled` event). Finding where each piece goes:
+//! the emitter, its class, the hand-off, the turn's end, error paths and cancel. Every choice
+//! either has one candidate, is pinned in `acp-patch.toml` (`[typescript]`), or fails with the
+//! candidates listed.
 
-use super::syntax::*;
 use crate::config::{Pin, TypeScriptPins};
 use crate::error::{Candidate, Error, Location, Result};
 use crate::lang::parts::Parsed;
+use crate::lang::typescript::syntax::*;
 use tree_sitter::Node;
 
 /// The SDK generation, by how the emitter sends.
@@ -18,14 +20,8 @@ pub enum Generation {
     V2,
 }
 
-/// Where a turn ends.
-#[derive(Clone, Copy)]
-pub enum TurnEnd<'a> {
-    /// Right after this statement (the model stream's `for await`).
-    After(Node<'a>),
-    /// At the top of this block (a `settleTurn()` method, an `agent_settled` case).
-    Top(Node<'a>),
-}
+/// Methods that end a turn the engine ran.
+const SETTLE_METHODS: &[&str] = &["settleTurn", "endTurn", "finishTurn", "completeTurn"];
 
 pub struct Sites<'a> {
     /// The file of the emitter's class: every piece goes there.
@@ -48,7 +44,8 @@ pub struct Sites<'a> {
     /// When the emitter takes the session id as a parameter (one object serves many sessions):
     /// that parameter's name; the text hold is then kept per session.
     pub hold_key: Option<String>,
-    pub turn_end: TurnEnd<'a>,
+    /// The turn ends at the top of this block (a `settleTurn()` method, an `agent_settled` case).
+    pub turn_end: Node<'a>,
     /// Blocks run when the hand-off fails (`catch` clauses, `.catch(err => { ... })`).
     pub error_blocks: Vec<Node<'a>>,
     /// The body of the class's `cancel` method, if it has one.
@@ -221,40 +218,26 @@ pub fn locate<'a>(
         .map(|n| text(n, src).to_string())
         .ok_or_else(|| unsupported(send, "the emitter sends no `sessionId`".into()))?;
 
-    // 2. The hand-off to the model, in the same class: the `for await` over the model
-    // stream, else the hand-off to an engine (`this.<engine>.prompt(...)`).
-    let mut streams = Vec::new();
+    // 2. The hand-off to the engine, in the same class: `this.<engine>.prompt(...)`.
     let mut engines = Vec::new();
     for m in methods(class) {
         let qual = format!("{cname}.{}", name_of(m, src));
-        for f in descendants(m, "for_in_statement") {
-            let mut c = f.walk();
-            let awaits = f.children(&mut c).any(|n| n.kind() == "await");
-            if awaits
-                && f.child_by_field_name("right")
-                    .is_some_and(|r| r.kind() == "call_expression")
-            {
-                streams.push((file, f, qual.clone()));
-            }
-        }
         for c in descendants(m, "call_expression") {
-            let (obj, prop) = callee(c, src);
-            if prop == "prompt" && obj.starts_with("this.") && !obj[5..].contains('.') {
+            if is_engine_handoff(c, src) {
                 engines.push((file, statement_of(c), qual.clone()));
             }
         }
     }
-    let handoffs = if streams.is_empty() { engines } else { streams };
     let class_line = line(class);
     let (_, handoff) = choose(
         files,
-        handoffs,
+        engines,
         pins.handoff.as_ref(),
         "hand-off to the model",
         "typescript.handoff",
         || {
             format!(
-                "class {cname} at {}:{class_line} has no `for await` over the model stream and no `this.<engine>.prompt(...)` call",
+                "class {cname} at {}:{class_line} has no `this.<engine>.prompt(...)` call",
                 p.file.rel
             )
         },
@@ -293,13 +276,11 @@ pub fn locate<'a>(
         .then(|| sid_expr.clone());
 
     // 4. Turn end, error paths, cancel.
-    let turn_end = if handoff.kind() == "for_in_statement" {
-        TurnEnd::After(handoff)
-    } else {
+    let turn_end = {
         let mut ends = Vec::new();
         for m in methods(class) {
             let name = name_of(m, src);
-            let settles = ["settleTurn", "endTurn", "finishTurn", "completeTurn"].contains(&name);
+            let settles = SETTLE_METHODS.contains(&name);
             if settles || pins.turn_end.is_some() {
                 ends.push((file, m, format!("{cname}.{name}")));
             }
@@ -334,12 +315,11 @@ pub fn locate<'a>(
                 )
             },
         )?;
-        let block = if end.kind() == "method_definition" {
+        if end.kind() == "method_definition" {
             body(end).expect("method body")
         } else {
             end
-        };
-        TurnEnd::Top(block)
+        }
     };
     let mut error_blocks = Vec::new();
     let mut cur = handoff.parent();
@@ -389,4 +369,50 @@ pub fn locate<'a>(
         error_blocks,
         cancel,
     })
+}
+
+/// `this.<engine>.prompt(...)`: the turn handed to an engine (a subprocess, a worker).
+fn is_engine_handoff(call: Node, src: &str) -> bool {
+    let (obj, prop) = callee(call, src);
+    prop == "prompt" && obj.starts_with("this.") && !obj[5..].contains('.')
+}
+
+/// Whether the tree is engine-shaped: pins of the engine sites, or one class that sends
+/// updates through an emitter method of its own, hands the turn to an engine and settles it
+/// in a method or an `*_settled` event case. Such agents keep the engine strategy; every
+/// other agent gets the protocol strategy.
+pub fn probe(files: &[Parsed], pins: &TypeScriptPins) -> bool {
+    if pins.emitter.is_some() || pins.handoff.is_some() || pins.turn_end.is_some() {
+        return true;
+    }
+    let mut shaped = 0;
+    for p in files {
+        let src = p.file.text.as_str();
+        for class in classes(p.tree.root_node()) {
+            let ms = methods(class);
+            let emits = ms.iter().any(|m| {
+                let name = name_of(*m, src);
+                name != "constructor"
+                    && send_call(*m, src).is_some()
+                    && ms
+                        .iter()
+                        .any(|o| o != m && !this_calls(*o, name, src).is_empty())
+            });
+            let hands_off = descendants(class, "call_expression")
+                .into_iter()
+                .any(|c| is_engine_handoff(c, src));
+            let settles = ms
+                .iter()
+                .any(|m| SETTLE_METHODS.contains(&name_of(*m, src)))
+                || descendants(class, "switch_case").into_iter().any(|case| {
+                    case.child_by_field_name("value")
+                        .and_then(|v| string_value(v, src))
+                        .is_some_and(|v| v.ends_with("_settled"))
+                });
+            if emits && hands_off && settles {
+                shaped += 1;
+            }
+        }
+    }
+    shaped == 1
 }

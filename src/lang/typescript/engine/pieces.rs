@@ -2,11 +2,11 @@
 //! check each. Apply plans the parts that are missing; verify reports on all of them — one
 //! computation.
 
-use super::locate::{Generation, Sites, TurnEnd};
-use super::style::{CodeStyle, detect, restyle};
-use super::syntax::*;
+use super::locate::{Generation, Sites};
 use crate::error::{Error, Result};
 use crate::lang::parts::*;
+use crate::lang::typescript::style::{CodeStyle, detect, restyle};
+use crate::lang::typescript::syntax::*;
 use crate::project::Project;
 use crate::render::{fill, reindent};
 use crate::source::{indent_at, line_end_after, line_start};
@@ -458,42 +458,21 @@ pub fn build<'a>(files: &'a [Parsed], project: &'a Project, s: &Sites<'a>) -> Re
             ],
         )
     };
-    match s.turn_end {
-        TurnEnd::After(stmt) => {
-            let flush = end_turn(&b, stmt)?;
-            b.after(
-                CHECK_COMPLETE,
-                "hook complete at turn end",
-                stmt,
-                &complete,
-                "acpProgressComplete(",
-            )?;
-            b.after(
-                CHECK_HOLD,
-                "text hold flushed at turn end",
-                stmt,
-                &flush,
-                "acpTextHoldFlush(",
-            )?;
-        }
-        TurnEnd::Top(block) => {
-            let flush = end_turn(&b, block)?;
-            b.top(
-                CHECK_COMPLETE,
-                "hook complete at turn end",
-                block,
-                &complete,
-                "acpProgressComplete(",
-            )?;
-            b.top(
-                CHECK_HOLD,
-                "text hold flushed at turn end",
-                block,
-                &flush,
-                "acpTextHoldFlush(",
-            )?;
-        }
-    }
+    let flush = end_turn(&b, s.turn_end)?;
+    b.top(
+        CHECK_COMPLETE,
+        "hook complete at turn end",
+        s.turn_end,
+        &complete,
+        "acpProgressComplete(",
+    )?;
+    b.top(
+        CHECK_HOLD,
+        "text hold flushed at turn end",
+        s.turn_end,
+        &flush,
+        "acpTextHoldFlush(",
+    )?;
     for block in s.error_blocks.iter().chain(s.cancel.iter()) {
         let flush = end_turn(&b, *block)?;
         let (l1, l2) = if Some(*block) == s.cancel {
@@ -566,43 +545,4 @@ pub fn build<'a>(files: &'a [Parsed], project: &'a Project, s: &Sites<'a>) -> Re
     )?;
     b.top(CHECK_HOLD, "text hold gate", ebody, &gate, "acpTextHold(")?;
     Ok(b.parts)
-}
-
-/// The callback's call sites per state: `cb("start"|"heartbeat"|"complete", ...)` where `cb`
-/// is `x.agentProgressCallback` or a `const` holding it.
-pub fn hook_calls(files: &[Parsed]) -> [Vec<(usize, usize)>; 3] {
-    let mut out: [Vec<(usize, usize)>; 3] = Default::default();
-    for (i, p) in files.iter().enumerate() {
-        let src = p.file.text.as_str();
-        if !src.contains("agentProgressCallback") {
-            continue;
-        }
-        let root = p.tree.root_node();
-        let holders: Vec<&str> = descendants(root, "variable_declarator")
-            .into_iter()
-            .filter(|d| {
-                d.child_by_field_name("value")
-                    .is_some_and(|v| text(v, src).ends_with(".agentProgressCallback"))
-            })
-            .filter_map(|d| d.child_by_field_name("name").map(|n| text(n, src)))
-            .collect();
-        for c in descendants(root, "call_expression") {
-            let Some(state) = arguments(c).first().and_then(|a| string_value(*a, src)) else {
-                continue;
-            };
-            let Some(k) = ["start", "heartbeat", "complete"]
-                .iter()
-                .position(|s| *s == state)
-            else {
-                continue;
-            };
-            let (obj, name) = callee(c, src);
-            let is_cb = (!obj.is_empty() && name == "agentProgressCallback")
-                || (obj.is_empty() && holders.contains(&name));
-            if is_cb {
-                out[k].push((i, line(c)));
-            }
-        }
-    }
-    out
 }
