@@ -69,9 +69,13 @@ pub struct Send<'a> {
     pub target: Node<'a>,
     pub wrapped: bool,
     /// A hand-rolled writer: the call's text with the `{ sessionId, update }` params replaced by
-    /// `params` (what the start card's connection becomes), when it has them.
+    /// [`RAW_PARAMS`] (what the start card's connection becomes), when it has them.
     pub raw_template: Option<String>,
 }
+
+/// The parameter of the start card's writer for an agent without an SDK:
+/// `(acpParams: never) => this.write({ jsonrpc: "2.0", method: "session/update", params: acpParams })`.
+pub const RAW_PARAMS: &str = "acpParams";
 
 /// Every file acp-patch never patches: tests, the runtime module itself.
 pub fn is_agent_file(p: &Parsed) -> bool {
@@ -391,7 +395,7 @@ pub fn sends(files: &[Parsed]) -> Result<Vec<Send<'_>>> {
                         .and_then(|v| method_named(v, src, root))
                         .is_some_and(|m| m == "session/update")
             });
-            if !is_update {
+            if !is_update || in_inserted_connection(obj, src) {
                 continue;
             }
             let Some(call) = writer_call(obj, src) else {
@@ -423,7 +427,12 @@ pub fn sends(files: &[Parsed]) -> Result<Vec<Send<'_>>> {
             let raw_template = object_property(obj, "params", src).map(|params| {
                 let before = &src[call.start_byte()..params.start_byte()];
                 let after = &src[params.end_byte()..call.end_byte()];
-                let call_text = format!("{before}params{after}");
+                let with = if params.kind() == "shorthand_property_identifier" {
+                    format!("params: {RAW_PARAMS}")
+                } else {
+                    RAW_PARAMS.to_string()
+                };
+                let call_text = format!("{before}{with}{after}");
                 // the writer, as it would be written without the emitter
                 let call_text = if wrapped {
                     let t = &src[target.start_byte()..target.end_byte()];
@@ -445,6 +454,23 @@ pub fn sends(files: &[Parsed]) -> Result<Vec<Send<'_>>> {
     }
     out.sort_by_key(|s| (s.file, s.call.start_byte()));
     Ok(out)
+}
+
+/// Whether a node is inside the connection acp-patch passed to `acpProgress.turn(conn, ...)`
+/// (the start card's writer of an agent without an SDK): that writer is ours, not a send.
+fn in_inserted_connection(node: Node, src: &str) -> bool {
+    let mut cur = node;
+    while let Some(parent) = cur.parent() {
+        if parent.kind() == "arguments"
+            && let Some(call) = parent.parent()
+            && callee(call, src) == (NS, "turn")
+            && arguments(call).first() == Some(&cur)
+        {
+            return true;
+        }
+        cur = parent;
+    }
+    false
 }
 
 /// A writer call's text on one line: line breaks (and the indentation after them) become one
@@ -576,10 +602,10 @@ pub fn handlers<'a>(
     };
     // SDK 0.x/1.x: the class the AgentSideConnection factory builds
     for (file, class, index, _, _) in sdk_classes(files) {
-        let conn = stored_connection(files, file, class, index);
-        let conn = match conn {
+        let conn = match pinned_connection(files, file, class, pins)? {
             Some(c) => Some(c),
-            None => pinned_connection(files, file, class, pins)?,
+            None => stored_connection(files, file, class, index)
+                .or_else(|| used_connection(files, file, class, sends)),
         };
         for (role, method) in [(Role::Prompt, "prompt"), (Role::Cancel, "cancel")] {
             let Some((f, m)) = member(files, file, class, method) else {
@@ -658,7 +684,10 @@ pub fn handlers<'a>(
         (Role::Cancel, "session/cancel"),
     ] {
         for (f, func) in dispatched(files, method) {
-            let conn = raw_connection(files, f, func, sends, pins)?;
+            let conn = match role {
+                Role::Prompt => raw_connection(files, f, func, sends, pins)?,
+                Role::Cancel => None, // a cancel sends nothing
+            };
             push(
                 &mut out,
                 Handler {
@@ -941,11 +970,31 @@ fn raw_connection(
         let (names, uses_this) = reads(parsed.root_node(), &format!("({t})"));
         let bound = names
             .iter()
-            .filter(|(n, _)| n != "params")
+            .filter(|(n, _)| n != RAW_PARAMS)
             .all(|(n, _)| bound_at_entry(files, file, func, n).is_some());
         if bound && class_ok(uses_this) {
             usable.push((s.file, owner, t.clone()));
         }
+    }
+    // the writer the handler's own updates use: in the handler, or in a method it calls
+    let src = files[file].file.text.as_str();
+    let called: Vec<&str> = descendants(func, "call_expression")
+        .into_iter()
+        .filter_map(|c| match callee(c, src) {
+            ("this", name) => Some(name),
+            _ => None,
+        })
+        .collect();
+    let own = |(f, owner, _): &(usize, Node, String)| {
+        *f == file
+            && (*owner == func
+                || owner.parent().is_some_and(|m| {
+                    m.kind() == "method_definition" && called.contains(&member_name(m, src))
+                })
+                || called.contains(&member_name(*owner, src)))
+    };
+    if pins.connection.is_none() && usable.iter().filter(|u| own(u)).count() == 1 {
+        usable.retain(own);
     }
     let found: Vec<((usize, Node, String), Candidate)> = usable
         .into_iter()
@@ -977,7 +1026,7 @@ fn raw_connection(
     )?;
     let (f, owner, t) = chosen;
     Ok(Some(Conn {
-        text: format!("(params: never) => {t}"),
+        text: format!("({RAW_PARAMS}: never) => {t}"),
         origin: format!(
             "the agent's own writer, as {} calls it",
             qualified(files, f, owner)

@@ -82,6 +82,16 @@ pub fn analyze(project: &Project, mut files: Vec<Parsed>) -> Result<Analysis> {
     let text = render_module(project, &files[beside])?;
     let module_file = match files.iter().position(|p| p.file.rel == module_rel) {
         Some(i) => i,
+        None if let Some(f) = project.files.iter().find(|f| f.rel == module_rel) => {
+            // a file of the agent (not one it was worth parsing) where the module would go
+            let tree = crate::lang::typescript::syntax::parse(&f.text, false);
+            files.push(Parsed {
+                file: f.clone(),
+                error: crate::lang::typescript::syntax::first_error(&tree),
+                tree,
+            });
+            files.len() - 1
+        }
         None => {
             let style = files[beside].file.style.clone();
             let style = crate::source::Style {

@@ -468,6 +468,7 @@ fn prompt_cover(
                 );
             }
             check_reads(b, file, func, call, "turn start");
+            connection_finding(b, conn);
             return Ok(());
         }
         if statements(body).is_empty() {
@@ -540,15 +541,16 @@ fn prompt_cover(
                 Some(body.end_position().row + 1),
             );
             check_reads(b, file, func, body, "turn start");
+            connection_finding(b, conn);
             return Ok(());
         }
-        let conn = conn_text(b)?;
+        let conn_text = conn_text(b)?;
         b.push(
             CHECK_OPEN,
             "turn start",
             file,
             body.start_byte(),
-            format!("{NS}.turn({conn}, {session_id}, {asyncness}() => "),
+            format!("{NS}.turn({conn_text}, {session_id}, {asyncness}() => "),
             None,
         );
         b.push(
@@ -560,6 +562,11 @@ fn prompt_cover(
             None,
         );
     }
+    connection_finding(b, conn);
+    Ok(())
+}
+
+fn connection_finding(b: &mut Builder, conn: &Option<Conn>) {
     if let Some(c) = conn {
         b.finding(
             "connection",
@@ -569,7 +576,6 @@ fn prompt_cover(
             format!("`{}`: {}", c.text, c.origin),
         );
     }
-    Ok(())
 }
 
 fn cancel_cover(b: &mut Builder, h: &Handler, func: Node, session_id: &str) -> Result<()> {
