@@ -348,3 +348,44 @@ fn tsc_in(root: &Path) {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+// ---- the runtime module itself -------------------------------------------------------------
+
+/// Runs fixtures/typescript/runtime.test.ts (node's test runner) against the runtime module as
+/// apply renders it for a fixture: the semantics hold in every code style it is rendered in.
+fn runtime_semantics(name: &str, module: &str) {
+    let dir = applied(name);
+    let src = dir.path().join("src");
+    std::fs::copy(src.join(module), src.join("acp-progress-under-test.ts")).unwrap();
+    let test = std::fs::read_to_string(fixture("typescript/runtime.test.ts"))
+        .unwrap()
+        .replace("\"./acp-progress.js\"", "\"./acp-progress-under-test.js\"");
+    std::fs::write(src.join("runtime.test.ts"), test).unwrap();
+    link_node_modules(dir.path(), "sdk1_agent");
+    let _turn = cpu_lock();
+    let out = Command::new("node")
+        .args(["--import", "tsx", "--test", "src/runtime.test.ts"])
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        stdout.contains("# pass 11") && stdout.contains("# fail 0"),
+        "{stdout}"
+    );
+}
+
+#[test]
+fn runtime_semantics_double_quotes_and_semicolons() {
+    runtime_semantics("sdk2_agent", "acp-progress.ts");
+}
+
+#[test]
+fn runtime_semantics_tabs_single_quotes_no_semicolons() {
+    runtime_semantics("per_kind_helpers", "acp-progress.mts");
+}
