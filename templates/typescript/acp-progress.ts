@@ -18,6 +18,12 @@ type AcpHost = {
 };
 const host = globalThis as unknown as AcpHost;
 
+type AcpState = { sessions: Map<string, AcpSession>; ownCards: Set<unknown>; proxies: WeakMap<object, object>; passing: number };
+const ACP_STATE = Symbol.for("acp-patch.acp-progress.v1");
+const shared = globalThis as unknown as { [key: symbol]: AcpState | undefined };
+/** Shared by every copy of this module in the process (one per package of a monorepo). */
+const acpState: AcpState = shared[ACP_STATE] ?? (shared[ACP_STATE] = { sessions: new Map(), ownCards: new Set(), proxies: new WeakMap(), passing: 0 });
+
 /** The progress callback: "start" opens the card, "heartbeat" refreshes it, "complete" closes it. */
 export type AcpProgressCallback = (state: "start" | "heartbeat" | "complete", name: string, args?: { elapsed?: number; failed?: boolean }) => void;
 
@@ -35,8 +41,6 @@ export function buildThinkingProgress(toolCallId: string, elapsed: number) {
 export function buildThinkingComplete(toolCallId: string, failed = false) {
     return { sessionUpdate: "tool_call_update", toolCallId, status: failed ? "failed" : "completed", title: "Thinking..." } as const;
 }
-
-const ownCards = new Set<unknown>();
 
 /** Build agentProgressCallback: one "Thinking..." card at a time, each update sent with `send`. */
 export function makeAgentProgressCb(send: (update: object) => unknown): AcpProgressCallback {
@@ -57,7 +61,7 @@ export function makeAgentProgressCb(send: (update: object) => unknown): AcpProgr
                 post(buildThinkingComplete(open));
             }
             open = `think-${Date.now().toString(36)}-${Math.random().toString(36).slice(2, 8)}`;
-            ownCards.add(open);
+            acpState.ownCards.add(open);
             post(buildThinkingStart(open));
         } else if (state === "heartbeat") {
             if (open !== undefined) {
@@ -67,7 +71,7 @@ export function makeAgentProgressCb(send: (update: object) => unknown): AcpProgr
             const toolCallId = open;
             open = undefined;
             post(buildThinkingComplete(toolCallId, args?.failed === true));
-            ownCards.delete(toolCallId);
+            acpState.ownCards.delete(toolCallId);
         }
     };
 }
@@ -86,13 +90,11 @@ type AcpSession = {
     holdTimer: AcpTimer | undefined;
     gapTimer: AcpTimer | undefined;
 };
-const sessions = new Map<string, AcpSession>();
-
 function sessionOf(sessionId: string): AcpSession {
-    let session = sessions.get(sessionId);
+    let session = acpState.sessions.get(sessionId);
     if (!session) {
         session = { agentProgressCallback: undefined, send: undefined, turns: 0, cancelled: false, card: undefined, reasoning: false, held: [], holdTimer: undefined, gapTimer: undefined };
-        sessions.set(sessionId, session);
+        acpState.sessions.set(sessionId, session);
     }
     return session;
 }
@@ -121,15 +123,13 @@ function isThenable(value: unknown): value is PromiseLike<unknown> {
     return (typeof value === "object" || typeof value === "function") && value !== null && typeof (value as { then?: unknown }).then === "function";
 }
 
-let passing = 0;
-
 /** Runs one of our own sends: an emitter it reaches (a wrapped send inside a wrapped send) forwards it as is. */
 function pass<T>(send: () => T): T {
-    passing += 1;
+    acpState.passing += 1;
     try {
         return send();
     } finally {
-        passing -= 1;
+        acpState.passing -= 1;
     }
 }
 
@@ -277,7 +277,7 @@ function forward(sessionId: string, update: AcpUpdate, send: (update: AcpUpdate)
     const session = sessionOf(sessionId);
     session.send = send; // later cards go out the way the agent's own updates do
     const kind = update.sessionUpdate;
-    if (!REAL.has(kind) || ownCards.has(update.toolCallId)) {
+    if (!REAL.has(kind) || acpState.ownCards.has(update.toolCallId)) {
         if (session.held.length > 0) {
             void flush(session);
         }
@@ -361,14 +361,12 @@ function envelope(args: unknown[]): AcpEnvelope | undefined {
 }
 
 function dispatch(args: unknown[], call: (args: unknown[]) => unknown): unknown {
-    const found = passing === 0 ? envelope(args) : undefined;
+    const found = acpState.passing === 0 ? envelope(args) : undefined;
     if (!found) {
         return call(args);
     }
     return forward(found.sessionId, found.update, (update) => pass(() => call(found.rebuild(update))));
 }
-
-const proxies = new WeakMap<object, object>();
 
 /**
  * The emitter: `emitter(conn).sessionUpdate(...)`, `emitter(client).notify("session/update", ...)`,
@@ -379,7 +377,7 @@ export function emitter<C>(conn: C): C {
         return conn;
     }
     const target = conn as unknown as object;
-    let proxy = proxies.get(target);
+    let proxy = acpState.proxies.get(target);
     if (!proxy) {
         proxy = new Proxy(target, {
             get(object, property) {
@@ -393,7 +391,7 @@ export function emitter<C>(conn: C): C {
                 return dispatch(args, (a) => Reflect.apply(fn as (...a: unknown[]) => unknown, self, a));
             },
         });
-        proxies.set(target, proxy);
+        acpState.proxies.set(target, proxy);
     }
     return proxy as C;
 }
@@ -469,7 +467,7 @@ export function handler<F extends (...args: never[]) => unknown>(fn: F): F {
 
 /** `session/cancel`: the card closes, held text goes out, no gap card opens until the turn ends. */
 export function cancel(sessionId: unknown): void {
-    const session = sessions.get(String(sessionId));
+    const session = acpState.sessions.get(String(sessionId));
     if (!session) {
         return;
     }

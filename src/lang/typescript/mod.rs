@@ -135,7 +135,23 @@ impl Language for TypeScript {
                     has_function: &has_function,
                     marker: protocol::NS,
                 };
-                let calls = hook_calls(&a.files);
+                // one set of hook calls per runtime module (a monorepo's agents have one each,
+                // every one checked current byte for byte): count the first module's, and any
+                // call outside the modules
+                let mut calls = hook_calls(&a.files);
+                let first_module = a
+                    .files
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, p)| protocol::is_runtime_module(&p.file.text))
+                    .min_by_key(|(_, p)| p.file.rel.clone())
+                    .map(|(i, _)| i);
+                for state in calls.iter_mut() {
+                    state.retain(|(f, _)| {
+                        Some(*f) == first_module
+                            || !protocol::is_runtime_module(&a.files[*f].file.text)
+                    });
+                }
                 parts::report(&root, &a.files, &a.parts, &calls, &a.findings, &naming)
             }
         }

@@ -116,14 +116,37 @@ fn every_sdk_bound_class_is_covered() {
 }
 
 #[test]
-fn a_prompt_handler_no_sdk_binding_names_is_listed_and_pinnable() {
-    // the factory hides the class behind a function acp-patch does not follow
+fn a_factory_function_of_the_file_is_followed() {
     let dir = copy_tree(&before("sdk1_agent"));
     edit(
         dir.path(),
         "src/agent.ts",
         "new acp.AgentSideConnection(conn => new EchoAgent(conn), stream)",
         "new acp.AgentSideConnection(makeAgent, stream)\nfunction makeAgent(conn: acp.AgentSideConnection): acp.Agent {\n  return new EchoAgent(conn)\n}",
+    );
+    let run = acp_patch(&["apply", path_str(dir.path())], None);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(
+        read(dir.path(), "src/agent.ts")
+            .contains("acpProgress.turn(this.conn, params.sessionId, async () => {")
+    );
+}
+
+#[test]
+fn a_prompt_handler_no_sdk_binding_names_is_listed_and_pinnable() {
+    // the factory hides the class behind an object acp-patch does not follow
+    let dir = copy_tree(&before("sdk1_agent"));
+    edit(
+        dir.path(),
+        "src/agent.ts",
+        "new acp.AgentSideConnection(conn => new EchoAgent(conn), stream)",
+        "new acp.AgentSideConnection(conn => registry.create(conn), stream)",
+    );
+    edit(
+        dir.path(),
+        "src/agent.ts",
+        "const stream = ",
+        "const registry = { create: (conn: acp.AgentSideConnection): acp.Agent => new EchoAgent(conn) }\nconst stream = ",
     );
     let pristine = snapshot_tree(dir.path());
     let run = acp_patch(&["apply", path_str(dir.path())], None);
@@ -152,13 +175,11 @@ fn a_prompt_handler_no_sdk_binding_names_is_listed_and_pinnable() {
     );
 
     // the pin it suggests is accepted; the connection is the field its sends use
+    let config = read(dir.path(), "acp-patch.toml");
     write(
         dir.path(),
         "acp-patch.toml",
-        &format!(
-            "{}\n[typescript]\nprompt = \"src/agent.ts:EchoAgent.prompt\"\n",
-            read(dir.path(), "acp-patch.toml")
-        ),
+        &format!("{config}\n[typescript]\nprompt = \"src/agent.ts:EchoAgent.prompt\"\n"),
     );
     let run = acp_patch(&["apply", "--allow-dirty", path_str(dir.path())], None);
     assert_eq!(run.code, 0, "{}", run.stderr);
@@ -167,6 +188,42 @@ fn a_prompt_handler_no_sdk_binding_names_is_listed_and_pinnable() {
             .contains("acpProgress.turn(this.conn, params.sessionId, async () => {")
     );
     assert_eq!(verify(dir.path()).code, 0);
+}
+
+#[test]
+fn two_agents_of_a_monorepo_get_a_runtime_module_each() {
+    let root = tempfile::tempdir().unwrap();
+    copy_into(&before("sdk1_agent"), &root.path().join("services/echo"));
+    copy_into(
+        &before("per_kind_helpers"),
+        &root.path().join("services/pike"),
+    );
+    let run = acp_patch(&["apply", path_str(root.path())], None);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    for (agent, module, import) in [
+        (
+            "services/echo/src/agent.ts",
+            "services/echo/src/acp-progress.ts",
+            "import * as acpProgress from './acp-progress.js'\n",
+        ),
+        (
+            "services/pike/src/agent.mts",
+            "services/pike/src/acp-progress.mts",
+            "import * as acpProgress from './acp-progress.mjs'\n",
+        ),
+    ] {
+        assert!(read(root.path(), agent).contains(import), "{agent}");
+        assert!(root.path().join(module).is_file(), "{module}");
+    }
+    assert_eq!(verify(root.path()).code, 0);
+    for (dir, deps) in [
+        ("services/echo", "sdk1_agent"),
+        ("services/pike", "sdk1_agent"),
+    ] {
+        let d = root.path().join(dir);
+        link_node_modules(&d, deps);
+        tsc(&d, deps);
+    }
 }
 
 #[test]

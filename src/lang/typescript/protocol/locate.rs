@@ -250,7 +250,7 @@ fn sdk_classes<'a>(files: &'a [Parsed]) -> Vec<(usize, Node<'a>, usize, usize, u
             let Some(factory) = n
                 .child_by_field_name("arguments")
                 .and_then(|a| named_children(a).into_iter().next())
-                .filter(|f| is_function(*f))
+                .and_then(|f| factory_function(f, src, p.tree.root_node()))
             else {
                 continue;
             };
@@ -277,6 +277,31 @@ fn sdk_classes<'a>(files: &'a [Parsed]) -> Vec<(usize, Node<'a>, usize, usize, u
         }
     }
     out
+}
+
+/// The factory given to `AgentSideConnection`: a function expression, or the name of a function
+/// of the same file (`function makeAgent(conn) { return new X(conn) }`, `const makeAgent = ...`).
+fn factory_function<'t>(arg: Node<'t>, src: &str, root: Node<'t>) -> Option<Node<'t>> {
+    if is_function(arg) {
+        return Some(arg);
+    }
+    if arg.kind() != "identifier" {
+        return None;
+    }
+    let name = text(arg, src);
+    if let Some((_, f)) = top_level_functions(root, src)
+        .into_iter()
+        .find(|(n, _)| n == name)
+    {
+        return Some(f);
+    }
+    descendants(root, "variable_declarator")
+        .into_iter()
+        .filter(|d| {
+            d.child_by_field_name("name")
+                .is_some_and(|n| text(n, src) == name)
+        })
+        .find_map(|d| d.child_by_field_name("value").filter(|v| is_function(*v)))
 }
 
 /// The field a class stores its constructor argument `index` in (`this.client = client`, a

@@ -32,27 +32,61 @@ pub struct Analysis {
     pub findings: Vec<Finding>,
 }
 
-/// Where the runtime module goes: beside the first prompt handler's file, with its ending.
-fn module_place(files: &[Parsed], project: &Project) -> Result<(String, String, usize)> {
+/// The package a file belongs to: the folder of the nearest `package.json` above it (within
+/// the tree), `""` for the tree's root.
+fn package_of(project: &Project, rel: &str) -> String {
+    let mut dir = rel.rsplit_once('/').map(|(d, _)| d).unwrap_or("");
+    loop {
+        if dir.is_empty() {
+            return String::new();
+        }
+        if project.root.join(dir).join("package.json").is_file() {
+            return dir.to_string();
+        }
+        dir = dir.rsplit_once('/').map(|(d, _)| d).unwrap_or("");
+    }
+}
+
+/// One runtime module per package that has something to patch (a monorepo's agents each get
+/// theirs; they share their state at run time): beside the package's first prompt handler's
+/// file (else its first file with a send), with that file's ending. (package, module's
+/// relative path, extension, the file it sits beside).
+fn module_places(
+    files: &[Parsed],
+    project: &Project,
+) -> Result<Vec<(String, String, String, usize)>> {
     let sends = locate::sends(files)?;
     let handlers = locate::handlers(files, &sends, &project.config.typescript)?;
-    let first = handlers
+    let mut touched: Vec<(bool, usize)> = handlers
         .iter()
-        .filter(|h| h.role == locate::Role::Prompt)
-        .map(|h| h.file)
-        .min_by_key(|f| files[*f].file.rel.clone())
-        .expect("handlers() finds a prompt handler or fails");
-    let rel = &files[first].file.rel;
-    let dir = rel
-        .rsplit_once('/')
-        .map(|(d, _)| format!("{d}/"))
-        .unwrap_or_default();
-    let ext = match rel.rsplit('.').next() {
-        Some("mts") => "mts",
-        Some("cts") => "cts",
-        _ => "ts",
-    };
-    Ok((format!("{dir}{MODULE_STEM}.{ext}"), ext.to_string(), first))
+        .map(|h| (h.role != locate::Role::Prompt, h.file))
+        .chain(sends.iter().map(|s| (true, s.file)))
+        .collect();
+    touched.sort_by_key(|(not_prompt, f)| (*not_prompt, files[*f].file.rel.clone()));
+    let mut places: Vec<(String, String, String, usize)> = Vec::new();
+    for (_, f) in touched {
+        let rel = &files[f].file.rel;
+        let package = package_of(project, rel);
+        if places.iter().any(|(p, ..)| *p == package) {
+            continue;
+        }
+        let dir = rel
+            .rsplit_once('/')
+            .map(|(d, _)| format!("{d}/"))
+            .unwrap_or_default();
+        let ext = match rel.rsplit('.').next() {
+            Some("mts") => "mts",
+            Some("cts") => "cts",
+            _ => "ts",
+        };
+        places.push((
+            package,
+            format!("{dir}{MODULE_STEM}.{ext}"),
+            ext.to_string(),
+            f,
+        ));
+    }
+    Ok(places)
 }
 
 /// The runtime module as apply writes it, in the style of the file it sits beside.
@@ -78,42 +112,50 @@ pub fn analyze(project: &Project, mut files: Vec<Parsed>) -> Result<Analysis> {
         | Error::Ambiguous { .. } => files.iter().find_map(parts::parse_error).unwrap_or(e),
         e => e,
     };
-    let (module_rel, ext, beside) = module_place(&files, project).map_err(|e| fail(&files, e))?;
-    let text = render_module(project, &files[beside])?;
-    let module_file = match files.iter().position(|p| p.file.rel == module_rel) {
-        Some(i) => i,
-        None if let Some(f) = project.files.iter().find(|f| f.rel == module_rel) => {
-            // a file of the agent (not one it was worth parsing) where the module would go
-            let tree = crate::lang::typescript::syntax::parse(&f.text, false);
-            files.push(Parsed {
-                file: f.clone(),
-                error: crate::lang::typescript::syntax::first_error(&tree),
-                tree,
-            });
-            files.len() - 1
-        }
-        None => {
-            let style = files[beside].file.style.clone();
-            let style = crate::source::Style {
-                bom: false,
-                ..style
-            };
-            let path = project.root.join(&module_rel);
-            let file = SourceFile::new_file(path, module_rel.clone(), style);
-            let tree = crate::lang::typescript::syntax::parse("", false);
-            files.push(Parsed {
-                file,
-                tree,
-                error: None,
-            });
-            files.len() - 1
-        }
-    };
-    let module = pieces::Module {
-        file: module_file,
-        text,
-        ext,
-    };
+    let places = module_places(&files, project).map_err(|e| fail(&files, e))?;
+    let mut modules = Vec::new();
+    for (package, module_rel, ext, beside) in places {
+        let text = render_module(project, &files[beside])?;
+        let file = match files.iter().position(|p| p.file.rel == module_rel) {
+            Some(i) => i,
+            None => {
+                let parsed = match project.files.iter().find(|f| f.rel == module_rel) {
+                    // a file of the agent (not one it was worth parsing) where the module would go
+                    Some(f) => {
+                        let tree = crate::lang::typescript::syntax::parse(&f.text, false);
+                        Parsed {
+                            file: f.clone(),
+                            error: crate::lang::typescript::syntax::first_error(&tree),
+                            tree,
+                        }
+                    }
+                    None => {
+                        let style = crate::source::Style {
+                            bom: false,
+                            ..files[beside].file.style.clone()
+                        };
+                        let path = project.root.join(&module_rel);
+                        Parsed {
+                            file: SourceFile::new_file(path, module_rel.clone(), style),
+                            tree: crate::lang::typescript::syntax::parse("", false),
+                            error: None,
+                        }
+                    }
+                };
+                files.push(parsed);
+                files.len() - 1
+            }
+        };
+        modules.push((package, pieces::Module { file, text, ext }));
+    }
+    let module_of: Vec<usize> = files
+        .iter()
+        .map(|p| {
+            let package = package_of(project, &p.file.rel);
+            modules.iter().position(|(m, _)| *m == package).unwrap_or(0)
+        })
+        .collect();
+    let modules: Vec<pieces::Module> = modules.into_iter().map(|(_, m)| m).collect();
     let built = {
         let sends = locate::sends(&files).map_err(|e| fail(&files, e))?;
         let handlers = locate::handlers(&files, &sends, &project.config.typescript)
@@ -123,7 +165,8 @@ pub fn analyze(project: &Project, mut files: Vec<Parsed>) -> Result<Analysis> {
                 return Err(e);
             }
         }
-        pieces::build(&files, &module, &handlers, &sends).map_err(|e| fail(&files, e))?
+        pieces::build(&files, &modules, &module_of, &handlers, &sends)
+            .map_err(|e| fail(&files, e))?
     };
     Ok(Analysis {
         files,

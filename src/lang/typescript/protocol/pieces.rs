@@ -690,19 +690,9 @@ fn value_cover(b: &mut Builder, h: &Handler, expr: Node, wrapped: bool) {
     }
 }
 
-pub fn build(
-    files: &[Parsed],
-    module: &Module,
-    handlers: &[Handler],
-    sends: &[Send],
-) -> Result<Built> {
-    let mut b = Builder {
-        files,
-        parts: Vec::new(),
-        findings: Vec::new(),
-    };
-    // the runtime module: current, or replaced whole
-    let m = &files[module.file];
+/// The runtime module: current, or replaced whole; never written over a file of the agent.
+fn module_part(b: &mut Builder, module: &Module) -> Result<()> {
+    let m = &b.files[module.file];
     if m.file.exists && !super::is_runtime_module(&m.file.text) {
         return Err(Error::Unsupported {
             file: m.file.rel.clone(),
@@ -711,17 +701,19 @@ pub fn build(
         });
     }
     let current = m.file.text == module.text;
+    let replaces = if current { 0 } else { m.file.text.len() };
+    let stale = m.file.exists && !current;
     b.parts.push(Part {
         checks: CHECK_MODULE,
         label: "runtime module",
         file: module.file,
         offset: 0,
-        replaces: if current { 0 } else { m.file.text.len() },
+        replaces,
         text: module.text.clone(),
         present: current.then_some(1),
         anchor_line: 1,
     });
-    if m.file.exists && !current {
+    if stale {
         b.finding(
             "runtime",
             Status::Malformed,
@@ -730,7 +722,26 @@ pub fn build(
             "out of date (its text is not what this acp-patch writes); apply replaces it".into(),
         );
     }
+    Ok(())
+}
 
+/// The parts of every module, import, cover and wrap; `module_of[file]` is the index in
+/// `modules` of the module a file imports.
+pub fn build(
+    files: &[Parsed],
+    modules: &[Module],
+    module_of: &[usize],
+    handlers: &[Handler],
+    sends: &[Send],
+) -> Result<Built> {
+    let mut b = Builder {
+        files,
+        parts: Vec::new(),
+        findings: Vec::new(),
+    };
+    for module in modules {
+        module_part(&mut b, module)?;
+    }
     let mut touched: Vec<usize> = handlers
         .iter()
         .map(|h| h.file)
@@ -738,8 +749,10 @@ pub fn build(
         .collect();
     touched.sort();
     touched.dedup();
-    for f in touched.iter().copied().filter(|f| *f != module.file) {
-        import_part(&mut b, f, module);
+    for f in touched.iter().copied() {
+        if !modules.iter().any(|m| m.file == f) {
+            import_part(&mut b, f, &modules[module_of[f]]);
+        }
     }
     for h in handlers {
         match (&h.cover, h.role) {
