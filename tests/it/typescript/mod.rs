@@ -1,9 +1,7 @@
-//! TypeScript agents: the fixture cases under fixtures/typescript/<case>/ (snapshots, apply
-//! twice, verify before and after, typecheck, smoke runs unpatched and patched), the error and
-//! pin cases, the style cases, and the real agents (pi-acp rebuilt from its npm package;
-//! claude-agent-acp from its sources when they are at hand).
+//! TypeScript agents beyond the fixture cases (fixtures/typescript/<case>/, run by
+//! tests/it/fixtures.rs): the error and pin cases, the style cases, and the real agents (pi-acp
+//! rebuilt from its npm package; claude-agent-acp from its sources when they are at hand).
 
-mod cases;
 mod errors;
 mod real;
 mod style;
