@@ -29,8 +29,22 @@ const SDKS: &[&str] = &[
 /// Words a file must hold to take part in an agent (a cheap test that saves parsing).
 const WORDS: &[&str] = &["prompt", "session", "acpProgress", "agentProgressCallback"];
 
+/// Files parsed with the TSX grammar: `.tsx`, and JavaScript (JSX allowed; JavaScript has no
+/// `<T>x` casts, the one thing TSX reads differently).
 fn is_tsx(path: &std::path::Path) -> bool {
-    path.extension().is_some_and(|e| e == "tsx")
+    path.extension()
+        .and_then(|e| e.to_str())
+        .is_some_and(|e| e == "tsx" || JS.contains(&e))
+}
+
+/// JavaScript endings: an agent's files are read as JavaScript only when it has no TypeScript
+/// sources (e.g. an installed package's `dist/`), so compiled output beside sources is never
+/// patched.
+const JS: &[&str] = &["js", "mjs", "cjs", "jsx"];
+const TS: &[&str] = &["ts", "mts", "cts", "tsx"];
+
+pub(crate) fn is_js(rel: &str) -> bool {
+    rel.rsplit('.').next().is_some_and(|e| JS.contains(&e))
 }
 
 /// What the strategies give verify and apply.
@@ -44,9 +58,13 @@ enum Analysis {
 
 impl TypeScript {
     fn parse_all(&self, project: &Project) -> Vec<Parsed> {
-        project
-            .files_with_extension(self.extensions())
-            .filter(|f| !f.rel.ends_with(".d.ts") && self.worth_parsing(&f.text))
+        let sources = |exts: &'static [&'static str]| {
+            project
+                .files_with_extension(exts)
+                .filter(|f| !f.rel.ends_with(".d.ts") && self.worth_parsing(&f.text))
+        };
+        let exts = if sources(TS).next().is_some() { TS } else { JS };
+        sources(exts)
             .map(|f| {
                 let tree = syntax::parse(&f.text, is_tsx(&f.path));
                 let error = syntax::first_error(&tree);
@@ -61,7 +79,8 @@ impl TypeScript {
 
     fn analyze(&self, project: &Project) -> Result<Analysis> {
         let files = self.parse_all(project);
-        if engine::probe(&files, &project.config.typescript) {
+        let javascript = files.iter().any(|p| is_js(&p.file.rel));
+        if !javascript && engine::probe(&files, &project.config.typescript) {
             let parts = engine::analyze(project, &files)?;
             return Ok(Analysis::Engine { files, parts });
         }
@@ -75,7 +94,7 @@ impl Language for TypeScript {
     }
 
     fn extensions(&self) -> &'static [&'static str] {
-        &["ts", "mts", "cts", "tsx"]
+        &["ts", "mts", "cts", "tsx", "js", "mjs", "cjs", "jsx"]
     }
 
     fn worth_parsing(&self, text: &str) -> bool {

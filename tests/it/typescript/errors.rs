@@ -561,3 +561,36 @@ fn engine_pins_keep_the_engine_strategy() {
         v.stderr
     );
 }
+
+#[test]
+fn compiled_javascript_beside_typescript_sources_is_left_alone() {
+    // a built dist/ next to the sources: only the sources are the agent's code
+    let dir = copy_tree(&before("sdk1_agent"));
+    let js = "import * as acp from '@agentclientprotocol/sdk'\nexport class EchoAgent {\n  constructor(conn) { this.conn = conn }\n  async prompt(params) { await this.conn.sessionUpdate({ sessionId: params.sessionId, update: {} }); return { stopReason: 'end_turn' } }\n}\nnew acp.AgentSideConnection((conn) => new EchoAgent(conn), null)\n";
+    write(dir.path(), "dist/agent.js", js);
+    let run = acp_patch(&["apply", path_str(dir.path())], None);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(read(dir.path(), "dist/agent.js"), js);
+    assert!(!run.stderr.contains("dist/"), "{}", run.stderr);
+    // without the sources, the JavaScript is the agent (an installed package)
+    let only_js = tempfile::tempdir().unwrap();
+    write(only_js.path(), "package.json", "{ \"type\": \"module\" }\n");
+    write(only_js.path(), "dist/agent.js", js);
+    let run = acp_patch(&["apply", path_str(only_js.path())], None);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let patched = read(only_js.path(), "dist/agent.js");
+    assert!(
+        patched.contains("import * as acpProgress from './acp-progress.js'\n"),
+        "{patched}"
+    );
+    assert!(
+        patched.contains("return acpProgress.turn(this.conn, params.sessionId, async () => {"),
+        "{patched}"
+    );
+    let module = read(only_js.path(), "dist/acp-progress.js");
+    assert!(
+        module.contains("export function turn(conn, sessionId, body) {"),
+        "{module}"
+    );
+    assert_eq!(verify(only_js.path()).code, 0);
+}

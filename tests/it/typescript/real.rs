@@ -355,8 +355,15 @@ fn tsc_in(root: &Path) {
 /// apply renders it for a fixture: the semantics hold in every code style it is rendered in.
 fn runtime_semantics(name: &str, module: &str) {
     let dir = applied(name);
-    let src = dir.path().join("src");
-    std::fs::copy(src.join(module), src.join("acp-progress-under-test.ts")).unwrap();
+    let module = dir.path().join(module);
+    let src = module.parent().unwrap();
+    // the module under test, as a .ts or .js file the test imports as ./acp-progress-under-test.js
+    let ext = if module.extension().is_some_and(|e| e == "js") {
+        "js"
+    } else {
+        "ts"
+    };
+    std::fs::copy(&module, src.join(format!("acp-progress-under-test.{ext}"))).unwrap();
     let test = std::fs::read_to_string(fixture("typescript/runtime.test.ts"))
         .unwrap()
         .replace("\"./acp-progress.js\"", "\"./acp-progress-under-test.js\"");
@@ -364,7 +371,8 @@ fn runtime_semantics(name: &str, module: &str) {
     link_node_modules(dir.path(), "sdk1_agent");
     let _turn = cpu_lock();
     let out = Command::new("node")
-        .args(["--import", "tsx", "--test", "src/runtime.test.ts"])
+        .args(["--import", "tsx", "--test"])
+        .arg(src.join("runtime.test.ts"))
         .current_dir(dir.path())
         .output()
         .unwrap();
@@ -382,10 +390,15 @@ fn runtime_semantics(name: &str, module: &str) {
 
 #[test]
 fn runtime_semantics_double_quotes_and_semicolons() {
-    runtime_semantics("sdk2_agent", "acp-progress.ts");
+    runtime_semantics("sdk2_agent", "src/acp-progress.ts");
 }
 
 #[test]
 fn runtime_semantics_tabs_single_quotes_no_semicolons() {
-    runtime_semantics("per_kind_helpers", "acp-progress.mts");
+    runtime_semantics("per_kind_helpers", "src/acp-progress.mts");
+}
+
+#[test]
+fn runtime_semantics_javascript_commonjs_without_types() {
+    runtime_semantics("js_commonjs", "acp-progress.js");
 }

@@ -1051,7 +1051,12 @@ fn raw_connection(
     )?;
     let (f, owner, t) = chosen;
     Ok(Some(Conn {
-        text: format!("({RAW_PARAMS}: never) => {t}"),
+        // `never`: the writer's parameter type, whatever it is, takes it
+        text: if crate::lang::typescript::is_js(&files[file].file.rel) {
+            format!("({RAW_PARAMS}) => {t}")
+        } else {
+            format!("({RAW_PARAMS}: never) => {t}")
+        },
         origin: format!(
             "the agent's own writer, as {} calls it",
             qualified(files, f, owner)

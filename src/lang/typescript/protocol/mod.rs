@@ -7,6 +7,7 @@
 mod locate;
 mod pieces;
 mod scope;
+mod strip;
 
 use crate::error::{Error, Result};
 use crate::lang::parts::{self, Finding, Parsed, Part};
@@ -75,8 +76,8 @@ fn module_places(
             .map(|(d, _)| format!("{d}/"))
             .unwrap_or_default();
         let ext = match rel.rsplit('.').next() {
-            Some("mts") => "mts",
-            Some("cts") => "cts",
+            Some(e @ ("mts" | "cts" | "js" | "mjs" | "cjs")) => e,
+            Some("jsx") => "js",
             _ => "ts",
         };
         places.push((
@@ -90,9 +91,12 @@ fn module_places(
 }
 
 /// The runtime module as apply writes it, in the style of the file it sits beside.
-fn render_module(project: &Project, beside: &Parsed) -> Result<String> {
+fn render_module(project: &Project, beside: &Parsed, module_rel: &str) -> Result<String> {
     let t = project.templates.get("typescript/acp-progress.ts")?;
-    let code = fill(&t, &[("PREFIX", &project.env_prefix)]);
+    let mut code = fill(&t, &[("PREFIX", &project.env_prefix)]);
+    if crate::lang::typescript::is_js(module_rel) {
+        code = strip::strip_types(&code, flavor(project, module_rel, beside));
+    }
     let style = crate::lang::typescript::style::detect(beside.tree.root_node(), &beside.file.text);
     let code = crate::lang::typescript::style::restyle(&code, style);
     Ok(reindent(
@@ -101,6 +105,36 @@ fn render_module(project: &Project, beside: &Parsed) -> Result<String> {
         &beside.file.style.indent_unit,
         beside.file.style.eol,
     ))
+}
+
+/// How a JavaScript file loads modules: by its ending, else its package's `"type"`, else by
+/// what it does itself (`import` statements or not).
+pub fn flavor(project: &Project, rel: &str, file: &Parsed) -> strip::Flavor {
+    match rel.rsplit('.').next() {
+        Some("mjs") => return strip::Flavor::Esm,
+        Some("cjs") => return strip::Flavor::CommonJs,
+        _ => {}
+    }
+    let package = package_of(project, rel);
+    let manifest = project.root.join(&package).join("package.json");
+    if let Ok(text) = std::fs::read_to_string(manifest)
+        && let Ok(v) = serde_json::from_str::<serde_json::Value>(&text)
+        && let Some(t) = v.get("type").and_then(|t| t.as_str())
+    {
+        return if t == "module" {
+            strip::Flavor::Esm
+        } else {
+            strip::Flavor::CommonJs
+        };
+    }
+    let imports = crate::lang::typescript::syntax::named_children(file.tree.root_node())
+        .iter()
+        .any(|n| matches!(n.kind(), "import_statement" | "export_statement"));
+    if imports {
+        strip::Flavor::Esm
+    } else {
+        strip::Flavor::CommonJs
+    }
 }
 
 /// Every part of the protocol strategy (present or not) and the placement findings.
@@ -115,14 +149,17 @@ pub fn analyze(project: &Project, mut files: Vec<Parsed>) -> Result<Analysis> {
     let places = module_places(&files, project).map_err(|e| fail(&files, e))?;
     let mut modules = Vec::new();
     for (package, module_rel, ext, beside) in places {
-        let text = render_module(project, &files[beside])?;
+        let text = render_module(project, &files[beside], &module_rel)?;
         let file = match files.iter().position(|p| p.file.rel == module_rel) {
             Some(i) => i,
             None => {
                 let parsed = match project.files.iter().find(|f| f.rel == module_rel) {
                     // a file of the agent (not one it was worth parsing) where the module would go
                     Some(f) => {
-                        let tree = crate::lang::typescript::syntax::parse(&f.text, false);
+                        let tree = crate::lang::typescript::syntax::parse(
+                            &f.text,
+                            crate::lang::typescript::is_js(&f.rel),
+                        );
                         Parsed {
                             file: f.clone(),
                             error: crate::lang::typescript::syntax::first_error(&tree),
@@ -165,7 +202,14 @@ pub fn analyze(project: &Project, mut files: Vec<Parsed>) -> Result<Analysis> {
                 return Err(e);
             }
         }
-        pieces::build(&files, &modules, &module_of, &handlers, &sends)
+        let commonjs: Vec<bool> = files
+            .iter()
+            .map(|p| {
+                crate::lang::typescript::is_js(&p.file.rel)
+                    && flavor(project, &p.file.rel, p) == strip::Flavor::CommonJs
+            })
+            .collect();
+        pieces::build(&files, &modules, &module_of, &commonjs, &handlers, &sends)
             .map_err(|e| fail(&files, e))?
     };
     Ok(Analysis {

@@ -46,6 +46,8 @@ pub struct Built {
 
 struct Builder<'a> {
     files: &'a [Parsed],
+    /// Per file: a CommonJS file (`require`) rather than a module.
+    commonjs: &'a [bool],
     parts: Vec<Part>,
     findings: Vec<Finding>,
 }
@@ -130,6 +132,12 @@ fn relative_specifiers(p: &Parsed) -> Vec<String> {
     let src = p.file.text.as_str();
     let mut out = Vec::new();
     for n in named_children(p.tree.root_node()) {
+        if let Some((_, spec)) = require_of(n, src)
+            && (spec.starts_with("./") || spec.starts_with("../"))
+        {
+            out.push(spec);
+            continue;
+        }
         if !matches!(n.kind(), "import_statement" | "export_statement") {
             continue;
         }
@@ -191,6 +199,16 @@ fn import_spec(files: &[Parsed], file: usize, module: &Module) -> String {
 /// statement, and the specifier it names.
 fn present_import<'t>(p: &'t Parsed) -> Option<(Node<'t>, String)> {
     let src = p.file.text.as_str();
+    if let Some(found) = named_children(p.tree.root_node())
+        .into_iter()
+        .find_map(|n| {
+            require_of(n, src)
+                .filter(|(name, _)| name == NS)
+                .map(|(_, spec)| (n, spec))
+        })
+    {
+        return Some(found);
+    }
     named_children(p.tree.root_node())
         .into_iter()
         .filter(|n| n.kind() == "import_statement")
@@ -210,6 +228,27 @@ fn present_import<'t>(p: &'t Parsed) -> Option<(Node<'t>, String)> {
             }?;
             Some((n, string_value(source, src)?.to_string()))
         })
+}
+
+/// `const name = require("spec")` at the top of a CommonJS file: (name, spec).
+fn require_of(n: Node, src: &str) -> Option<(String, String)> {
+    if !matches!(n.kind(), "lexical_declaration" | "variable_declaration") {
+        return None;
+    }
+    let d = named_children(n)
+        .into_iter()
+        .find(|d| d.kind() == "variable_declarator")?;
+    let value = d.child_by_field_name("value")?;
+    if value.kind() != "call_expression" || callee(value, src) != ("", "require") {
+        return None;
+    }
+    let spec = arguments(value)
+        .first()
+        .and_then(|a| string_value(*a, src))?;
+    Some((
+        text(d.child_by_field_name("name")?, src).to_string(),
+        spec.to_string(),
+    ))
 }
 
 fn import_part(b: &mut Builder, file: usize, module: &Module) {
@@ -247,16 +286,19 @@ fn import_part(b: &mut Builder, file: usize, module: &Module) {
         return;
     }
     let top = named_children(p.tree.root_node());
+    let commonjs = b.commonjs[file];
     let imports: Vec<Node> = top
         .iter()
         .copied()
-        .filter(|n| n.kind() == "import_statement")
+        .filter(|n| n.kind() == "import_statement" || (commonjs && require_of(*n, src).is_some()))
         .collect();
     let require_style = !imports.is_empty()
         && imports
             .iter()
             .all(|n| !descendants(*n, "import_require_clause").is_empty());
-    let code = if require_style {
+    let code = if commonjs {
+        format!("const {NS} = require(\"{spec}\");")
+    } else if require_style {
         format!("import {NS} = require(\"{spec}\");")
     } else {
         format!("import * as {NS} from \"{spec}\";")
@@ -731,11 +773,13 @@ pub fn build(
     files: &[Parsed],
     modules: &[Module],
     module_of: &[usize],
+    commonjs: &[bool],
     handlers: &[Handler],
     sends: &[Send],
 ) -> Result<Built> {
     let mut b = Builder {
         files,
+        commonjs,
         parts: Vec::new(),
         findings: Vec::new(),
     };
