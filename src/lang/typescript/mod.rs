@@ -27,7 +27,13 @@ const SDKS: &[&str] = &[
 ];
 
 /// Words a file must hold to take part in an agent (a cheap test that saves parsing).
-const WORDS: &[&str] = &["prompt", "session", "acpProgress", "agentProgressCallback"];
+const WORDS: &[&str] = &[
+    "prompt",
+    "session",
+    "AgentSideConnection",
+    "acpProgress",
+    "agentProgressCallback",
+];
 
 /// Files parsed with the TSX grammar: `.tsx`, and JavaScript (JSX allowed; JavaScript has no
 /// `<T>x` casts, the one thing TSX reads differently).

@@ -594,3 +594,53 @@ fn compiled_javascript_beside_typescript_sources_is_left_alone() {
     );
     assert_eq!(verify(only_js.path()).code, 0);
 }
+
+#[test]
+fn a_connection_pin_that_matches_nothing_names_what_it_looked_for() {
+    let dir = copy_tree(&before("sdk1_agent"));
+    write(
+        dir.path(),
+        "acp-patch.toml",
+        "[typescript]\nconnection = \"src/agent.ts:Nobody.conn\"\n",
+    );
+    let run = acp_patch(&["apply", path_str(dir.path())], None);
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    assert!(
+        run.stderr.contains("the pin `connection = \"src/agent.ts:Nobody.conn\"` matches nothing")
+            && run.stderr.contains("candidates: src/agent.ts:EchoAgent.turns, src/agent.ts:EchoAgent.llm, src/agent.ts:EchoAgent.conn"),
+        "{}",
+        run.stderr
+    );
+}
+
+#[test]
+fn an_agent_class_imported_under_another_name_is_found() {
+    let dir = copy_tree(&before("sdk1_agent"));
+    edit(
+        dir.path(),
+        "src/agent.ts",
+        "const stream = acp.ndJsonStream(",
+        "export const unused = 0\nconst stream = acp.ndJsonStream(",
+    );
+    let agent = read(dir.path(), "src/agent.ts");
+    let (class_part, main_part) = agent.split_at(agent.find("export const unused").unwrap());
+    write(dir.path(), "src/agent.ts", class_part);
+    write(
+        dir.path(),
+        "src/main.ts",
+        &format!(
+            "import * as acp from '@agentclientprotocol/sdk'\nimport {{ Readable, Writable }} from 'node:stream'\nimport {{ EchoAgent as Agent }} from './agent.js'\n{}",
+            main_part.replace("new EchoAgent(conn)", "new Agent(conn)")
+        ),
+    );
+    edit(dir.path(), "acp-patch.toml", "src/agent.ts", "src/main.ts");
+    let run = acp_patch(&["apply", path_str(dir.path())], None);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(
+        read(dir.path(), "src/agent.ts")
+            .contains("acpProgress.turn(this.conn, params.sessionId, async () => {")
+    );
+    link_node_modules(dir.path(), "sdk1_agent");
+    tsc(dir.path(), "sdk1_agent");
+    assert_eq!(verify(dir.path()).code, 0);
+}

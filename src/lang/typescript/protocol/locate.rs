@@ -81,11 +81,12 @@ pub const RAW_PARAMS: &str = "acpParams";
 pub fn is_agent_file(p: &Parsed) -> bool {
     let rel = p.file.rel.as_str();
     let name = rel.rsplit('/').next().unwrap_or(rel);
-    let test_dir = rel
-        .split('/')
-        .rev()
-        .skip(1)
-        .any(|d| matches!(d, "test" | "tests" | "__tests__" | "__mocks__" | "e2e"));
+    let test_dir = rel.split('/').rev().skip(1).any(|d| {
+        matches!(
+            d,
+            "test" | "tests" | "spec" | "__tests__" | "__mocks__" | "e2e"
+        )
+    });
     !(test_dir
         || name.contains(".test.")
         || name.contains(".spec.")
@@ -269,7 +270,7 @@ fn sdk_classes<'a>(files: &'a [Parsed]) -> Vec<(usize, Node<'a>, usize, usize, u
                     .iter()
                     .position(|a| a.kind() == "identifier" && text(*a, src) == param)
                 {
-                    for (f, class) in classes_named(files, text(class_name, src)) {
+                    for (f, class) in resolve_class(files, i, text(class_name, src)) {
                         out.push((f, class, k, i, line(n)));
                     }
                 }
@@ -302,6 +303,122 @@ fn factory_function<'t>(arg: Node<'t>, src: &str, root: Node<'t>) -> Option<Node
                 .is_some_and(|n| text(n, src) == name)
         })
         .find_map(|d| d.child_by_field_name("value").filter(|v| is_function(*v)))
+}
+
+/// The class a name means in a file: declared there, imported under another name
+/// (`import { ClaudeAcpAgent as Agent }`), or a default import of a file of the tree; else
+/// every class of that name in the tree.
+fn resolve_class<'t>(files: &'t [Parsed], file: usize, name: &str) -> Vec<(usize, Node<'t>)> {
+    let found = classes_named(files, name);
+    if let Some(here) = found.iter().find(|(f, _)| *f == file) {
+        return vec![*here];
+    }
+    let src = files[file].file.text.as_str();
+    for imp in named_children(files[file].tree.root_node())
+        .into_iter()
+        .filter(|n| n.kind() == "import_statement")
+    {
+        let Some(spec) = imp
+            .child_by_field_name("source")
+            .and_then(|s| string_value(s, src))
+        else {
+            continue;
+        };
+        let target = resolve_import(files, file, spec);
+        for spec_node in descendants(imp, "import_specifier") {
+            let alias = spec_node.child_by_field_name("alias").map(|a| text(a, src));
+            let original = spec_node.child_by_field_name("name").map(|n| text(n, src));
+            if alias == Some(name)
+                && let Some(original) = original
+            {
+                let named = classes_named(files, original);
+                let mut from_target: Vec<_> = named
+                    .iter()
+                    .copied()
+                    .filter(|(f, _)| Some(*f) == target)
+                    .collect();
+                return if from_target.is_empty() {
+                    named
+                } else {
+                    from_target.drain(..).collect()
+                };
+            }
+        }
+        let default = named_children(imp)
+            .into_iter()
+            .find(|c| c.kind() == "import_clause")
+            .and_then(|c| {
+                named_children(c)
+                    .into_iter()
+                    .find(|n| n.kind() == "identifier")
+            });
+        if default.is_some_and(|d| text(d, src) == name)
+            && let Some(t) = target
+        {
+            let tsrc = files[t].file.text.as_str();
+            for e in named_children(files[t].tree.root_node())
+                .into_iter()
+                .filter(|n| {
+                    n.kind() == "export_statement" && text(*n, tsrc).starts_with("export default")
+                })
+            {
+                if let Some(d) = e
+                    .child_by_field_name("declaration")
+                    .or_else(|| e.named_child(0))
+                    && matches!(
+                        d.kind(),
+                        "class_declaration" | "abstract_class_declaration" | "class"
+                    )
+                {
+                    return vec![(t, d)];
+                }
+            }
+        }
+    }
+    if let Some(target) = found.iter().find(|(f, _)| {
+        named_children(files[file].tree.root_node())
+            .iter()
+            .any(|imp| {
+                imp.kind() == "import_statement"
+                    && imp
+                        .child_by_field_name("source")
+                        .and_then(|s| string_value(s, src))
+                        .is_some_and(|spec| resolve_import(files, file, spec) == Some(*f))
+            })
+    }) {
+        return vec![*target];
+    }
+    found
+}
+
+/// The file of the tree a relative specifier names (`./agent.js` → `agent.ts`, `./x` → `x.ts`
+/// or `x/index.ts`).
+fn resolve_import(files: &[Parsed], from: usize, spec: &str) -> Option<usize> {
+    if !(spec.starts_with("./") || spec.starts_with("../")) {
+        return None;
+    }
+    let rel = &files[from].file.rel;
+    let mut parts: Vec<&str> = rel.split('/').collect();
+    parts.pop();
+    for seg in spec.split('/') {
+        match seg {
+            "." | "" => {}
+            ".." => {
+                parts.pop();
+            }
+            s => parts.push(s),
+        }
+    }
+    let joined = parts.join("/");
+    let stem = ["js", "mjs", "cjs", "jsx", "ts", "mts", "cts", "tsx"]
+        .iter()
+        .find_map(|e| joined.strip_suffix(&format!(".{e}")))
+        .unwrap_or(&joined);
+    let candidates: Vec<String> = ["ts", "tsx", "mts", "cts", "js", "jsx", "mjs", "cjs"]
+        .iter()
+        .flat_map(|e| [format!("{stem}.{e}"), format!("{joined}/index.{e}")])
+        .collect();
+    files.iter().position(|p| candidates.contains(&p.file.rel))
 }
 
 /// The field a class stores its constructor argument `index` in (`this.client = client`, a
@@ -725,7 +842,33 @@ pub fn handlers<'a>(
             );
         }
     }
-    select(files, out, sends, pins)
+    let selected = select(files, out, sends, pins)?;
+    if let Some(pin) = &pins.connection {
+        let used = selected.iter().any(|h| {
+            matches!(&h.cover, Cover::Body { conn: Some(c), .. }
+                if c.origin.starts_with("pinned") || c.origin.starts_with("the agent's own writer"))
+        });
+        if !used {
+            let mut seen = Vec::new();
+            for (file, class, ..) in sdk_classes(files) {
+                seen.extend(field_candidates(files, file, class));
+            }
+            seen.dedup();
+            return Err(Error::Unlocatable {
+                site: "connection",
+                detail: format!(
+                    "the pin `connection = \"{pin}\"` matches nothing: it must name `file:Class.field` of a class whose prompt is covered, a field set before a prompt; candidates: {}",
+                    if seen.is_empty() {
+                        "none".to_string()
+                    } else {
+                        seen.join(", ")
+                    }
+                ),
+                pin_key: "typescript.connection",
+            });
+        }
+    }
+    Ok(selected)
 }
 
 fn candidate(files: &[Parsed], file: usize, line: usize, name: &str) -> Candidate {
@@ -752,6 +895,25 @@ fn prompt_methods<'a>(files: &'a [Parsed]) -> Vec<(usize, Node<'a>, Node<'a>)> {
                 if member_name(m, src) == "prompt"
                     && let Some(f) = member_function(m)
                 {
+                    out.push((i, m, f));
+                }
+            }
+        }
+    }
+    out
+}
+
+/// Every function-valued member of every class of the agent's files (what a `prompt` pin may
+/// name besides the methods called `prompt`).
+fn class_functions<'a>(files: &'a [Parsed]) -> Vec<(usize, Node<'a>, Node<'a>)> {
+    let mut out = Vec::new();
+    for (i, p) in files.iter().enumerate() {
+        if !is_agent_file(p) {
+            continue;
+        }
+        for class in classes(p.tree.root_node()) {
+            for m in class_members(class) {
+                if let Some(f) = member_function(m) {
                     out.push((i, m, f));
                 }
             }
@@ -820,6 +982,7 @@ fn select<'a>(
         // a prompt method no SDK binding was found for
         let pinned = prompt_methods(files)
             .into_iter()
+            .chain(class_functions(files))
             .find(|(f, _, func)| matches(*f, &qualified(files, *f, *func)));
         let Some((f, m, func)) = pinned else {
             let mut names: Vec<String> = seen
