@@ -332,7 +332,7 @@ fn resolve_class<'t>(files: &'t [Parsed], file: usize, name: &str) -> Vec<(usize
                 && let Some(original) = original
             {
                 let named = classes_named(files, original);
-                let mut from_target: Vec<_> = named
+                let from_target: Vec<_> = named
                     .iter()
                     .copied()
                     .filter(|(f, _)| Some(*f) == target)
@@ -340,7 +340,7 @@ fn resolve_class<'t>(files: &'t [Parsed], file: usize, name: &str) -> Vec<(usize
                 return if from_target.is_empty() {
                     named
                 } else {
-                    from_target.drain(..).collect()
+                    from_target
                 };
             }
         }
