@@ -83,6 +83,11 @@ impl TypeScript {
             .collect()
     }
 
+    #[cfg(test)]
+    pub(crate) fn parse_for_tests(&self, project: &Project) -> Vec<Parsed> {
+        self.parse_all(project)
+    }
+
     fn analyze(&self, project: &Project) -> Result<Analysis> {
         let files = self.parse_all(project);
         let javascript = files.iter().any(|p| is_js(&p.file.rel));

@@ -228,3 +228,76 @@ pub fn defined_names(block: &str) -> Vec<String> {
         .map(str::to_string)
         .collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::project::Options;
+
+    fn copy(from: &std::path::Path, to: &std::path::Path) {
+        for e in std::fs::read_dir(from).unwrap().flatten() {
+            let (p, dest) = (e.path(), to.join(e.file_name()));
+            if p.is_dir() {
+                std::fs::create_dir_all(&dest).unwrap();
+                copy(&p, &dest);
+            } else {
+                std::fs::copy(&p, &dest).unwrap();
+            }
+        }
+    }
+
+    /// What revert relies on: on a patched tree every part apply inserted is present, with
+    /// the exact bytes apply inserted at its offset; taking them all out gives the tree back.
+    #[test]
+    fn present_parts_are_the_bytes_apply_inserted() {
+        let fixtures = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/typescript");
+        let mut cases = 0;
+        for e in std::fs::read_dir(&fixtures).unwrap().flatten() {
+            let before = e.path().join("before");
+            if !e.path().join("case.toml").is_file() {
+                continue;
+            }
+            cases += 1;
+            let dir = tempfile::tempdir().unwrap();
+            copy(&before, dir.path());
+            let opts = crate::ops::ApplyOptions {
+                allow_dirty: true,
+                ..Default::default()
+            };
+            crate::ops::apply(dir.path(), &opts).unwrap();
+            let project = Project::load(dir.path(), &Options::default()).unwrap();
+            let files = crate::lang::typescript::TypeScript.parse_for_tests(&project);
+            let a = analyze(&project, files).unwrap();
+            let name = e.file_name().to_string_lossy().to_string();
+            for (i, f) in a.files.iter().enumerate() {
+                let mut parts: Vec<&Part> = a.parts.iter().filter(|p| p.file == i).collect();
+                parts.sort_by_key(|p| std::cmp::Reverse(p.offset));
+                parts.dedup_by_key(|p| (p.offset, p.text.clone()));
+                let mut text = f.file.text.clone();
+                for p in parts {
+                    assert!(p.present.is_some(), "{name}: {} not present", p.label);
+                    let at =
+                        &f.file.text[p.offset..(p.offset + p.text.len()).min(f.file.text.len())];
+                    assert_eq!(
+                        at,
+                        p.text,
+                        "{name}: {}:{} ({})",
+                        f.file.rel,
+                        p.present.unwrap(),
+                        p.label
+                    );
+                    text.replace_range(p.offset..p.offset + p.text.len(), "");
+                }
+                let original =
+                    std::fs::read_to_string(before.join(&f.file.rel)).unwrap_or_default();
+                assert_eq!(
+                    text,
+                    original.trim_start_matches('\u{feff}'),
+                    "{name}: {}",
+                    f.file.rel
+                );
+            }
+        }
+        assert!(cases >= 9, "{cases} cases");
+    }
+}

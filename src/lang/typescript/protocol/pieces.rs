@@ -255,37 +255,11 @@ fn import_part(b: &mut Builder, file: usize, module: &Module) {
     let p = &b.files[file];
     let src = p.file.text.as_str();
     let spec = import_spec(b.files, file, module);
-    if let Some((stmt, found)) = present_import(p) {
-        b.push(
-            CHECK_IMPORT,
-            "import of the runtime module",
-            file,
-            stmt.start_byte(),
-            String::new(),
-            Some(line(stmt)),
-        );
-        if found != spec {
-            b.finding(
-                "bound",
-                Status::Malformed,
-                file,
-                line(stmt),
-                format!(
-                    "`{NS}` is imported from \"{found}\", not from the runtime module (\"{spec}\")"
-                ),
-            );
-        } else {
-            b.finding(
-                "bound",
-                Status::Ok,
-                file,
-                line(stmt),
-                format!("`{NS}`: imported"),
-            );
-        }
-        return;
-    }
-    let top = named_children(p.tree.root_node());
+    let present = present_import(p);
+    let top: Vec<Node> = named_children(p.tree.root_node())
+        .into_iter()
+        .filter(|n| Some(*n) != present.as_ref().map(|(stmt, _)| *stmt))
+        .collect();
     let commonjs = b.commonjs[file];
     let imports: Vec<Node> = top
         .iter()
@@ -305,6 +279,38 @@ fn import_part(b: &mut Builder, file: usize, module: &Module) {
     };
     let code = restyle(&code, b.style(file));
     let eol = p.file.style.eol;
+    if let Some((stmt, found)) = present {
+        // as apply inserted it: after the other imports, or before the first statement
+        let first = top
+            .first()
+            .is_none_or(|n| n.start_byte() > stmt.start_byte());
+        let text = if first && imports.is_empty() {
+            format!("{code}{eol}{eol}")
+        } else {
+            format!("{code}{eol}")
+        };
+        let at = line_start(src, stmt.start_byte());
+        b.push(
+            CHECK_IMPORT,
+            "import of the runtime module",
+            file,
+            at,
+            text,
+            Some(line(stmt)),
+        );
+        let (status, detail) = if found != spec {
+            (
+                Status::Malformed,
+                format!(
+                    "`{NS}` is imported from \"{found}\", not from the runtime module (\"{spec}\")"
+                ),
+            )
+        } else {
+            (Status::Ok, format!("`{NS}`: imported"))
+        };
+        b.finding("bound", status, file, line(stmt), detail);
+        return;
+    }
     let (offset, text) = match imports.last() {
         Some(last) => {
             let at = line_end_after(src, last.end_byte());
@@ -431,6 +437,20 @@ fn check_reads(b: &mut Builder, file: usize, func: Node, call: Node, what: &str)
     }
 }
 
+/// Whether only blanks come before a node on its first line.
+fn starts_line(n: Node, src: &str) -> bool {
+    src[line_start(src, n.start_byte())..n.start_byte()]
+        .trim()
+        .is_empty()
+}
+
+/// Whether only blanks come after a node on its last line.
+fn ends_line(n: Node, src: &str) -> bool {
+    src[n.end_byte()..line_end_after(src, n.end_byte())]
+        .trim()
+        .is_empty()
+}
+
 fn prompt_cover(
     b: &mut Builder,
     h: &Handler,
@@ -482,22 +502,48 @@ fn prompt_cover(
             }
         }
     };
+    let style = b.style(file);
+    let tail = restyle("});", style);
+    let head_of =
+        |conn: &str| format!("return {NS}.turn({conn}, {session_id}, {asyncness}() => {{");
     if body.kind() == "statement_block" {
         if let Some((k, stmt, call)) = ns_statement(body, "turn", src) {
+            // what apply inserted, as it would insert it now (revert takes out exactly that)
+            let head = conn.as_ref().map(|c| head_of(&c.text));
+            let indent = indent_at(src, stmt.start_byte()).to_string();
+            let (open_at, open) = if starts_line(stmt, src) {
+                (
+                    line_start(src, stmt.start_byte()),
+                    head.map(|h| format!("{indent}{h}{eol}")),
+                )
+            } else {
+                (stmt.start_byte() - 1, head.map(|h| format!(" {h}")))
+            };
+            let (close_at, close) = if ends_line(stmt, src) {
+                (
+                    line_start(src, stmt.end_byte()),
+                    format!("{indent}{tail}{eol}"),
+                )
+            } else {
+                (
+                    stmt.end_byte().saturating_sub(tail.len()),
+                    format!("{tail} "),
+                )
+            };
             b.push(
                 CHECK_OPEN,
                 "turn start",
                 file,
-                stmt.start_byte(),
-                String::new(),
+                open_at,
+                open.unwrap_or_default(),
                 Some(line(stmt)),
             );
             b.push(
                 CHECK_CLOSE,
                 "turn end",
                 file,
-                stmt.end_byte(),
-                String::new(),
+                close_at,
+                close,
                 Some(stmt.end_position().row + 1),
             );
             if k > 0 {
@@ -520,10 +566,7 @@ fn prompt_cover(
                 format!("the prompt handler `{}` is empty", h.name),
             ));
         }
-        let conn = conn_text(b)?;
-        let head = format!("return {NS}.turn({conn}, {session_id}, {asyncness}() => {{");
-        let style = b.style(file);
-        let tail = restyle("});", style);
+        let head = head_of(&conn_text(b)?);
         if block_on_own_lines(body, src) {
             let first = statements(body)[0];
             let indent = indent_at(src, first.start_byte()).to_string();
@@ -565,34 +608,35 @@ fn prompt_cover(
         }
     } else {
         // an arrow function's expression body
+        let open_of = |conn: &str| format!("{NS}.turn({conn}, {session_id}, {asyncness}() => ");
         if body.kind() == "call_expression" && callee(body, src) == (NS, "turn") {
             b.push(
                 CHECK_OPEN,
                 "turn start",
                 file,
                 body.start_byte(),
-                String::new(),
+                conn.as_ref().map(|c| open_of(&c.text)).unwrap_or_default(),
                 Some(line(body)),
             );
             b.push(
                 CHECK_CLOSE,
                 "turn end",
                 file,
-                body.end_byte(),
-                String::new(),
+                body.end_byte() - 1,
+                ")".into(),
                 Some(body.end_position().row + 1),
             );
             check_reads(b, file, func, body, "turn start");
             connection_finding(b, conn);
             return Ok(());
         }
-        let conn_text = conn_text(b)?;
+        let open = open_of(&conn_text(b)?);
         b.push(
             CHECK_OPEN,
             "turn start",
             file,
             body.start_byte(),
-            format!("{NS}.turn({conn_text}, {session_id}, {asyncness}() => "),
+            open,
             None,
         );
         b.push(
@@ -629,19 +673,21 @@ fn cancel_cover(b: &mut Builder, h: &Handler, func: Node, session_id: &str) -> R
         return Ok(());
     };
     let style = b.style(file);
+    let code = restyle(&format!("{NS}.cancel({session_id});"), style);
     if body.kind() == "statement_block" {
         if let Some((_, stmt, _)) = ns_statement(body, "cancel", src) {
-            b.push(
-                CHECK_CANCEL,
-                "cancel",
-                file,
-                stmt.start_byte(),
-                String::new(),
-                Some(line(stmt)),
-            );
+            let indent = indent_at(src, stmt.start_byte());
+            let (at, inserted) = if starts_line(stmt, src) && ends_line(stmt, src) {
+                (
+                    line_start(src, stmt.start_byte()),
+                    format!("{indent}{code}{eol}"),
+                )
+            } else {
+                (stmt.start_byte() - 1, format!(" {code} "))
+            };
+            b.push(CHECK_CANCEL, "cancel", file, at, inserted, Some(line(stmt)));
             return Ok(());
         }
-        let code = restyle(&format!("{NS}.cancel({session_id});"), style);
         match statements(body).first() {
             Some(first) if block_on_own_lines(body, src) => {
                 let indent = indent_at(src, first.start_byte()).to_string();
@@ -666,13 +712,17 @@ fn cancel_cover(b: &mut Builder, h: &Handler, func: Node, session_id: &str) -> R
         }
     } else {
         if text(body, src).starts_with(&format!("({NS}.cancel(")) {
+            let open = format!("({NS}.cancel({session_id}), ");
+            let l = Some(line(body));
+            b.push(CHECK_CANCEL, "cancel", file, body.start_byte(), open, l);
+            let end = Some(body.end_position().row + 1);
             b.push(
                 CHECK_CANCEL,
                 "cancel",
                 file,
-                body.start_byte(),
-                String::new(),
-                Some(line(body)),
+                body.end_byte() - 1,
+                ")".into(),
+                end,
             );
             return Ok(());
         }
@@ -714,13 +764,15 @@ fn value_cover(b: &mut Builder, h: &Handler, expr: Node, wrapped: bool) {
     };
     let present = wrapped.then(|| line(expr));
     let end_line = wrapped.then(|| expr.end_position().row + 1);
-    let (o, c) = if wrapped {
-        (String::new(), String::new())
+    // present: `acpProgress.handler(fn)` is `expr`, its `)` the last byte
+    let close_at = if wrapped {
+        expr.end_byte() - 1
     } else {
-        (format!("{NS}.{fun}("), ")".to_string())
+        expr.end_byte()
     };
+    let (o, c) = (format!("{NS}.{fun}("), ")".to_string());
     b.push(open, l1, h.file, expr.start_byte(), o, present);
-    b.push(close, l2, h.file, expr.end_byte(), c, end_line);
+    b.push(close, l2, h.file, close_at, c, end_line);
     if h.role == Role::Prompt {
         b.finding(
             "connection",
@@ -818,28 +870,17 @@ pub fn build(
         }
     }
     for s in sends {
-        let (open, close) = if s.wrapped {
-            (String::new(), String::new())
-        } else {
-            (format!("{NS}.emitter("), ")".to_string())
-        };
+        let open = format!("{NS}.emitter(");
         let present = s.wrapped.then(|| line(s.call));
-        b.push(
-            CHECK_SEND,
-            "emitter around the send",
-            s.file,
-            s.target.start_byte(),
-            open,
-            present,
-        );
-        b.push(
-            CHECK_SEND,
-            "emitter around the send",
-            s.file,
-            s.target.end_byte(),
-            close,
-            present,
-        );
+        // present: `acpProgress.emitter(target)` around the target
+        let (open_at, close_at) = if s.wrapped {
+            (s.target.start_byte() - open.len(), s.target.end_byte())
+        } else {
+            (s.target.start_byte(), s.target.end_byte())
+        };
+        let label = "emitter around the send";
+        b.push(CHECK_SEND, label, s.file, open_at, open, present);
+        b.push(CHECK_SEND, label, s.file, close_at, ")".into(), present);
     }
     Ok(Built {
         parts: b.parts,
