@@ -644,3 +644,28 @@ fn an_agent_class_imported_under_another_name_is_found() {
     tsc(dir.path(), "sdk1_agent");
     assert_eq!(verify(dir.path()).code, 0);
 }
+
+#[test]
+fn a_bound_send_goes_through_the_emitter_too() {
+    let dir = copy_tree(&before("sdk1_agent"));
+    edit(
+        dir.path(),
+        "src/agent.ts",
+        "    await this.conn.sessionUpdate({ sessionId, update })",
+        "    const send = this.conn.sessionUpdate.bind(this.conn)\n    await send({ sessionId, update })",
+    );
+    let run = acp_patch(&["apply", path_str(dir.path())], None);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(
+        read(dir.path(), "src/agent.ts")
+            .contains("const send = acpProgress.emitter(this.conn).sessionUpdate.bind(this.conn)"),
+        "{}",
+        read(dir.path(), "src/agent.ts")
+    );
+    assert_eq!(verify(dir.path()).code, 0);
+    link_node_modules(dir.path(), "sdk1_agent");
+    tsc(dir.path(), "sdk1_agent");
+    let run = crate::smoke::smoke(dir.path(), &[]);
+    assert_eq!(run.code, 0, "{}\n{}", run.stdout, run.stderr);
+    run.assert_failing(&[]);
+}

@@ -525,6 +525,40 @@ pub fn sends(files: &[Parsed]) -> Result<Vec<Send<'_>>> {
                 raw_template: None,
             });
         }
+        // `conn.sessionUpdate.bind(conn)` (and `.call` / `.apply`): the bound function sends
+        for m in descendants(root, "member_expression") {
+            let prop = m.child_by_field_name("property").map(|p| text(p, src));
+            let Some(parent) = m.parent().filter(|p| p.kind() == "member_expression") else {
+                continue;
+            };
+            let how = parent.child_by_field_name("property").map(|p| text(p, src));
+            if prop != Some("sessionUpdate")
+                || !matches!(how, Some("bind" | "call" | "apply"))
+                || parent
+                    .parent()
+                    .is_none_or(|c| c.kind() != "call_expression")
+            {
+                continue;
+            }
+            let Some(obj) = m
+                .child_by_field_name("object")
+                .filter(|o| o.kind() != "super")
+            else {
+                continue;
+            };
+            let call = parent.parent().expect("checked");
+            let (target, wrapped) = match unwrap_ns(obj, "emitter", src) {
+                Some(inner) => (inner, true),
+                None => (obj, false),
+            };
+            out.push(Send {
+                file: i,
+                call,
+                target,
+                wrapped,
+                raw_template: None,
+            });
+        }
         // hand-rolled: `{ jsonrpc: "2.0", method: "session/update", params }` given to a writer
         for obj in descendants(root, "object") {
             let is_update = named_children(obj).into_iter().any(|pair| {
