@@ -79,6 +79,7 @@ export function makeAgentProgressCb(send: (update: object) => unknown): AcpProgr
 type AcpHeld = { update: AcpUpdate; send: (update: AcpUpdate) => unknown };
 type AcpCard = { started: number; heartbeat: AcpTimer | undefined };
 type AcpSession = {
+    id: string;
     /** Set per prompt from the connection the SDK hands over; later sends refine `send`. */
     agentProgressCallback: AcpProgressCallback | undefined;
     send: ((update: object) => unknown) | undefined;
@@ -93,7 +94,7 @@ type AcpSession = {
 function sessionOf(sessionId: string): AcpSession {
     let session = acpState.sessions.get(sessionId);
     if (!session) {
-        session = { agentProgressCallback: undefined, send: undefined, turns: 0, cancelled: false, card: undefined, reasoning: false, held: [], holdTimer: undefined, gapTimer: undefined };
+        session = { id: sessionId, agentProgressCallback: undefined, send: undefined, turns: 0, cancelled: false, card: undefined, reasoning: false, held: [], holdTimer: undefined, gapTimer: undefined };
         acpState.sessions.set(sessionId, session);
     }
     return session;
@@ -158,8 +159,8 @@ function senderFor(conn: unknown, sessionId: string): ((update: object) => unkno
 function openCard(session: AcpSession): void {
     closeCard(session, false); // a new start closes the open card first
     const callback = session.agentProgressCallback;
-    if (!callback) {
-        return;
+    if (!callback || !session.send) {
+        return; // no connection to show it on (yet)
     }
     const card: AcpCard = { started: Date.now(), heartbeat: undefined };
     session.card = card;
@@ -421,6 +422,9 @@ async function endTurn(session: AcpSession, failed: boolean): Promise<void> {
     clearGap(session);
     closeCard(session, failed);
     await flush(session);
+    if (session.turns === 0 && session.held.length === 0 && acpState.sessions.get(session.id) === session) {
+        acpState.sessions.delete(session.id); // the next turn starts afresh
+    }
 }
 
 /**
