@@ -37,5 +37,8 @@ for lock in fixtures/typescript/*/before/package-lock.json fixtures/typescript/p
   fi
 done
 export ACP_PATCH_TEST_TS="$PWD/$ts_root"
+# claude-agent-acp's TypeScript sources and their node_modules, when the caller names them
+# (ACP_PATCH_CLAUDE_SRC / ACP_PATCH_CLAUDE_GIT; npm has only its dist/, CI has no GitHub)
+bash scripts/provision/claude-agent-acp-src.sh >/dev/null
 
 cargo test --all-targets "$@"

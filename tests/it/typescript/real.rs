@@ -166,13 +166,25 @@ fn pi_acp_regression_test_fails_unpatched() {
 
 const CLAUDE_VERSION: &str = "0.23.1";
 
-/// A checkout of claude-agent-acp's repository at tag v0.23.1, if one is named.
-fn claude_sources() -> Option<PathBuf> {
-    match std::env::var_os("ACP_PATCH_CLAUDE_SRC") {
-        Some(p) => Some(PathBuf::from(p)),
-        None => {
+/// claude-agent-acp's sources at tag v0.23.1 and their own node_modules, from
+/// scripts/provision/claude-agent-acp-src.sh (ACP_PATCH_CLAUDE_SRC or ACP_PATCH_CLAUDE_GIT).
+fn claude_sources() -> Option<(PathBuf, PathBuf)> {
+    let out = Command::new("bash")
+        .arg(repo().join("scripts/provision/claude-agent-acp-src.sh"))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "provisioning claude-agent-acp's sources failed:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let mut lines = stdout.lines();
+    match (lines.next(), lines.next()) {
+        (Some(src), Some(deps)) => Some((PathBuf::from(src), PathBuf::from(deps))),
+        _ => {
             eprintln!(
-                "skipped: set ACP_PATCH_CLAUDE_SRC to a checkout of zed-industries/claude-agent-acp at tag v{CLAUDE_VERSION} (npm ships only its compiled dist/)"
+                "skipped: set ACP_PATCH_CLAUDE_SRC to a checkout of zed-industries/claude-agent-acp at tag v{CLAUDE_VERSION}, or ACP_PATCH_CLAUDE_GIT to a clone of it (npm ships only its compiled dist/)"
             );
             None
         }
@@ -192,40 +204,6 @@ fn copy_sources(from: &Path) -> tempfile::TempDir {
         std::fs::copy(&entry, &dest).unwrap();
     }
     dir
-}
-
-/// The agent's own dependencies (`npm ci` from its lock), cached under target/ by the lock's hash.
-fn claude_node_modules(src: &Path) -> PathBuf {
-    let lock = std::fs::read(src.join("package-lock.json")).unwrap();
-    let manifest = std::fs::read(src.join("package.json")).unwrap();
-    let hash = {
-        use std::hash::{Hash, Hasher};
-        let mut h = std::collections::hash_map::DefaultHasher::new();
-        (lock.as_slice(), manifest.as_slice()).hash(&mut h);
-        format!("{:016x}", h.finish())
-    };
-    let dest = repo().join("target/ts/claude-agent-acp").join(hash);
-    if dest.join("node_modules/.package-lock.json").is_file() {
-        return dest.join("node_modules");
-    }
-    let _ = std::fs::remove_dir_all(&dest);
-    std::fs::create_dir_all(&dest).unwrap();
-    std::fs::write(dest.join("package-lock.json"), &lock).unwrap();
-    std::fs::write(dest.join("package.json"), &manifest).unwrap();
-    let ok = Command::new("npm")
-        .args([
-            "ci",
-            "--ignore-scripts",
-            "--no-audit",
-            "--no-fund",
-            "--loglevel=error",
-        ])
-        .current_dir(&dest)
-        .status()
-        .unwrap()
-        .success();
-    assert!(ok, "npm ci for claude-agent-acp failed");
-    dest.join("node_modules")
 }
 
 /// (passed, skipped, failed) of the agent's own vitest suite in `dir`.
@@ -275,14 +253,15 @@ fn vitest(dir: &Path) -> (u32, u32, u32) {
 
 #[test]
 fn claude_agent_acp_patched_typechecks_verifies_and_passes_its_own_suite() {
-    let Some(src) = claude_sources() else { return };
+    let Some((src, deps)) = claude_sources() else {
+        return;
+    };
     let manifest: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(src.join("package.json")).unwrap()).unwrap();
     assert_eq!(
         manifest["version"], CLAUDE_VERSION,
         "ACP_PATCH_CLAUDE_SRC is another version"
     );
-    let deps = claude_node_modules(&src);
     let tree = copy_sources(&src);
     let root = tree.path();
     std::os::unix::fs::symlink(&deps, root.join("node_modules")).unwrap();
