@@ -6,6 +6,10 @@ mod errors;
 mod real;
 mod style;
 
+/// pi-acp's sources, rebuilt from its npm package (the smoke preset tests use them too).
+#[allow(unused_imports)]
+pub(crate) use real::pi_acp;
+
 use crate::support::*;
 use std::path::{Path, PathBuf};
 use std::process::Command;
