@@ -669,3 +669,24 @@ fn a_bound_send_goes_through_the_emitter_too() {
     assert_eq!(run.code, 0, "{}\n{}", run.stdout, run.stderr);
     run.assert_failing(&[]);
 }
+
+#[test]
+fn a_name_of_the_agent_that_the_import_would_shadow_is_refused() {
+    let dir = copy_tree(&before("sdk1_agent"));
+    edit(
+        dir.path(),
+        "src/agent.ts",
+        "export class EchoAgent",
+        "const acpProgress = 0\nvoid acpProgress\n\nexport class EchoAgent",
+    );
+    let pristine = snapshot_tree(dir.path());
+    let run = acp_patch(&["apply", path_str(dir.path())], None);
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    assert!(
+        run.stderr
+            .contains("src/agent.ts:6: the file already has a module-level `acpProgress`"),
+        "{}",
+        run.stderr
+    );
+    assert_eq!(pristine, snapshot_tree(dir.path()));
+}

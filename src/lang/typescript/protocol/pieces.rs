@@ -251,11 +251,22 @@ fn require_of(n: Node, src: &str) -> Option<(String, String)> {
     ))
 }
 
-fn import_part(b: &mut Builder, file: usize, module: &Module) {
+fn import_part(b: &mut Builder, file: usize, module: &Module) -> Result<()> {
     let p = &b.files[file];
     let src = p.file.text.as_str();
     let spec = import_spec(b.files, file, module);
     let present = present_import(p);
+    if present.is_none()
+        && let Some((_, n)) = module_names(p.tree.root_node(), src)
+            .into_iter()
+            .find(|(name, _)| name == NS)
+    {
+        return Err(b.unsupported(
+            file,
+            n,
+            format!("the file already has a module-level `{NS}`; the runtime module is imported under that name, so rename yours"),
+        ));
+    }
     let top: Vec<Node> = named_children(p.tree.root_node())
         .into_iter()
         .filter(|n| Some(*n) != present.as_ref().map(|(stmt, _)| *stmt))
@@ -309,7 +320,7 @@ fn import_part(b: &mut Builder, file: usize, module: &Module) {
             (Status::Ok, format!("`{NS}`: imported"))
         };
         b.finding("bound", status, file, line(stmt), detail);
-        return;
+        return Ok(());
     }
     let (offset, text) = match imports.last() {
         Some(last) => {
@@ -341,6 +352,7 @@ fn import_part(b: &mut Builder, file: usize, module: &Module) {
         text,
         None,
     );
+    Ok(())
 }
 
 /// A block's statements can take a line of their own at its top and bottom: its `{` ends a line
@@ -847,7 +859,7 @@ pub fn build(
     touched.dedup();
     for f in touched.iter().copied() {
         if !modules.iter().any(|m| m.file == f) {
-            import_part(&mut b, f, &modules[module_of[f]]);
+            import_part(&mut b, f, &modules[module_of[f]])?;
         }
     }
     for h in handlers {
