@@ -693,14 +693,15 @@ fn machine_output_apply_json_and_github_annotations() {
         None,
     );
     assert_eq!(run.code, 0);
-    // the diff comes first on stdout, then the JSON outcome
-    let json_start = run.stdout.find("\n{").unwrap() + 1;
-    let v: serde_json::Value = serde_json::from_str(&run.stdout[json_start..]).unwrap();
+    // stdout holds only the JSON outcome; the dry run's diff is its `diff` field
+    let v: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
+    assert_eq!(v["ok"], true);
     assert_eq!(v["language"], "python");
     assert_eq!(v["written"], false);
     assert_eq!(v["files"], serde_json::json!(["streamy/agent.py"]));
     assert_eq!(v["placed"].as_array().unwrap().len(), 14);
-    assert_eq!(v["diff"].as_str().unwrap(), &run.stdout[..json_start]);
+    let text = acp_patch(&["apply", "--dry-run", path_str(dir.path())], None);
+    assert_eq!(v["diff"].as_str().unwrap(), text.stdout);
 
     let gh = acp_patch(
         &["verify", "--format", "github", path_str(dir.path())],
@@ -713,9 +714,14 @@ fn machine_output_apply_json_and_github_annotations() {
         .filter(|l| l.starts_with("::error "))
         .collect();
     assert_eq!(annotations.len(), 9, "{}", gh.stdout);
+    assert_eq!(
+        annotations.len(),
+        gh.stdout.lines().count(),
+        "only annotations on stdout"
+    );
     assert!(
         annotations[0].starts_with(
-            "::error file=streamy/agent.py,line=23::hook.start missing: apply inserts"
+            "::error file=streamy/agent.py,line=23,title=acp-patch verify%3A hook.start::hook.start missing: apply inserts"
         ),
         "{}",
         annotations[0]

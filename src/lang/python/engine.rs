@@ -300,7 +300,17 @@ pub(super) fn locate_module_def<'a>(
         }),
         None => Err(Error::Unlocatable {
             site,
-            detail: format!("no module defines the adapter's {site}"),
+            detail: match &pin {
+                Some(pin) if files.iter().any(|p| p.file.rel == pin.file) => format!(
+                    "the pin `{pin_key}` in acp-patch.toml looks in {}, which defines none of the adapter's {site}",
+                    pin.file
+                ),
+                Some(pin) => format!(
+                    "the pin `{pin_key}` in acp-patch.toml looks for {}, which is not among the Python files of the agent that mention ACP (paths are relative to the agent's folder)",
+                    pin.file
+                ),
+                None => format!("no module defines the adapter's {site}"),
+            },
             pin_key,
         }),
     }

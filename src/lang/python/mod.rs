@@ -85,6 +85,14 @@ impl Language for Python {
         parts::plan(&files, &parts)
     }
 
+    fn compile_check(
+        &self,
+        project: &Project,
+        files: &[crate::compile::Patched],
+    ) -> Result<crate::compile::Checked> {
+        crate::compile::python(project, files)
+    }
+
     fn verify(&self, project: &Project) -> Result<Report> {
         let files = self.parse_all(project);
         let (shape, parts) = self.analyze(project, &files)?;

@@ -135,6 +135,14 @@ impl Language for TypeScript {
         }
     }
 
+    fn build_check(
+        &self,
+        _project: &Project,
+        dir: &std::path::Path,
+    ) -> Option<std::result::Result<std::process::Command, String>> {
+        Some(crate::compile::tsc_command(dir))
+    }
+
     fn verify(&self, project: &Project) -> Result<Report> {
         let root = project.root.display().to_string();
         let has_function = |p: &Parsed, name: &str| {
