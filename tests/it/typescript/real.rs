@@ -310,6 +310,24 @@ fn claude_agent_acp_patched_typechecks_verifies_and_passes_its_own_suite() {
 
     let patched = vitest(root);
     assert_eq!(patched, unpatched, "the patched suite");
+
+    // built as its package is (`tsc` into dist/) and run the smoke preset's way: every check
+    // passes, the tool call's gap, two sessions and a cancel included
+    let _turn = cpu_lock();
+    let out = Command::new("node")
+        .args(["node_modules/typescript/bin/tsc", "-p", "."])
+        .current_dir(root)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    drop(_turn);
+    crate::smoke_presets::claude_case(root, &[], &[]);
+    crate::smoke_presets::claude_case(root, &["--sessions", "2"], &[]);
+    crate::smoke_presets::claude_case(root, &["--cancel-after", "800"], &[]);
 }
 
 /// `tsc --noEmit` with the agent's own TypeScript and tsconfig.
