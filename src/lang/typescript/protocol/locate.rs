@@ -777,12 +777,21 @@ pub fn handlers<'a>(
         }
     };
     // SDK 0.x/1.x: the class the AgentSideConnection factory builds
-    for (file, class, index, _, _) in sdk_classes(files) {
+    let bound = sdk_classes(files);
+    for &(file, class, index, _, _) in &bound {
         let conn = match pinned_connection(files, file, class, pins)? {
             Some(c) => Some(c),
             None => stored_connection(files, file, class, index)
                 .or_else(|| used_connection(files, file, class, sends)),
         };
+        if let (Some(c), 1) = (&conn, bound.len())
+            && let Some(field) = c.text.strip_prefix("this.")
+        {
+            let src = files[file].file.text.as_str();
+            let at = if c.file == file { c.line } else { line(class) };
+            let pin = candidate(files, file, at, &format!("{}.{field}", name_of(class, src)));
+            crate::init::record("connection", "typescript.connection", &[&pin], Some(&pin));
+        }
         for (role, method) in [(Role::Prompt, "prompt"), (Role::Cancel, "cancel")] {
             let Some((f, m)) = member(files, file, class, method) else {
                 continue;
@@ -840,7 +849,8 @@ pub fn handlers<'a>(
             };
             let name = match inner.kind() {
                 "identifier" | "member_expression" => text(inner, src).to_string(),
-                _ => want.to_string(),
+                // a pin names it `file:session_prompt` (pins name no `/`)
+                _ => want.replace('/', "_"),
             };
             push(
                 &mut out,
@@ -964,7 +974,13 @@ fn select<'a>(
     pins: &crate::config::TypeScriptPins,
 ) -> Result<Vec<Handler<'a>>> {
     let Some(pin) = pins.prompt.as_ref().map(|p| Pin::parse(p)) else {
-        if found.iter().any(|h| h.role == Role::Prompt) {
+        let prompts: Vec<&Handler> = found.iter().filter(|h| h.role == Role::Prompt).collect();
+        if let [one] = prompts[..] {
+            // `acp-patch init` lists the site with the pin that holds apply to it
+            let c = candidate(files, one.file, one.line, &one.name);
+            crate::init::record("prompt handler", "typescript.prompt", &[&c], Some(&c));
+        }
+        if !prompts.is_empty() {
             return Ok(found);
         }
         let candidates: Vec<Candidate> = prompt_methods(files)
@@ -973,10 +989,17 @@ fn select<'a>(
             .collect();
         let detail = "no `new AgentSideConnection((conn) => new X(conn), ...)`, no `.onRequest(\"session/prompt\", ...)` and no dispatcher of `\"session/prompt\"` was found".to_string();
         return Err(if candidates.is_empty() {
-            Error::Unlocatable {
-                site: "prompt handler",
-                detail,
-                pin_key: "typescript.prompt",
+            // nothing to pin either: these files are no agent (a client, say)
+            Error::NoAgent {
+                root: files
+                    .first()
+                    .and_then(|p| {
+                        let path = p.file.path.to_string_lossy();
+                        path.strip_suffix(p.file.rel.as_str())
+                            .map(|r| std::path::PathBuf::from(r.trim_end_matches('/')))
+                    })
+                    .unwrap_or_default(),
+                detail: format!("TypeScript: {detail}"),
             }
         } else {
             Error::Ambiguous {
