@@ -178,6 +178,7 @@ fn env_prefix_renames_every_variable() {
 pub(crate) fn hermes(version: &str) -> PathBuf {
     let cache = repo().join("target/hermes").join(version);
     let src = cache.join("src");
+    let _provisioning = crate::support::provision_lock();
     if src.join("acp_adapter").is_dir() {
         return src;
     }

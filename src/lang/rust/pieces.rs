@@ -87,6 +87,7 @@ impl Builder<'_> {
         present: Option<usize>,
     ) {
         let anchor_line = self.files[file].file.line_of(offset);
+        let present_at = present.and_then(|_| exact_at(self.src(file), offset, &text));
         self.parts.push(Part {
             checks,
             label,
@@ -95,6 +96,7 @@ impl Builder<'_> {
             replaces: 0,
             text,
             present,
+            present_at,
             anchor_line,
         });
     }
@@ -106,6 +108,15 @@ impl Builder<'_> {
             message: message.into(),
         }
     }
+}
+
+/// Where a present piece's text stands, when it is exactly at `offset` and occurs more than
+/// once in the file (`.acp_progress()` on every send, a wrapper's `}).await`, the ` }` closing
+/// braces around an expression body): revert takes it out there. A unique text is found by
+/// searching around its line.
+fn exact_at(src: &str, offset: usize, text: &str) -> Option<usize> {
+    let here = !text.is_empty() && src.get(offset..).is_some_and(|rest| rest.starts_with(text));
+    (here && src.matches(text).nth(1).is_some()).then_some(offset)
 }
 
 /// The path inserted code uses for the runtime module from a file.
@@ -249,6 +260,7 @@ pub fn build(input: &Input) -> Result<Vec<Part>> {
                 replaces,
                 text: body,
                 present: None,
+                present_at: None,
                 anchor_line: 1,
             });
         }
