@@ -725,7 +725,9 @@ fn rust_target_dir(case: &str) -> PathBuf {
     let text = std::fs::read_to_string(repo().join("fixtures").join(case).join("case.toml"))
         .expect("case.toml");
     let doc: toml::Table = toml::from_str(&text).expect("case.toml parses");
-    let group = doc["compile"]["target_group"].as_str().expect("target_group");
+    let group = doc["compile"]["target_group"]
+        .as_str()
+        .expect("target_group");
     repo().join("target/rust-fixtures").join(group)
 }
 

@@ -66,7 +66,11 @@ impl Manifest {
                 .as_table_like()
                 .and_then(|t| t.get("features"))
                 .and_then(|f| f.as_array())
-                .map(|a| a.iter().filter_map(|v| v.as_str().map(String::from)).collect())
+                .map(|a| {
+                    a.iter()
+                        .filter_map(|v| v.as_str().map(String::from))
+                        .collect()
+                })
                 .unwrap_or_default(),
         })
     }
@@ -241,9 +245,8 @@ mod tests {
 
     #[test]
     fn adds_a_marked_dependency_table_and_finds_it_again() {
-        let m = manifest(
-            "[dependencies]\ntokio = { version = \"1\", features = [\"rt\"] } # keep\n",
-        );
+        let m =
+            manifest("[dependencies]\ntokio = { version = \"1\", features = [\"rt\"] } # keep\n");
         let (at, text) = m.insertion().unwrap().unwrap();
         assert_eq!(at, m.file.text.len());
         assert_eq!(
@@ -253,9 +256,7 @@ mod tests {
         let patched = manifest(&format!("{}{text}", m.file.text));
         assert_eq!(patched.block_line(), Some(4));
         assert_eq!(patched.insertion().unwrap().unwrap().1, text);
-        let m = manifest(
-            "[dependencies]\ntokio = { version = \"1\", features = [\"full\"] }\n",
-        );
+        let m = manifest("[dependencies]\ntokio = { version = \"1\", features = [\"full\"] }\n");
         assert!(m.insertion().unwrap().is_none());
         assert_eq!(parse_version("=0.10.4"), Some((0, 10)));
         assert_eq!(parse_version("5"), Some((5, 0)));

@@ -470,9 +470,18 @@ fn first_statement(
             let line = first.span().start().line;
             let open_at = block.brace_token.span.open().byte_range().start;
             let close_at = block.brace_token.span.close().byte_range().start;
-            if src[open_at..].starts_with(&format!("{{ {stmt} ")) && src[..close_at + 1].ends_with(" }") {
+            if src[open_at..].starts_with(&format!("{{ {stmt} "))
+                && src[..close_at + 1].ends_with(" }")
+            {
                 // braces apply put around an expression body
-                b.push(checks, label, file, open_at, format!("{{ {stmt} "), Some(line));
+                b.push(
+                    checks,
+                    label,
+                    file,
+                    open_at,
+                    format!("{{ {stmt} "),
+                    Some(line),
+                );
                 b.push(
                     checks,
                     label,
@@ -561,7 +570,10 @@ fn wrap_handler(b: &mut Builder, h: &Handler, path: &str, sink: &str) -> Result<
                 "turn start",
                 h.file,
                 line_start(&src, e.span().byte_range().start),
-                format!("{indent}{path}::turn({sink}, {}.to_string(), async move {{{eol}", h.session),
+                format!(
+                    "{indent}{path}::turn({sink}, {}.to_string(), async move {{{eol}",
+                    h.session
+                ),
                 Some(line),
             );
             b.push(
