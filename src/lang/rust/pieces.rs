@@ -630,3 +630,24 @@ fn wrap_handler(b: &mut Builder, h: &Handler, path: &str, sink: &str) -> Result<
     );
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::exact_at;
+
+    #[test]
+    fn a_present_piece_is_pinned_to_its_offset_only_where_its_text_recurs() {
+        let src = "a.acp_progress().x(); b.acp_progress().y(); c.unique();";
+        let second = src.rfind(".acp_progress()").unwrap();
+        assert_eq!(exact_at(src, 1, ".acp_progress()"), Some(1));
+        assert_eq!(exact_at(src, second, ".acp_progress()"), Some(second));
+        // not where it is said to be: revert searches around its line instead
+        assert_eq!(exact_at(src, 0, ".acp_progress()"), None);
+        // unique in the file
+        assert_eq!(
+            exact_at(src, src.find(".unique").unwrap(), ".unique()"),
+            None
+        );
+        assert_eq!(exact_at(src, 3, ""), None);
+    }
+}
