@@ -556,7 +556,7 @@ fn a_prompt_pin_picks_one_handler_and_a_pin_to_nothing_lists_the_handlers() {
         run.stderr
     );
     assert!(
-        run.stderr.contains("src/agent.rs:63  StreamAgent::prompt"),
+        run.stderr.contains("src/agent.rs:64  StreamAgent::prompt"),
         "{}",
         run.stderr
     );
@@ -593,7 +593,7 @@ fn no_prompt_handler_lists_the_methods_a_pin_takes() {
         run.stderr
     );
     assert!(
-        run.stderr.contains("src/agent.rs:63  StreamAgent::prompt"),
+        run.stderr.contains("src/agent.rs:64  StreamAgent::prompt"),
         "{}",
         run.stderr
     );
