@@ -198,6 +198,7 @@ fn hermes_0_19_0_preset_unpatched_then_patched() {
 /// pi-acp 0.0.34's package folder, the `pi` it runs and the Node pi needs (>= 22.19), from
 /// scripts/provision/pi-acp.sh; None (with the reason printed) where it cannot provision.
 fn pi_acp() -> Option<(PathBuf, PathBuf, PathBuf)> {
+    let _provisioning = crate::support::provision_lock();
     let out = Command::new("bash")
         .arg(repo().join("scripts/provision/pi-acp.sh"))
         .output()
