@@ -3,6 +3,7 @@
 //! go and whether it is already there, in the file's own indentation and line endings.
 
 use super::locate::At;
+use super::package::Packages;
 use super::syntax::*;
 use crate::error::{Error, Result};
 use crate::lang::parts::*;
@@ -13,9 +14,12 @@ use tree_sitter::Node;
 
 pub struct Builder<'a> {
     pub(super) files: &'a [Parsed],
-    project: &'a Project,
+    pub(super) project: &'a Project,
+    pub(super) packages: Packages,
     sites: std::collections::HashMap<String, String>,
     pub parts: Vec<Part>,
+    /// Placement facts established while building (e.g. where the connection comes from).
+    pub findings: Vec<Finding>,
 }
 
 pub(super) fn line(n: Node) -> usize {
@@ -62,8 +66,10 @@ impl<'a> Builder<'a> {
         Ok(Builder {
             files,
             project,
+            packages: Packages::new(project, files),
             sites,
             parts: Vec::new(),
+            findings: Vec::new(),
         })
     }
 
@@ -217,6 +223,39 @@ impl<'a> Builder<'a> {
         Ok(())
     }
 
+    /// A decorator line directly above a definition (below its other decorators).
+    pub(super) fn decorator(
+        &mut self,
+        checks: &'static [&'static str],
+        label: &'static str,
+        def: At,
+        code: String,
+        marker: &str,
+    ) -> Result<()> {
+        let src = self.src(def.file);
+        let present = decorators(def.node)
+            .into_iter()
+            .find(|d| text(*d, src).contains(marker))
+            .map(line);
+        if !src[line_start(src, def.node.start_byte())..def.node.start_byte()]
+            .trim()
+            .is_empty()
+        {
+            return Err(self.unsupported(def, "the definition shares its line with other code"));
+        }
+        let eol = self.files[def.file].file.style.eol;
+        let indent = indent_at(src, def.node.start_byte()).to_string();
+        self.push(
+            checks,
+            label,
+            def.file,
+            line_start(src, def.node.start_byte()),
+            format!("{indent}{code}{eol}"),
+            present,
+        );
+        Ok(())
+    }
+
     /// A module-level block before a top-level statement (decorators included).
     pub(super) fn module_before(
         &mut self,
@@ -318,7 +357,8 @@ impl<'a> Builder<'a> {
                 })
             }) || defined_at(f, name).is_some()
         };
-        if names.iter().all(|n| has(n)) {
+        let missing: Vec<&str> = names.iter().copied().filter(|n| !has(n)).collect();
+        if missing.is_empty() {
             let line = imports
                 .iter()
                 .find(|i| text(**i, src).contains(names[0]))
@@ -359,7 +399,7 @@ impl<'a> Builder<'a> {
                 .expect("from-import has a module"),
             src,
         );
-        let mut sorted = names.to_vec();
+        let mut sorted = missing;
         sorted.sort();
         let eol = f.file.style.eol;
         let code = format!("from {module} import {}{eol}", sorted.join(", "));

@@ -2,11 +2,12 @@
 //! first-delta closure, where the callbacks are taken and stored, and the modules of the
 //! tool-call builders and callback factories.
 
-use super::Parsed;
-use super::locate::{At, LlmSites, candidate, choose};
-use super::syntax::*;
+use super::LlmSites;
 use crate::config::{Pin, PythonPins};
 use crate::error::{Error, Result};
+use crate::lang::parts::Parsed;
+use crate::lang::python::locate::{At, candidate, choose};
+use crate::lang::python::syntax::*;
 use tree_sitter::Node;
 
 /// The engine's LLM call: `X._interruptible_streaming_api_call(..., on_first_delta=f)`.
