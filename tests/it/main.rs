@@ -1,5 +1,6 @@
 //! The one integration-test binary: one module per area.
 
+mod fixtures;
 mod python;
 mod python_templates;
 mod rust_agents;

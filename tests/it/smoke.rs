@@ -54,6 +54,18 @@ impl Run {
             );
         }
     }
+    /// The names of the checks that failed.
+    pub(crate) fn failing(&self) -> Vec<String> {
+        self.report["checks"]
+            .as_array()
+            .map(|cs| {
+                cs.iter()
+                    .filter(|c| c["passed"] == false)
+                    .filter_map(|c| c["name"].as_str().map(str::to_string))
+                    .collect()
+            })
+            .unwrap_or_else(|| vec![format!("no report: {}", self.stderr)])
+    }
     fn pgid(&self) -> i32 {
         self.report["agent_pid"].as_i64().unwrap() as i32
     }

@@ -60,8 +60,12 @@ pub fn walk(root: &Path) -> Vec<PathBuf> {
             if name == "__pycache__" || name == ".git" {
                 continue;
             }
-            if p.is_dir() {
+            // a linked folder (node_modules provisioned for a run) is not part of the tree
+            let linked = std::fs::symlink_metadata(&p).is_ok_and(|m| m.file_type().is_symlink());
+            if p.is_dir() && !linked {
                 stack.push(p);
+            } else if linked && p.is_dir() {
+                continue;
             } else {
                 out.push(p);
             }
