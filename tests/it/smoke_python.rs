@@ -1,5 +1,5 @@
-//! The smoke run on real Python agents, unpatched and patched: our asyncio fixture and
-//! Hermes Agent 0.19.0 installed from PyPI.
+//! The smoke run on real Python agents, unpatched and patched: Hermes Agent 0.19.0 installed
+//! from PyPI, and `verify --smoke` (the fixture agents' own smoke runs are in fixtures.rs).
 
 use crate::python::hermes;
 use crate::smoke::{assert_group_gone, smoke};
@@ -11,32 +11,12 @@ fn fixture_python() -> String {
 }
 
 #[test]
-fn fixture_unpatched_shows_no_card_and_a_split_thought_block() {
-    let dir = copy_tree(&fixture("python/asyncio_agent/before"));
-    let run = smoke(dir.path(), &["--python", &fixture_python()]);
-    assert_eq!(run.code, 1, "{}\n{}", run.stdout, run.stderr);
-    run.assert_failing(&["think_card", "heartbeat", "complete", "one_thought_block"]);
-    assert_group_gone(&run);
-}
-
-#[test]
-fn fixture_patched_passes_every_check() {
-    let dir = copy_tree(&fixture("python/asyncio_agent/before"));
-    assert_eq!(
-        acp_patch(&["apply", dir.path().to_str().unwrap()], None).code,
-        0
-    );
-    let run = smoke(dir.path(), &["--python", &fixture_python()]);
-    assert_eq!(run.code, 0, "{}\n{}", run.stdout, run.stderr);
-    run.assert_failing(&[]);
-    assert_group_gone(&run);
-}
-
-#[test]
 fn verify_smoke_on_the_patched_fixture() {
+    let dir = copy_tree(&fixture("python/asyncio_agent/before"));
+    assert_eq!(acp_patch(&["apply", path_str(dir.path())], None).code, 0);
     let run = std::process::Command::new(env!("CARGO_BIN_EXE_acp-patch"))
         .args(["verify", "--smoke"])
-        .arg(fixture("python/asyncio_agent/after"))
+        .arg(dir.path())
         .env("ACP_PATCH_PYTHON", fixture_python())
         .output()
         .unwrap();

@@ -802,7 +802,7 @@ fn send_kwargs(files: &[Parsed], class: At, sends: &[Send]) -> Vec<(String, Stri
             };
             if matches!(name, "session_id" | "update" | "sessionId")
                 || !matches!(v.kind(), "string" | "integer" | "float" | "true" | "false")
-                || (v.kind() == "string" && descendants(v, "interpolation").len() > 0)
+                || (v.kind() == "string" && !descendants(v, "interpolation").is_empty())
             {
                 continue;
             }

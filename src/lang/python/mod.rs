@@ -37,6 +37,7 @@ const ENGINE_CHECKS: &[&str] = &[
     "bound",
 ];
 
+#[allow(clippy::large_enum_variant)] // one per run: boxing buys nothing
 enum Strategy<'a> {
     Engine(engine::CallbackSites<'a>),
     Protocol(anchors::Anchors<'a>),
@@ -73,9 +74,15 @@ impl Python {
             Strategy::Engine(_) => None,
         };
         if let Some((rel, mut style)) = new_module {
-            style.bom = false;
-            let path = project.root.join(&rel);
-            files.push(parsed(SourceFile::new_file(path, rel, style)));
+            // a file of that name that did not look worth parsing is still the one to judge
+            match project.files.iter().find(|f| f.rel == rel) {
+                Some(existing) => files.push(parsed(existing.clone())),
+                None => {
+                    style.bom = false;
+                    let path = project.root.join(&rel);
+                    files.push(parsed(SourceFile::new_file(path, rel, style)));
+                }
+            }
         }
         Ok(files)
     }

@@ -144,22 +144,23 @@ pub fn findings(
                     ctx.check_reads(n, "decorator", &mut out);
                     return false;
                 }
-                "call" if callee_object(n, src) == Some(RUNTIME_NAME) => {
-                    if enclosing_function(n).is_some() {
-                        // the wrapped receiver is the agent's own code: only our name counts
-                        let f = n.child_by_field_name("function").expect("callee");
-                        ctx.check_reads_of(
-                            &[f.child_by_field_name("object").expect("object")],
-                            n,
+                "call"
+                    if callee_object(n, src) == Some(RUNTIME_NAME)
+                        && enclosing_function(n).is_some() =>
+                {
+                    // the wrapped receiver is the agent's own code: only our name counts
+                    let f = n.child_by_field_name("function").expect("callee");
+                    ctx.check_reads_of(
+                        &[f.child_by_field_name("object").expect("object")],
+                        n,
+                        &mut out,
+                    );
+                    if callee_name(n, src) != "emitter" {
+                        ctx.check_reads(
+                            n.child_by_field_name("arguments").expect("args"),
+                            "call",
                             &mut out,
                         );
-                        if callee_name(n, src) != "emitter" {
-                            ctx.check_reads(
-                                n.child_by_field_name("arguments").expect("args"),
-                                "call",
-                                &mut out,
-                            );
-                        }
                     }
                 }
                 "keyword_argument"
@@ -462,14 +463,14 @@ fn is_bound(name: &str, at: Node, src: &str) -> bool {
     let mut cur = at;
     while let Some(parent) = cur.parent() {
         match parent.kind() {
-            "lambda" => {
+            "lambda"
                 if parent.child_by_field_name("parameters").is_some_and(|ps| {
                     descendants(ps, "identifier")
                         .iter()
                         .any(|i| text(*i, src) == name)
-                }) {
-                    return true;
-                }
+                }) =>
+            {
+                return true;
             }
             "function_definition" => {
                 if parameters(parent, src).iter().any(|(n, _)| n == name) {
@@ -527,23 +528,21 @@ fn bound_before(scope: Node, name: &str, at: Node, src: &str) -> bool {
                     }
                 }
             }
-            "for_statement" => {
+            "for_statement"
                 if parent.child_by_field_name("body") == Some(cur)
                     && parent
                         .child_by_field_name("left")
-                        .is_some_and(|l| target_names(l, src).iter().any(|n| n == name))
-                {
-                    return true;
-                }
+                        .is_some_and(|l| target_names(l, src).iter().any(|n| n == name)) =>
+            {
+                return true;
             }
-            "with_statement" => {
+            "with_statement"
                 if parent.child_by_field_name("body") == Some(cur)
                     && descendants(parent, "as_pattern_target")
                         .iter()
-                        .any(|t| target_names(*t, src).iter().any(|n| n == name))
-                {
-                    return true;
-                }
+                        .any(|t| target_names(*t, src).iter().any(|n| n == name)) =>
+            {
+                return true;
             }
             "except_clause" => {
                 let texts = named_children(parent);
