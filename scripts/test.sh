@@ -36,4 +36,9 @@ for pkg in fixtures/typescript/sdk2_agent/before fixtures/typescript/sdk1_agent/
 done
 export ACP_PATCH_TEST_TS="$PWD/$ts_root"
 
+# Real Python agents from PyPI (Python >= 3.12, with uv), each keyed by its pinned lock.
+ACP_PATCH_TEST_MISTRAL_VIBE=$(scripts/provision/python-agent.sh mistral-vibe vibe)
+ACP_PATCH_TEST_GPTME=$(scripts/provision/python-agent.sh gptme gptme)
+export ACP_PATCH_TEST_MISTRAL_VIBE ACP_PATCH_TEST_GPTME
+
 cargo test --all-targets "$@"

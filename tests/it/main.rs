@@ -2,6 +2,7 @@
 
 mod fixtures;
 mod python;
+mod python_real;
 mod python_templates;
 mod rust_agents;
 mod smoke;
