@@ -218,7 +218,7 @@ pub(crate) fn hermes(version: &str) -> PathBuf {
     src
 }
 
-fn hermes_case(version: &str) {
+fn hermes_case(version: &str, snapshot: bool) {
     let src = hermes(version);
     let dir = copy_tree(&src);
     let root = dir.path();
@@ -240,9 +240,16 @@ fn hermes_case(version: &str) {
         .filter(|l| l.starts_with("  "))
         .map(|l| format!("{l}\n"))
         .collect();
-    assert_snapshot(
-        &fixture(&format!("python/hermes-{version}.placed.txt")),
-        &placed,
+    if snapshot {
+        assert_snapshot(
+            &fixture(&format!("python/hermes-{version}.placed.txt")),
+            &placed,
+        );
+    }
+    // the card opens at the prompt handler's entry (no longer only at the worker's top)
+    assert!(
+        placed.contains("acp_adapter/server.py:") && placed.contains("hook start at prompt entry"),
+        "{placed}"
     );
 
     let run = acp_patch(&["apply", path_str(root)], None);
@@ -272,12 +279,24 @@ fn hermes_case(version: &str) {
 
 #[test]
 fn hermes_0_19_0_split_layout() {
-    hermes_case("0.19.0");
+    hermes_case("0.19.0", true);
 }
 
 #[test]
 fn hermes_0_14_0_monolithic_layout() {
-    hermes_case("0.14.0");
+    hermes_case("0.14.0", true);
+}
+
+/// Every other Hermes release (0.13–0.18), in the long mode: `ACP_PATCH_REAL_AGENTS=full`.
+#[test]
+fn hermes_every_release() {
+    if std::env::var("ACP_PATCH_REAL_AGENTS").as_deref() != Ok("full") {
+        eprintln!("skipped: set ACP_PATCH_REAL_AGENTS=full to patch every Hermes release");
+        return;
+    }
+    for version in ["0.13.0", "0.15.2", "0.16.0", "0.17.0", "0.18.2"] {
+        hermes_case(version, false);
+    }
 }
 
 // ---- pins and what they say ---------------------------------------------------------------
