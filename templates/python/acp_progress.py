@@ -6,7 +6,7 @@ acp-patch wrote this module beside the agent's prompt handler; the agent's own f
 - ``@acp_progress.prompt_handler(...)`` on each prompt handler the SDK calls: the session's
     card opens at the prompt's entry; when the handler returns, raises or is cancelled the card
     closes (failed when it raised), held text goes out and the timers stop;
-- ``@acp_progress.cancel_handler`` on ``cancel``: the card closes at once;
+- ``@acp_progress.cancel_handler`` on ``cancel``: held text goes out, no new card opens;
 - ``acp_progress.emitter(conn).session_update(...)`` around every SDK send of a session update:
     the session's card completes before its first real update (message, thought, tool call,
     plan; bookkeeping such as usage or available commands passes without completing it), answer
@@ -279,8 +279,9 @@ def prompt_handler(connection=None, **send_kwargs):
 
 
 def cancel_handler(handler):
-    """Decorator for the agent's ``cancel``: the session's card closes and held text goes out
-    at once; no new card opens until the turn ends."""
+    """Decorator for the agent's ``cancel``: held text goes out at once and no new card opens
+    for the session; its open card keeps its heartbeat until the turn ends (the prompt handler
+    returns or is cancelled), since the agent is still working until then."""
 
     @functools.wraps(handler)
     async def cancel(self, *args, **kwargs):
@@ -292,7 +293,6 @@ def cancel_handler(handler):
                         session.cancelled = True
                         _disarm_gap(session)
                         await _flush(session)
-                        await _progress_complete(session)
             except Exception:
                 _log.debug("ACP progress cancel failed", exc_info=True)
         return await handler(self, *args, **kwargs)
@@ -459,8 +459,8 @@ async def _gate(session, connection, send, args, kwargs, sent, update, where):
                     await _flush(session)
                 if kind == "tool_call_update" and _status(update) in ("completed", "failed"):
                     _arm_gap(session)
-            elif session.held:
-                await _flush(session)  # bookkeeping: held text first, nothing reordered
+            # bookkeeping (usage, commands, modes, session info, ...) passes as it is: it neither
+            # completes the card nor ends a hold (agents send usage after every chunk)
     except Exception:
         _log.debug("ACP progress bookkeeping failed", exc_info=True)
     return await _forward(sent)

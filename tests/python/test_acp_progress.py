@@ -236,32 +236,50 @@ class Cards(unittest.TestCase):
                     run(agent.prompt([], "s"))
             self.assertEqual(conn.kinds(), ["card:in_progress", f"card:{status}"], outcome)
 
-    def test_cancel_handler_closes_the_card_and_blocks_the_gap(self):
+    def cancelled_turn(self, steps, wait_before_cancel):
         conn = Conn()
 
         async def main():
             release = asyncio.Event()
 
             async def script(agent, sid):
-                await agent.send(sid, acp.start_tool_call("t1", "read", status="in_progress"))
-                await agent.send(sid, acp.update_tool_call("t1", status="completed"))
+                for step in steps:
+                    await agent.send(sid, step)
                 await release.wait()
 
             agent = decorate(self.rt)(self.rt, conn, script)
             turn = asyncio.ensure_future(agent.prompt([], "s"))
-            await asyncio.sleep(0.05)
+            await asyncio.sleep(wait_before_cancel)
             await agent.cancel("s")
             self.assertEqual(agent.cancelled, "s")
-            await asyncio.sleep(0.15)  # past the gap: no new card after a cancel
+            at_cancel = conn.kinds()
+            await asyncio.sleep(0.15)  # past the gap
+            after = conn.kinds()
             release.set()
             await turn
+            return at_cancel, after
 
+        return conn, main
+
+    def test_cancel_flushes_held_text_and_the_card_closes_with_the_turn(self):
+        conn, main = self.cancelled_turn([acp.start_tool_call("t", "x"), thought("r"), text("held")], 0.05)
+        with env(ACP_HEARTBEAT_DISABLED="1", ACP_THINK_HOLD_MS="10000"):
+            at_cancel, _ = run(main())
+        self.assertEqual(at_cancel[-1], "text:held")
+
+    def test_no_gap_card_after_a_cancel(self):
+        conn, main = self.cancelled_turn([thought("r"), acp.update_tool_call("t1", status="completed")], 0.01)
         with env(ACP_HEARTBEAT_DISABLED="1", ACP_THINK_GAP_MS="50"):
-            run(main())
-        self.assertEqual(
-            conn.kinds(),
-            ["card:in_progress", "card:completed", "tool_call:in_progress", "tool_call_update:completed"],
-        )
+            _, after = run(main())
+        self.assertEqual(after, ["card:in_progress", "card:completed", "thought:r", "tool_call_update:completed"])
+
+    def test_an_open_card_keeps_its_heartbeat_until_the_cancelled_turn_ends(self):
+        conn, main = self.cancelled_turn([], 0.05)
+        with env(ACP_HEARTBEAT_S="0.05"):
+            _, after = run(main())
+        self.assertNotIn("card:completed", after)
+        self.assertGreaterEqual(after.count("card:in_progress"), 2)  # the start and a heartbeat
+        self.assertEqual(conn.kinds()[-1], "card:completed")  # closed when the turn ended
 
     def test_failing_card_sends_never_reach_the_agent(self):
         conn = Conn(fail=True)
@@ -374,6 +392,11 @@ class TextHold(unittest.TestCase):
     def test_trailing_reasoning_joins_the_thought_block_and_text_merges(self):
         kinds = self.turn([thought("a"), text("Hel"), thought("b"), text("lo"), 0.4, text("!")])
         self.assertEqual(kinds, ["thought:a", "thought:b", "text:Hello", "text:!"])
+
+    def test_bookkeeping_neither_completes_nor_ends_a_hold(self):
+        usage = {"sessionUpdate": "usage_update", "used": 1, "size": 2}
+        kinds = self.turn([thought("a"), text("b"), usage, thought("c"), text("d"), usage], ACP_THINK_HOLD_MS="10000")
+        self.assertEqual(kinds, ["thought:a", "usage_update", "thought:c", "usage_update", "text:bd"])
 
     def test_no_reasoning_holds_nothing(self):
         kinds = self.turn([text("x"), thought("late"), text("y")], ACP_THINK_HOLD_MS="10000")
