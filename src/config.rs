@@ -43,8 +43,8 @@ pub struct PythonPins {
     /// Where the card's connection comes from: an attribute of the agent holding it
     /// (`agent.py:MyAgent._conn`) or the method the SDK hands it to (`agent.py:MyAgent.on_connect`).
     pub connection: Option<String>,
-    /// The statement of the prompt handler that hands the turn to the engine (callback-shaped
-    /// agents), `path/to/file.py:LINE`.
+    /// The executor call of the prompt handler that hands the turn to the engine
+    /// (callback-shaped agents), by its place among them: `server.py:Agent.prompt.run_in_executor#2`.
     pub handoff: Option<String>,
     /// The module with the tool-call builders (thinking helpers go beside them).
     pub helpers: Option<String>,

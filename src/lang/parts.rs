@@ -345,14 +345,27 @@ pub fn choose<T>(
     none: impl FnOnce() -> String,
 ) -> Result<T> {
     if let Some((file, name)) = pin {
+        let seen: Vec<String> = found
+            .iter()
+            .map(|(_, c)| format!("{}:{}", c.location.file, c.name))
+            .collect();
         found
             .retain(|(_, c)| c.location.file == file && name.as_ref().is_none_or(|n| *n == c.name));
         if found.is_empty() {
+            let looked = match &name {
+                Some(n) => format!("`{n}` in {file}"),
+                None => file.clone(),
+            };
             return Err(Error::Unlocatable {
                 site,
                 detail: format!(
-                    "the pin `{}` in acp-patch.toml matches nothing",
-                    pin_key.rsplit('.').next().unwrap_or(pin_key)
+                    "the pin `{}` in acp-patch.toml matches nothing: it looks for {looked}; the candidates are {}",
+                    pin_key.rsplit('.').next().unwrap_or(pin_key),
+                    if seen.is_empty() {
+                        "none".to_string()
+                    } else {
+                        seen.join(", ")
+                    }
                 ),
                 pin_key,
             });

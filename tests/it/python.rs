@@ -518,6 +518,97 @@ fn an_agent_that_keeps_the_connection_nowhere_gets_a_binding_in_on_connect() {
 }
 
 #[test]
+fn every_listed_hand_off_is_accepted_as_a_pin() {
+    // a callback-shaped agent that calls the executor twice in its prompt handler
+    let make = || {
+        let d = copy_tree(&fixture(CALLBACK_FIXTURE).join("before"));
+        edit(
+            &d.path().join("bridge/server.py"),
+            "        try:\n            await loop.run_in_executor(_pool, _work)",
+            "        await loop.run_in_executor(_pool, lambda: None)\n        try:\n            await loop.run_in_executor(_pool, _work)",
+        );
+        d
+    };
+    let dir = make();
+    let run = acp_patch(&["apply", path_str(dir.path())], None);
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    assert!(
+        run.stderr
+            .contains("found 2 candidates for the hand-off to the engine"),
+        "{}",
+        run.stderr
+    );
+    let listed: Vec<String> = run
+        .stderr
+        .lines()
+        .filter(|l| l.starts_with("    bridge/server.py:"))
+        .map(|l| {
+            let (loc, name) = l.trim().split_once("  ").unwrap();
+            format!("{}:{}", loc.split(':').next().unwrap(), name.trim())
+        })
+        .collect();
+    assert_eq!(
+        listed,
+        [
+            "bridge/server.py:BridgeAgent.prompt.run_in_executor#1",
+            "bridge/server.py:BridgeAgent.prompt.run_in_executor#2"
+        ]
+    );
+    assert_eq!(suggested_pins(&run.stderr, "handoff"), [listed[0].clone()]);
+    for pin in &listed {
+        let d = make();
+        write(
+            d.path(),
+            "acp-patch.toml",
+            &format!("[python]\nhandoff = \"{pin}\"\n"),
+        );
+        let run = acp_patch(&["apply", path_str(d.path())], None);
+        assert_eq!(run.code, 0, "pin {pin}: {}", run.stderr);
+        assert_eq!(
+            acp_patch(&["verify", path_str(d.path())], None).code,
+            0,
+            "pin {pin}"
+        );
+    }
+    let d = make();
+    write(
+        d.path(),
+        "acp-patch.toml",
+        "[python]\nhandoff = \"bridge/server.py:BridgeAgent.prompt.to_thread#1\"\n",
+    );
+    let run = acp_patch(&["apply", path_str(d.path())], None);
+    assert_eq!(run.code, 1);
+    assert!(
+        run.stderr.contains(&format!(
+            "matches nothing: it looks for `BridgeAgent.prompt.to_thread#1` in bridge/server.py; the candidates are {}",
+            listed.join(", ")
+        )),
+        "{}",
+        run.stderr
+    );
+}
+
+#[test]
+fn engine_pins_that_match_nothing_say_what_there_is() {
+    for (pin, says) in [
+        (
+            "llm_call = \"engine/loop.py:run_turn._nope\"",
+            "it looks for `run_turn._nope` in engine/loop.py; the candidates are engine/loop.py:run_turn",
+        ),
+        (
+            "helpers = \"bridge/server.py\"",
+            "it looks for bridge/server.py; the modules that define the adapter's tool-call builders are bridge/cards.py",
+        ),
+    ] {
+        let dir = copy_tree(&fixture(CALLBACK_FIXTURE).join("before"));
+        write(dir.path(), "acp-patch.toml", &format!("[python]\n{pin}\n"));
+        let run = acp_patch(&["apply", path_str(dir.path())], None);
+        assert_eq!(run.code, 1, "{pin}: {}", run.stderr);
+        assert!(run.stderr.contains(says), "{pin}: {}", run.stderr);
+    }
+}
+
+#[test]
 fn no_agent_and_missing_path() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("main.py"), "print('hello')\n").unwrap();

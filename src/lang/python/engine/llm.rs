@@ -299,10 +299,35 @@ pub(super) fn locate_module_def<'a>(
                 .collect(),
             pin_key,
         }),
-        None => Err(Error::Unlocatable {
-            site,
-            detail: format!("no module defines the adapter's {site}"),
-            pin_key,
-        }),
+        None => {
+            let detail = match &pin {
+                Some(pin) => {
+                    let seen: Vec<String> = files
+                        .iter()
+                        .filter(|p| {
+                            top_level_functions(p.tree.root_node())
+                                .into_iter()
+                                .any(|d| is_one(d, &p.file.text))
+                        })
+                        .map(|p| p.file.rel.clone())
+                        .collect();
+                    format!(
+                        "the pin `{pin_key}` in acp-patch.toml matches nothing: it looks for {}; the modules that define the adapter's {site} are {}",
+                        pin.file,
+                        if seen.is_empty() {
+                            "none".to_string()
+                        } else {
+                            seen.join(", ")
+                        }
+                    )
+                }
+                None => format!("no module defines the adapter's {site}"),
+            };
+            Err(Error::Unlocatable {
+                site,
+                detail,
+                pin_key,
+            })
+        }
     }
 }

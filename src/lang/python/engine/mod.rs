@@ -9,7 +9,7 @@ mod llm;
 pub(super) mod pieces;
 
 use super::Parsed;
-use super::locate::{At, candidate};
+use super::locate::{At, choose};
 use super::syntax::*;
 use crate::config::PythonPins;
 use crate::error::{Error, Result};
@@ -192,34 +192,24 @@ pub fn locate<'a>(
         .into_iter()
         .filter(|c| matches!(callee_name(*c, src), "run_in_executor" | "to_thread"))
         .collect();
-    let handoff = match (handoff_calls.as_slice(), &pins.handoff) {
-        (_, Some(pin)) => {
-            let pin = crate::config::Pin::parse(pin);
-            handoff_calls
-                .iter()
-                .find(|c| {
-                    pin.matches(
-                        &p.file.rel,
-                        Some(&(statement_of(**c).start_position().row + 1).to_string()),
-                    )
-                })
-                .map(|c| statement_of(*c))
-                .ok_or_else(|| Error::Unlocatable {
-                    site: "hand-off to the engine",
-                    detail: format!(
-                        "the pin `handoff` in acp-patch.toml matches nothing: it looks for the statement at {}; the executor calls of the prompt handler are at {}",
-                        pin.file.clone() + ":" + pin.name.as_deref().unwrap_or("?"),
-                        handoff_calls
-                            .iter()
-                            .map(|c| format!("{}:{}", p.file.rel, statement_of(*c).start_position().row + 1))
-                            .collect::<Vec<_>>()
-                            .join(", ")
-                    ),
-                    pin_key: "handoff",
-                })?
-        }
-        ([one], None) => statement_of(*one),
-        ([], None) => {
+    // candidates are named by their place among the handler's executor calls, which apply
+    // never changes: `Agent.prompt.run_in_executor#2` (a line number would move)
+    let prompt_name = qualified_name(prompt.node, src);
+    let named: Vec<(At<'a>, String)> = handoff_calls
+        .iter()
+        .enumerate()
+        .map(|(i, c)| {
+            (
+                At {
+                    file: prompt.file,
+                    node: statement_of(*c),
+                },
+                format!("{prompt_name}.{}#{}", callee_name(*c, src), i + 1),
+            )
+        })
+        .collect();
+    let handoff = match named.as_slice() {
+        [] if pins.handoff.is_none() => {
             return Err(Error::Unlocatable {
                 site: "hand-off to the engine",
                 detail: format!(
@@ -230,28 +220,16 @@ pub fn locate<'a>(
                 pin_key: "prompt",
             });
         }
-        (many, None) => {
-            let found: Vec<(At, String)> = many
-                .iter()
-                .map(|c| {
-                    let stmt = statement_of(*c);
-                    (
-                        At {
-                            file: prompt.file,
-                            node: stmt,
-                        },
-                        (stmt.start_position().row + 1).to_string(),
-                    )
-                })
-                .collect();
-            return Err(Error::Ambiguous {
-                site: "hand-off to the engine",
-                candidates: found
-                    .into_iter()
-                    .map(|(at, name)| candidate(files, at, name))
-                    .collect(),
-                pin_key: "handoff",
-            });
+        _ => {
+            choose(
+                files,
+                named,
+                pins.handoff.as_ref(),
+                "hand-off to the engine",
+                "handoff",
+                || "the prompt handler calls no executor".into(),
+            )?
+            .node
         }
     };
     let factory_args = factory_args(wbody, wsrc)
