@@ -219,7 +219,7 @@ struct Ctx<'a> {
 }
 
 impl Ctx<'_> {
-    fn check_reads(&self, node: Node, what: &str, out: &mut Vec<Finding>) {
+    fn check_reads(&self, node: Node, _what: &str, out: &mut Vec<Finding>) {
         let mut reads = Vec::new();
         load_identifiers(node, self.src, &mut Vec::new(), &mut reads);
         let before = out.len();
@@ -268,7 +268,7 @@ impl Ctx<'_> {
                 names.push(name);
             }
         }
-        if out.len() == before && what != "call" && !names.is_empty() {
+        if out.len() == before && !names.is_empty() {
             out.push(Finding {
                 check: "bound",
                 status: Status::Ok,
