@@ -52,23 +52,26 @@ _signatures = {}
 
 def build_thinking_start(tool_call_id):
     """Open a virtual "think" tool call: clients show a spinner card while the model works."""
-    import acp
-
-    return acp.start_tool_call(tool_call_id, "Thinking...", kind="think", status="in_progress")
+    return _tool_update("start_tool_call", "tool_call", tool_call_id, title="Thinking...", kind="think", status="in_progress")
 
 
 def build_thinking_progress(tool_call_id, elapsed):
     """Heartbeat of the card: a repeated in_progress update with the elapsed time."""
-    import acp
-
-    return acp.update_tool_call(tool_call_id, status="in_progress", title=f"Thinking... ({int(elapsed)}s)")
+    return _tool_update("update_tool_call", "tool_call_update", tool_call_id, status="in_progress", title=f"Thinking... ({int(elapsed)}s)")
 
 
 def build_thinking_complete(tool_call_id, failed=False):
     """Close the card (failed when the turn raised); the title drops the elapsed time."""
+    return _tool_update("update_tool_call", "tool_call_update", tool_call_id, status="failed" if failed else "completed", title="Thinking...")
+
+
+def _tool_update(helper, update_kind, tool_call_id, **fields):
     import acp
 
-    return acp.update_tool_call(tool_call_id, status="failed" if failed else "completed", title="Thinking...")
+    build = getattr(acp, helper, None)  # the SDK's helpers (since 0.4.9)
+    if build is not None:
+        return build(tool_call_id, **fields) if helper == "update_tool_call" else build(tool_call_id, fields.pop("title"), **fields)
+    return {"sessionUpdate": update_kind, "toolCallId": tool_call_id, **fields}  # older SDKs validate the same JSON
 
 
 def make_agent_progress_cb(connection, session_id, **send_kwargs):
@@ -121,7 +124,9 @@ async def _send(connection, session_id, update, kwargs, positional=False):
         elif hasattr(connection, "sessionUpdate"):  # SDK <= 0.6
             import acp
 
-            await connection.sessionUpdate(acp.session_notification(session_id, update))
+            notify = getattr(acp, "session_notification", None)
+            notification = notify(session_id, update) if notify else acp.SessionNotification(sessionId=session_id, update=update)
+            await connection.sessionUpdate(notification)
     except Exception:
         _log.debug("ACP thinking-card update failed", exc_info=True)
     finally:

@@ -320,7 +320,8 @@ fn class_names_of(expr: Node, src: &str, depth: usize) -> Vec<String> {
         "identifier" => {
             let name = text(expr, src);
             let scope = enclosing_function(expr);
-            let mut out = Vec::new();
+            // the class itself, handed over as the connection's factory
+            let mut out = vec![name.to_string()];
             if let Some(f) = scope {
                 for (n, param) in parameters(f, src) {
                     if n == name
