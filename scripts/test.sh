@@ -41,4 +41,20 @@ ACP_PATCH_TEST_MISTRAL_VIBE=$(scripts/provision/python-agent.sh mistral-vibe vib
 ACP_PATCH_TEST_GPTME=$(scripts/provision/python-agent.sh gptme gptme)
 export ACP_PATCH_TEST_MISTRAL_VIBE ACP_PATCH_TEST_GPTME
 
+# Real agents for the smoke presets, from their registries into target/ (cached by lock hash).
+ACP_PATCH_TEST_CLAUDE_ACP=$(scripts/provision/claude-agent-acp.sh)
+export ACP_PATCH_TEST_CLAUDE_ACP
+# pi-acp with its pi and the Node pi needs (x86_64 only: elsewhere the preset test skips)
+scripts/provision/pi-acp.sh >/dev/null || echo "pi-acp not provisioned: its preset test will skip" >&2
+
+# Headless Chromium (Debian's package) for the test that opens the HTML report in a browser;
+# installed only when missing and only where apt-get can (as root). Without it that test says
+# why it skipped.
+if ! command -v chromium >/dev/null 2>&1 && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+  echo "installing chromium from Debian's archive" >&2
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends chromium >/dev/null 2>&1 \
+    || { apt-get update -q >/dev/null 2>&1 && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends chromium >/dev/null 2>&1; } \
+    || echo "could not install chromium: the browser test will be skipped" >&2
+fi
+
 cargo test --all-targets "$@"

@@ -116,12 +116,18 @@ impl Config {
             Some(p) => p.to_path_buf(),
             None => {
                 let p = root.join(FILE_NAME);
-                if !p.is_file() {
+                if std::fs::symlink_metadata(&p).is_err() {
                     return Ok(Config::default());
                 }
                 p
             }
         };
+        if path.is_dir() {
+            return Err(Error::Config {
+                path,
+                message: "is a folder, not a file; remove it or make it the config file".into(),
+            });
+        }
         let text = std::fs::read_to_string(&path).map_err(|source| Error::Io {
             path: path.clone(),
             source,

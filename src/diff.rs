@@ -26,20 +26,50 @@ pub fn file_diff(rel: &str, old: &str, new: &str, change: Change) -> String {
         .context_radius(3)
         .missing_newline_hint(true)
         .to_string();
+    let (a, b) = (quote_path("a/", rel), quote_path("b/", rel));
     let (mode, from, to) = match change {
-        Change::Modify => (String::new(), format!("a/{rel}"), format!("b/{rel}")),
+        Change::Modify => (String::new(), a.clone(), b.clone()),
         Change::Create => (
             "new file mode 100644\n".to_string(),
             "/dev/null".to_string(),
-            format!("b/{rel}"),
+            b.clone(),
         ),
         Change::Delete => (
             "deleted file mode 100644\n".to_string(),
-            format!("a/{rel}"),
+            a.clone(),
             "/dev/null".to_string(),
         ),
     };
-    format!("diff --git a/{rel} b/{rel}\n{mode}--- {from}\n+++ {to}\n{body}")
+    format!("diff --git {a} {b}\n{mode}--- {from}\n+++ {to}\n{body}")
+}
+
+/// `prefix` + `rel` as git writes a path in a diff: in double quotes with C escapes
+/// (octal for control and non-ASCII bytes) when it holds any of them, `"` or `\`.
+pub fn quote_path(prefix: &str, rel: &str) -> String {
+    let plain = rel
+        .bytes()
+        .all(|b| (0x20..0x7f).contains(&b) && b != b'"' && b != b'\\');
+    if plain {
+        return format!("{prefix}{rel}");
+    }
+    let mut out = format!("\"{prefix}");
+    for b in rel.bytes() {
+        match b {
+            b'"' => out.push_str("\\\""),
+            b'\\' => out.push_str("\\\\"),
+            b'\t' => out.push_str("\\t"),
+            b'\n' => out.push_str("\\n"),
+            b'\r' => out.push_str("\\r"),
+            0x07 => out.push_str("\\a"),
+            0x08 => out.push_str("\\b"),
+            0x0b => out.push_str("\\v"),
+            0x0c => out.push_str("\\f"),
+            0x20..0x7f => out.push(b as char),
+            _ => out.push_str(&format!("\\{b:03o}")),
+        }
+    }
+    out.push('"');
+    out
 }
 
 /// The diff of a whole plan, files sorted by path: exactly what apply would write.
@@ -80,6 +110,15 @@ mod tests {
             file_diff("m.py", "a = 1\n", "", Change::Delete),
             "diff --git a/m.py b/m.py\ndeleted file mode 100644\n--- a/m.py\n+++ /dev/null\n@@ -1 +0,0 @@\n-a = 1\n"
         );
+    }
+
+    #[test]
+    fn quotes_paths_as_git_does() {
+        assert_eq!(quote_path("a/", "src/x.py"), "a/src/x.py");
+        assert_eq!(quote_path("a/", "with space.py"), "a/with space.py");
+        assert_eq!(quote_path("b/", "tab\there.py"), "\"b/tab\\there.py\"");
+        assert_eq!(quote_path("a/", "q\"b\\.py"), "\"a/q\\\"b\\\\.py\"");
+        assert_eq!(quote_path("a/", "caf\u{e9}.py"), "\"a/caf\\303\\251.py\"");
     }
 
     #[test]

@@ -80,13 +80,95 @@ pub enum Error {
         line: usize,
         message: String,
     },
+
+    #[error("{path}: is a file; point acp-patch at the agent's folder")]
+    NotAFolder { path: PathBuf },
+
+    #[error("{root}: too large to read: {message} (nothing was read or written)")]
+    TooLarge { root: PathBuf, message: String },
+
+    #[error(
+        "{file}:{line}: is not UTF-8 (it looks like {encoding}); acp-patch reads and writes UTF-8 only: convert it (e.g. `iconv -f LATIN1 -t UTF-8`) and re-run (nothing was written)"
+    )]
+    NotUtf8 {
+        file: String,
+        line: usize,
+        encoding: String,
+    },
+
+    #[error(
+        "{file}: is a symbolic link to {}; acp-patch never writes through a link: patch the file it points to (run acp-patch on that folder) or replace the link with a copy (nothing was written)",
+        target.display()
+    )]
+    Symlink { file: String, target: PathBuf },
+
+    #[error(
+        "{root}: {message}; fix that, or pass --allow-dirty to write without the check (nothing was written)"
+    )]
+    GitFailed { root: PathBuf, message: String },
+
+    #[error(
+        "{root}: another acp-patch apply is writing this tree; wait for it to finish and re-run (nothing was written)"
+    )]
+    Locked { root: PathBuf },
+
+    #[error(
+        "{file}: changed on disk while acp-patch ran (saved in an editor?); nothing was written: re-run apply"
+    )]
+    Changed { file: String },
+
+    #[error(
+        "{file}: is owned by user {uid}, and acp-patch (user {me}) cannot keep that owner on the patched file; run acp-patch as that user (nothing was written)"
+    )]
+    Owner { file: String, uid: u32, me: u32 },
+
+    #[error(
+        "{file}:{line}: the patched file does not compile with {compiler}: {message}; nothing was written (a custom template? otherwise a bug in acp-patch)"
+    )]
+    WouldNotCompile {
+        file: String,
+        line: usize,
+        compiler: String,
+        message: String,
+    },
+
+    #[error("--check-build: {message} (nothing was written)")]
+    Build { message: String },
+
+    #[error(
+        "{}, verify fails:\n{}\n  apply only inserts what is missing; fix these by hand (a piece renamed or edited?), or restore the files from git, and re-run (nothing was written)",
+        if *nothing_to_insert { "every piece is there, but" } else { "after the patch" },
+        problems.iter().map(|p| format!("    {p}")).collect::<Vec<_>>().join("\n")
+    )]
+    VerifyFails {
+        problems: Vec<String>,
+        nothing_to_insert: bool,
+    },
+
+    #[error("{path}: already exists; `acp-patch init --dry-run` prints the pins to add by hand")]
+    Exists { path: PathBuf },
+
+    #[error("interrupted by a signal before anything was written")]
+    Interrupted,
+
+    /// An error of one agent in a tree that holds agents in several languages.
+    #[error("{language} agent: {source}")]
+    InAgent {
+        language: &'static str,
+        #[source]
+        source: Box<Error>,
+    },
 }
 
 /// `rust.prompt` → (`rust`, `prompt`, an example pin); a bare key is a `[python]` pin.
-fn pin_section(pin_key: &str) -> (&str, &str, &'static str) {
+/// Module pins (`helpers`, `factories`) name a file: the example says so.
+pub fn pin_section(pin_key: &str) -> (&str, &str, &'static str) {
     match pin_key.split_once('.') {
         Some(("rust", key)) => ("rust", key, "src/agent.rs:Agent::prompt"),
         Some((section, key)) => (section, key, "path/to/file:Class.method"),
+        None if matches!(pin_key, "helpers" | "factories") => {
+            ("python", pin_key, "path/to/module.py")
+        }
         None => ("python", pin_key, "path/to/file.py:Class.method"),
     }
 }
@@ -121,21 +203,77 @@ impl Error {
     /// The exit code this error maps to: 1 = could not patch (nothing written), 2 = usage or I/O.
     pub fn exit_code(&self) -> u8 {
         match self {
-            Error::MissingPath { .. } | Error::Io { .. } | Error::Config { .. } => 2,
+            Error::MissingPath { .. }
+            | Error::Io { .. }
+            | Error::Config { .. }
+            | Error::NotAFolder { .. }
+            | Error::TooLarge { .. } => 2,
+            Error::InAgent { source, .. } => source.exit_code(),
             _ => 1,
+        }
+    }
+
+    /// A stable name of the error, for machine output.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Error::MissingPath { .. } => "missing_path",
+            Error::Io { .. } => "io",
+            Error::Config { .. } => "config",
+            Error::NoAgent { .. } => "no_agent",
+            Error::Ambiguous { .. } => "ambiguous",
+            Error::Unlocatable { .. } => "unlocatable",
+            Error::Parse { .. } => "parse",
+            Error::DirtyTree { .. } => "dirty_tree",
+            Error::ReadOnly { .. } => "read_only",
+            Error::WouldBreak { .. } => "would_break",
+            Error::Unsupported { .. } => "unsupported",
+            Error::NotAFolder { .. } => "not_a_folder",
+            Error::TooLarge { .. } => "too_large",
+            Error::NotUtf8 { .. } => "not_utf8",
+            Error::Symlink { .. } => "symlink",
+            Error::GitFailed { .. } => "git_failed",
+            Error::Locked { .. } => "locked",
+            Error::Changed { .. } => "changed",
+            Error::Owner { .. } => "owner",
+            Error::WouldNotCompile { .. } => "would_not_compile",
+            Error::Build { .. } => "build",
+            Error::VerifyFails { .. } => "verify_fails",
+            Error::Exists { .. } => "exists",
+            Error::Interrupted => "interrupted",
+            Error::InAgent { source, .. } => source.kind(),
         }
     }
 
     /// Where the error is, for machine output (GitHub annotations, JSON).
     pub fn location(&self) -> Option<Location> {
+        let at = |file: &String, line: usize| {
+            Some(Location {
+                file: file.clone(),
+                line,
+            })
+        };
         match self {
             Error::Parse { location, .. } => Some(location.clone()),
             Error::Ambiguous { candidates, .. } => candidates.first().map(|c| c.location.clone()),
-            Error::Unsupported { file, line, .. } => Some(Location {
-                file: file.clone(),
-                line: *line,
-            }),
+            Error::Unsupported { file, line, .. }
+            | Error::NotUtf8 { file, line, .. }
+            | Error::WouldNotCompile { file, line, .. } => at(file, *line),
+            Error::ReadOnly { file }
+            | Error::Symlink { file, .. }
+            | Error::Changed { file }
+            | Error::Owner { file, .. }
+            | Error::WouldBreak { file, .. } => at(file, 1),
+            Error::InAgent { source, .. } => source.location(),
             _ => None,
+        }
+    }
+
+    /// The candidates of an ambiguous site.
+    pub fn candidates(&self) -> &[Candidate] {
+        match self {
+            Error::Ambiguous { candidates, .. } => candidates,
+            Error::InAgent { source, .. } => source.candidates(),
+            _ => &[],
         }
     }
 }

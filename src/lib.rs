@@ -5,11 +5,14 @@
 //! binary only parses arguments and maps results to exit codes.
 
 pub mod apply;
+pub mod compile;
 pub mod config;
 pub mod diff;
 pub mod error;
+pub mod init;
 pub mod lang;
 pub mod ops;
+pub mod output;
 pub mod plan;
 pub mod project;
 pub mod render;

@@ -2,8 +2,10 @@
 
 use acp_patch::error::Error;
 use acp_patch::ops::{self, ApplyOptions};
+use acp_patch::output::{self, Context, Printer, SmokeResult, Streams};
 use acp_patch::project::Options;
 use clap::{Args, Parser, Subcommand, ValueEnum};
+use std::io::{self, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -25,7 +27,9 @@ enum Command {
     /// Check that every piece is present and well-formed (for CI).
     Verify(VerifyArgs),
     /// Drive the agent through a real ACP turn against a scripted LLM and check what a user sees.
-    Smoke(acp_patch::smoke::SmokeArgs),
+    Smoke(Box<acp_patch::smoke::SmokeArgs>),
+    /// Write acp-patch.toml with the sites apply finds, each pin commented out, so a team can pin them.
+    Init(InitArgs),
 }
 
 #[derive(Args)]
@@ -61,10 +65,15 @@ struct ApplyArgs {
     /// Print the unified diff to stdout and write nothing.
     #[arg(long)]
     dry_run: bool,
-    /// Write even when the git tree has uncommitted changes.
+    /// Write even when the git tree has uncommitted changes (or git cannot tell).
     #[arg(long)]
     allow_dirty: bool,
-    /// Summary format on stderr (text) or stdout (json).
+    /// Before writing, run `tsc --noEmit` (TypeScript) or `cargo check` (Rust) on a
+    /// temporary copy of the patched tree.
+    #[arg(long)]
+    check_build: bool,
+    /// Output: text (diff on stdout, summary on stderr), json (one document on stdout,
+    /// the diff in its `diff` field) or github (refusals as annotations).
     #[arg(long, value_enum, default_value_t = Format::Text)]
     format: Format,
 }
@@ -73,11 +82,24 @@ struct ApplyArgs {
 struct VerifyArgs {
     #[command(flatten)]
     common: Common,
+    /// Output: text, json (one document on stdout) or github (annotations on stdout, the
+    /// text report on stderr).
     #[arg(long, value_enum, default_value_t = Format::Text)]
     format: Format,
     /// Also run the smoke test (acp-patch.toml [smoke] must say how to start the agent).
     #[arg(long)]
     smoke: bool,
+}
+
+#[derive(Args)]
+struct InitArgs {
+    #[command(flatten)]
+    common: Common,
+    /// Print the pins to stdout instead of writing acp-patch.toml.
+    #[arg(long)]
+    dry_run: bool,
+    #[arg(long, value_enum, default_value_t = Format::Text)]
+    format: Format,
 }
 
 #[derive(Parser)]
@@ -90,129 +112,167 @@ struct SmokeOnly {
 enum Format {
     Text,
     Json,
-    /// GitHub Actions annotations (verify only; text elsewhere).
+    /// GitHub Actions annotations.
     Github,
 }
 
-fn main() -> ExitCode {
-    let cli = Cli::parse();
-    let code = match &cli.command {
-        Command::Apply(args) => run_apply(args),
-        Command::Verify(args) => run_verify(args),
-        Command::Smoke(args) => acp_patch::smoke::run_cli(args) as u8,
-    };
-    ExitCode::from(code)
-}
-
-fn fail(e: &Error, format: Format) -> u8 {
-    if format == Format::Github
-        && let Some(loc) = e.location()
-    {
-        println!(
-            "::error file={},line={}::{}",
-            loc.file,
-            loc.line,
-            e.to_string().replace('\n', "%0A")
-        );
+impl Format {
+    fn printer(self) -> Box<dyn Printer> {
+        output::printer(match self {
+            Format::Text => output::Format::Text,
+            Format::Json => output::Format::Json,
+            Format::Github => output::Format::Github,
+        })
     }
-    eprintln!("acp-patch: error: {e}");
-    e.exit_code()
 }
 
-fn run_apply(args: &ApplyArgs) -> u8 {
+/// Signals that end a run by request. The main thread blocks them for good, so they reach
+/// the worker thread, which defers them while it writes files (see `apply::write_plan`).
+const TERMINATING: [i32; 4] = [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGQUIT];
+
+fn set_mask(how: i32) {
+    // SAFETY: sigset manipulation and pthread_sigmask on the calling thread.
+    unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        for sig in TERMINATING {
+            libc::sigaddset(&mut set, sig);
+        }
+        libc::pthread_sigmask(how, &set, std::ptr::null_mut());
+    }
+}
+
+fn main() -> ExitCode {
+    // a closed pipe in code that prints with print! (the smoke report) ends quietly too
+    let default_hook = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        let message = info
+            .payload()
+            .downcast_ref::<String>()
+            .map(String::as_str)
+            .or_else(|| info.payload().downcast_ref::<&str>().copied())
+            .unwrap_or("");
+        if message.starts_with("failed printing to std") && message.contains("Broken pipe") {
+            std::process::exit(0);
+        }
+        default_hook(info);
+    }));
+    let cli = Cli::parse();
+    set_mask(libc::SIG_BLOCK);
+    // a big stack: parsers recurse, and a hostile file may nest deep
+    let worker = std::thread::Builder::new()
+        .name("acp-patch".into())
+        .stack_size(16 << 20)
+        .spawn(move || {
+            set_mask(libc::SIG_UNBLOCK);
+            run(&cli)
+        })
+        .expect("spawn the worker thread");
+    ExitCode::from(worker.join().unwrap_or(101))
+}
+
+fn run(cli: &Cli) -> u8 {
+    if let Command::Smoke(args) = &cli.command {
+        // the smoke run prints its own report (a closed pipe there: see the panic hook)
+        return acp_patch::smoke::run_cli(args) as u8;
+    }
+    let mut out = io::BufWriter::new(io::stdout().lock());
+    let mut err = io::stderr();
+    let mut streams = Streams {
+        out: &mut out,
+        err: &mut err,
+    };
+    let result = match &cli.command {
+        Command::Apply(args) => run_apply(args, &mut streams),
+        Command::Verify(args) => run_verify(args, &mut streams),
+        Command::Init(args) => run_init(args, &mut streams),
+        Command::Smoke(_) => unreachable!("run above"),
+    };
+    let result = result.and_then(|code| streams.out.flush().map(|_| code));
+    match result {
+        Ok(code) => code,
+        // the reader closed the pipe (`| head`): it has what it wanted, as ripgrep does
+        Err(e) if e.kind() == io::ErrorKind::BrokenPipe => 0,
+        Err(e) => {
+            let _ = writeln!(io::stderr(), "acp-patch: error: writing the output: {e}");
+            2
+        }
+    }
+}
+
+fn refuse(p: &dyn Printer, s: &mut Streams, cx: &Context, e: &Error) -> io::Result<u8> {
+    p.error(s, cx, e)?;
+    Ok(e.exit_code())
+}
+
+fn run_apply(args: &ApplyArgs, s: &mut Streams) -> io::Result<u8> {
+    let printer = args.format.printer();
+    let cx = Context {
+        command: "apply",
+        root: &args.common.path,
+    };
     let opts = ApplyOptions {
         common: args.common.options(),
         dry_run: args.dry_run,
         allow_dirty: args.allow_dirty,
+        check_build: args.check_build,
     };
-    let outcome = match ops::apply(&args.common.path, &opts) {
-        Ok(o) => o,
-        Err(e) => return fail(&e, args.format),
-    };
-    if args.dry_run {
-        print!("{}", outcome.diff);
+    match ops::apply(&args.common.path, &opts) {
+        Ok(outcome) => {
+            printer.apply(s, &outcome, args.dry_run)?;
+            Ok(0)
+        }
+        Err(e) => refuse(printer.as_ref(), s, &cx, &e),
     }
-    if args.format == Format::Json {
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&outcome).expect("outcome serializes")
-        );
-    }
-    for note in &outcome.notes {
-        eprintln!("note: {note}");
-    }
-    if outcome.nothing_to_do() {
-        eprintln!("acp-patch: nothing to do: every piece is already in place");
-        return 0;
-    }
-    let verb = if outcome.written {
-        "inserted"
-    } else {
-        "would insert"
-    };
-    for p in &outcome.placed {
-        eprintln!("  {}:{}  {}", p.file, p.line, p.piece);
-    }
-    eprintln!(
-        "acp-patch: {verb} {} pieces into {} files ({} agent)",
-        outcome.placed.len(),
-        outcome.files.len(),
-        outcome.language
-    );
-    0
 }
 
-fn run_verify(args: &VerifyArgs) -> u8 {
-    let report = match ops::verify(&args.common.path, &args.common.options()) {
-        Ok(r) => r,
+fn run_verify(args: &VerifyArgs, s: &mut Streams) -> io::Result<u8> {
+    let printer = args.format.printer();
+    let cx = Context {
+        command: "verify",
+        root: &args.common.path,
+    };
+    let outcome = match ops::verify(&args.common.path, &args.common.options()) {
+        Ok(o) => o,
         // verify's contract: 2 for usage, I/O and parse errors; 1 when a site cannot be found
         Err(e @ Error::Parse { .. }) => {
-            fail(&e, args.format);
-            return 2;
+            printer.error(s, &cx, &e)?;
+            return Ok(2);
         }
-        Err(e) => return fail(&e, args.format),
+        Err(e) => return refuse(printer.as_ref(), s, &cx, &e),
     };
+    let mut code = outcome.exit_code();
     // the smoke run with its defaults, reading [smoke] from the agent's acp-patch.toml
-    let smoke = args.smoke.then(|| {
-        SmokeOnly::parse_from([std::ffi::OsStr::new("smoke"), args.common.path.as_os_str()]).args
+    let smoke: Option<SmokeResult> = args.smoke.then(|| {
+        let smoke_args =
+            SmokeOnly::parse_from([std::ffi::OsStr::new("smoke"), args.common.path.as_os_str()])
+                .args;
+        acp_patch::smoke::SmokeOptions::from_args(&smoke_args)
+            .and_then(|o| acp_patch::smoke::run(&o))
+            .map_err(|e| e.to_string())
     });
-    let mut code = report.exit_code();
-    match args.format {
-        Format::Json => {
-            // one JSON document on stdout: the verify report, or {verify, smoke} with --smoke
-            let Some(smoke) = &smoke else {
-                print!("{}", report.to_json());
-                return code;
-            };
-            let mut doc = serde_json::json!({ "verify": serde_json::from_str::<serde_json::Value>(&report.to_json()).expect("json") });
-            {
-                let result = acp_patch::smoke::SmokeOptions::from_args(smoke)
-                    .and_then(|o| acp_patch::smoke::run(&o));
-                let (value, smoke_code) = match result {
-                    Ok(r) => (
-                        serde_json::to_value(&r).expect("smoke report serializes"),
-                        if r.passed { 0 } else { 1 },
-                    ),
-                    Err(e) => (
-                        serde_json::json!({ "passed": false, "error": e.to_string() }),
-                        2,
-                    ),
-                };
-                doc["smoke"] = value;
-                code = code.max(smoke_code);
-            }
-            println!("{}", serde_json::to_string_pretty(&doc).expect("json"));
-        }
-        Format::Text | Format::Github => {
-            if args.format == Format::Github {
-                print!("{}", report.to_github());
-            }
-            print!("{}", report.to_text());
-            if let Some(smoke) = &smoke {
-                println!();
-                code = code.max(acp_patch::smoke::run_cli(smoke) as u8);
-            }
-        }
+    if let Some(r) = &smoke {
+        code = code.max(match r {
+            Ok(r) if r.passed => 0,
+            Ok(_) => 1,
+            Err(_) => 2,
+        });
     }
-    code
+    printer.verify(s, &outcome, smoke.as_ref())?;
+    Ok(code)
+}
+
+fn run_init(args: &InitArgs, s: &mut Streams) -> io::Result<u8> {
+    let printer = args.format.printer();
+    let cx = Context {
+        command: "init",
+        root: &args.common.path,
+    };
+    match acp_patch::init::init(&args.common.path, &args.common.options(), args.dry_run) {
+        Ok(outcome) => {
+            printer.init(s, &outcome, args.dry_run)?;
+            Ok(0)
+        }
+        Err(e) => refuse(printer.as_ref(), s, &cx, &e),
+    }
 }

@@ -1,23 +1,26 @@
-//! The agent tree: its root, its config and its source files, read once.
+//! The agent tree: its root, its config and its source files, read once — in bounded
+//! time and memory: a tree larger than the limits is refused before it is read.
 
 use crate::config::Config;
 use crate::error::{Error, Result};
 use crate::render::Templates;
-use crate::source::SourceFile;
+use crate::source::{NotUtf8, SourceFile, rel_path};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 
 /// Folders that never hold the agent's own code.
 const SKIP_DIRS: &[&str] = &[
     "node_modules",
     "__pycache__",
     "site-packages",
-    ".venv",
     "venv",
     "target",
-    ".git",
-    ".tox",
 ];
+
+/// Names of apply's temporary files (`.acp-patch-tmp-<pid>-<random>`): never read, and
+/// removed by the next apply when the run that made them is gone.
+pub const TEMP_PREFIX: &str = ".acp-patch-tmp-";
 
 #[derive(Debug)]
 pub struct Project {
@@ -27,7 +30,29 @@ pub struct Project {
     pub templates: Templates,
     /// Every source file of a known language, sorted by relative path.
     pub files: Vec<SourceFile>,
+    /// Source files that are not UTF-8: never patched, named when they matter.
+    pub not_utf8: Vec<NotUtf8>,
+    /// Source files reached through a symbolic link (relative path → link target): read,
+    /// never written through.
+    pub symlinks: Vec<(String, PathBuf)>,
+    /// Files of a known language not read, and why (too large, a link to a non-file, ...).
+    pub skipped: Vec<(String, String)>,
+    /// Temporary files an interrupted apply left behind.
+    pub leftovers: Vec<PathBuf>,
+    /// Package manifests and build configs (`Cargo.toml`, `package.json`, ...) a language may
+    /// read beside the sources, by path.
+    pub manifests: Vec<PathBuf>,
 }
+
+/// File names of package manifests and build configs (see [`Project::manifests`]).
+pub const MANIFESTS: &[&str] = &[
+    "Cargo.toml",
+    "Cargo.lock",
+    "package.json",
+    "tsconfig.json",
+    "pyproject.toml",
+    "setup.cfg",
+];
 
 /// Options shared by apply and verify.
 #[derive(Debug, Clone, Default)]
@@ -37,19 +62,54 @@ pub struct Options {
     pub templates: Option<PathBuf>,
 }
 
+/// How much of a tree acp-patch reads before it refuses it (`apply /` must end quickly,
+/// in bounded memory, with advice).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    /// Directory entries walked (files and folders, ignored ones excluded).
+    pub max_entries: usize,
+    /// Total bytes of source files read.
+    pub max_bytes: u64,
+    /// Bytes of one source file: a larger one is not read (and said so).
+    pub max_file_bytes: u64,
+    /// Folder depth below the root.
+    pub max_depth: usize,
+}
+
+impl Limits {
+    pub const DEFAULT: Limits = Limits {
+        max_entries: 100_000,
+        max_bytes: 128 << 20,
+        max_file_bytes: 16 << 20,
+        max_depth: 64,
+    };
+
+    /// The defaults, with `ACP_PATCH_MAX_FILES` / `ACP_PATCH_MAX_BYTES` when set.
+    pub fn from_env() -> Limits {
+        let var = |name: &str| std::env::var(name).ok().and_then(|v| v.parse::<u64>().ok());
+        Limits {
+            max_entries: var("ACP_PATCH_MAX_FILES")
+                .map_or(Self::DEFAULT.max_entries, |v| v as usize),
+            max_bytes: var("ACP_PATCH_MAX_BYTES").unwrap_or(Self::DEFAULT.max_bytes),
+            ..Self::DEFAULT
+        }
+    }
+}
+
 impl Project {
     pub fn load(root: &Path, opts: &Options) -> Result<Project> {
-        if !root.exists() {
+        Self::load_with(root, opts, Limits::from_env())
+    }
+
+    pub fn load_with(root: &Path, opts: &Options, limits: Limits) -> Result<Project> {
+        if std::fs::symlink_metadata(root).is_err() {
             return Err(Error::MissingPath {
                 path: root.to_path_buf(),
             });
         }
         let root = root.canonicalize().map_err(crate::error::io_err(root))?;
         if !root.is_dir() {
-            return Err(Error::NoAgent {
-                root: root.clone(),
-                detail: "the path is a file, not the agent's folder".into(),
-            });
+            return Err(Error::NotAFolder { path: root });
         }
         let config = Config::load(&root, opts.config.as_deref())?;
         let env_prefix = opts
@@ -69,72 +129,333 @@ impl Project {
                 ),
             });
         }
-        let templates = Templates {
-            override_dir: opts
-                .templates
-                .clone()
-                .or_else(|| config.templates.dir.clone()),
+        let override_dir = match &opts.templates {
+            Some(dir) => Some(check_templates_dir(dir, "--templates")?),
+            None => match &config.templates.dir {
+                Some(dir) => Some(check_templates_dir(dir, "[templates] dir")?),
+                None => None,
+            },
         };
-        let files = read_sources(&root)?;
-        Ok(Project {
+        let templates = Templates { override_dir };
+        let mut project = Project {
             root,
             config,
             env_prefix,
             templates,
-            files,
-        })
+            files: Vec::new(),
+            not_utf8: Vec::new(),
+            symlinks: Vec::new(),
+            skipped: Vec::new(),
+            leftovers: Vec::new(),
+            manifests: Vec::new(),
+        };
+        read_sources(&mut project, limits)?;
+        Ok(project)
     }
 
     pub fn files_with_extension<'a>(
         &'a self,
         exts: &'a [&'a str],
     ) -> impl Iterator<Item = &'a SourceFile> + 'a {
-        self.files.iter().filter(move |f| {
-            f.path
-                .extension()
-                .and_then(|e| e.to_str())
-                .is_some_and(|e| exts.contains(&e))
-        })
+        self.files
+            .iter()
+            .filter(move |f| has_extension(&f.path, exts))
+    }
+
+    /// The link target when `rel` was read through a symbolic link.
+    pub fn symlink_target(&self, rel: &str) -> Option<&Path> {
+        self.symlinks
+            .iter()
+            .find(|(r, _)| r == rel)
+            .map(|(_, t)| t.as_path())
     }
 }
 
-/// Walks the tree in parallel (respecting .gitignore), reads every file of a known
-/// language, and sorts them so every later phase is deterministic.
-fn read_sources(root: &Path) -> Result<Vec<SourceFile>> {
+fn has_extension(path: &Path, exts: &[&str]) -> bool {
+    path.extension()
+        .and_then(|e| e.to_str())
+        .is_some_and(|e| exts.contains(&e))
+}
+
+/// A template override folder must exist and hold only templates acp-patch knows (a
+/// misspelt file would otherwise be ignored without a word).
+fn check_templates_dir(dir: &Path, given_by: &str) -> Result<PathBuf> {
+    if !dir.is_dir() {
+        return Err(Error::Config {
+            path: dir.to_path_buf(),
+            message: format!(
+                "the templates folder ({given_by}) does not exist or is not a folder; give a folder laid out like templates/ (e.g. python/factory.py)"
+            ),
+        });
+    }
+    let known: Vec<&str> = Templates::names().collect();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        let entries = std::fs::read_dir(&d).map_err(crate::error::io_err(&d))?;
+        for e in entries.flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                stack.push(p);
+                continue;
+            }
+            let rel = rel_path(dir, &p);
+            let doc =
+                rel.ends_with(".md") || rel.rsplit('/').next().is_some_and(|n| n.starts_with('.'));
+            if !doc && !known.contains(&rel.as_str()) {
+                let lang = rel.split('/').next().unwrap_or("");
+                let same: Vec<&str> = known
+                    .iter()
+                    .copied()
+                    .filter(|k| k.starts_with(&format!("{lang}/")))
+                    .collect();
+                return Err(Error::Config {
+                    path: p.clone(),
+                    message: format!(
+                        "not a template acp-patch knows, so it would be ignored; the templates are: {}",
+                        if same.is_empty() {
+                            known.join(", ")
+                        } else {
+                            same.join(", ")
+                        }
+                    ),
+                });
+            }
+        }
+    }
+    Ok(dir.to_path_buf())
+}
+
+/// What the walk found, shared by its threads.
+#[derive(Default)]
+struct Found {
+    sources: Mutex<Vec<(PathBuf, Option<PathBuf>)>>,
+    manifests: Mutex<Vec<PathBuf>>,
+    skipped: Mutex<Vec<(String, String)>>,
+    entries: AtomicUsize,
+    bytes: AtomicU64,
+    too_deep: Mutex<Option<PathBuf>>,
+    stop: AtomicBool,
+}
+
+/// Walks the tree in parallel (respecting .gitignore, skipping hidden and vendored
+/// folders, never following a folder link), reads every file of a known language, and
+/// sorts them so every later phase is deterministic. Stops and refuses at the limits.
+fn read_sources(project: &mut Project, limits: Limits) -> Result<()> {
+    let root = project.root.clone();
     let exts: Vec<&str> = crate::lang::all()
         .iter()
         .flat_map(|l| l.extensions().iter().copied())
         .collect();
-    let paths = Mutex::new(Vec::new());
-    ignore::WalkBuilder::new(root)
-        .hidden(true)
+    let found = Found::default();
+    // filter_entry must own what it touches
+    let leftovers = std::sync::Arc::new(Mutex::new(Vec::new()));
+    let seen_leftovers = leftovers.clone();
+    ignore::WalkBuilder::new(&root)
+        .hidden(false) // hidden entries are filtered below, where our leftovers are seen
         .require_git(false)
-        .filter_entry(|e| {
-            !(e.file_type().is_some_and(|t| t.is_dir())
-                && SKIP_DIRS.contains(&e.file_name().to_string_lossy().as_ref()))
+        .follow_links(false)
+        .filter_entry(move |e| {
+            let name = e.file_name().to_string_lossy();
+            if !name.starts_with('.') {
+                return !(e.file_type().is_some_and(|t| t.is_dir())
+                    && SKIP_DIRS.contains(&name.as_ref()));
+            }
+            if e.file_type().is_some_and(|t| t.is_file()) && is_leftover(&name) {
+                seen_leftovers
+                    .lock()
+                    .expect("no poison")
+                    .push(e.path().to_path_buf());
+            }
+            false
         })
         .build_parallel()
         .run(|| {
             Box::new(|entry| {
-                if let Ok(e) = entry
-                    && e.file_type().is_some_and(|t| t.is_file())
-                    && e.path()
-                        .extension()
-                        .and_then(|x| x.to_str())
-                        .is_some_and(|x| exts.contains(&x))
-                {
-                    paths.lock().expect("no poison").push(e.into_path());
+                if found.stop.load(Ordering::Relaxed) {
+                    return ignore::WalkState::Quit;
                 }
+                let Ok(e) = entry else {
+                    return ignore::WalkState::Continue;
+                };
+                if found.entries.fetch_add(1, Ordering::Relaxed) + 1 > limits.max_entries {
+                    found.stop.store(true, Ordering::Relaxed);
+                    return ignore::WalkState::Quit;
+                }
+                if e.depth() > limits.max_depth {
+                    *found.too_deep.lock().expect("no poison") = Some(e.path().to_path_buf());
+                    found.stop.store(true, Ordering::Relaxed);
+                    return ignore::WalkState::Quit;
+                }
+                let Some(kind) = e.file_type() else {
+                    return ignore::WalkState::Continue;
+                };
+                if kind.is_file() && MANIFESTS.contains(&e.file_name().to_string_lossy().as_ref()) {
+                    found
+                        .manifests
+                        .lock()
+                        .expect("no poison")
+                        .push(e.path().to_path_buf());
+                }
+                if kind.is_dir() || !has_extension(e.path(), &exts) {
+                    return ignore::WalkState::Continue;
+                }
+                let rel = rel_path(&root, e.path());
+                let skip = |why: String| {
+                    found
+                        .skipped
+                        .lock()
+                        .expect("no poison")
+                        .push((rel.clone(), why));
+                };
+                // a link is read through (only to a regular file), never written through
+                let (meta, target) = if kind.is_symlink() {
+                    let target = std::fs::read_link(e.path()).unwrap_or_default();
+                    match std::fs::metadata(e.path()) {
+                        Ok(m) if m.is_file() => (m, Some(target)),
+                        Ok(_) => {
+                            skip(format!(
+                                "a symbolic link to {}, which is not a file; not read",
+                                target.display()
+                            ));
+                            return ignore::WalkState::Continue;
+                        }
+                        Err(_) => {
+                            skip(format!(
+                                "a symbolic link to {}, which does not exist; not read",
+                                target.display()
+                            ));
+                            return ignore::WalkState::Continue;
+                        }
+                    }
+                } else if kind.is_file() {
+                    match e.metadata() {
+                        Ok(m) => (m, None),
+                        Err(_) => return ignore::WalkState::Continue,
+                    }
+                } else {
+                    return ignore::WalkState::Continue; // a FIFO, socket or device: never read
+                };
+                if e.path().to_str().is_none() {
+                    skip("its path is not UTF-8; not read (rename it to patch it)".into());
+                    return ignore::WalkState::Continue;
+                }
+                if meta.len() > limits.max_file_bytes {
+                    skip(format!(
+                        "{} MiB, more than the {} MiB acp-patch reads of one file; not read",
+                        meta.len() >> 20,
+                        limits.max_file_bytes >> 20
+                    ));
+                    return ignore::WalkState::Continue;
+                }
+                if found.bytes.fetch_add(meta.len(), Ordering::Relaxed) + meta.len()
+                    > limits.max_bytes
+                {
+                    found.stop.store(true, Ordering::Relaxed);
+                    return ignore::WalkState::Quit;
+                }
+                found
+                    .sources
+                    .lock()
+                    .expect("no poison")
+                    .push((e.into_path(), target));
                 ignore::WalkState::Continue
             })
         });
-    let mut paths = paths.into_inner().expect("no poison");
-    paths.sort();
-    let mut files = Vec::with_capacity(paths.len());
-    for p in paths {
-        if let Some(f) = SourceFile::read(root, &p)? {
-            files.push(f);
+    let entries = found.entries.load(Ordering::Relaxed);
+    let advice = "point acp-patch at the agent's own folder";
+    if let Some(deep) = found.too_deep.into_inner().expect("no poison") {
+        return Err(Error::TooLarge {
+            root,
+            message: format!(
+                "{} is more than {} folders below it; {advice}",
+                rel_path(&project.root, &deep),
+                limits.max_depth
+            ),
+        });
+    }
+    if entries > limits.max_entries {
+        return Err(Error::TooLarge {
+            root,
+            message: format!(
+                "it holds more than {} files and folders (not counting ignored and vendored ones); {advice}, or raise the limit with ACP_PATCH_MAX_FILES=N",
+                limits.max_entries
+            ),
+        });
+    }
+    if found.bytes.load(Ordering::Relaxed) > limits.max_bytes {
+        return Err(Error::TooLarge {
+            root,
+            message: format!(
+                "its source files hold more than {} MiB; {advice}, or raise the limit with ACP_PATCH_MAX_BYTES=N",
+                limits.max_bytes >> 20
+            ),
+        });
+    }
+    let mut sources = found.sources.into_inner().expect("no poison");
+    sources.sort();
+    for (path, target) in sources {
+        let bytes = std::fs::read(&path).map_err(crate::error::io_err(&path))?;
+        let rel = rel_path(&project.root, &path);
+        if let Some(target) = target {
+            project.symlinks.push((rel.clone(), target));
+        }
+        match SourceFile::decode(path, rel, bytes) {
+            Ok(f) => project.files.push(f),
+            Err(bad) => project.not_utf8.push(bad),
         }
     }
-    Ok(files)
+    project.manifests = found.manifests.into_inner().expect("no poison");
+    project.manifests.sort();
+    project.skipped = found.skipped.into_inner().expect("no poison");
+    project.skipped.sort();
+    project.leftovers = std::mem::take(&mut *leftovers.lock().expect("no poison"));
+    project.leftovers.sort();
+    Ok(())
+}
+
+/// Whether a file name is one of apply's temporary files (also the older
+/// `.acp-patch-XXXXXX` names).
+fn is_leftover(name: &str) -> bool {
+    name.starts_with(TEMP_PREFIX)
+        || name
+            .strip_prefix(".acp-patch-")
+            .is_some_and(|rest| rest.len() == 6 && rest.chars().all(|c| c.is_ascii_alphanumeric()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn limits_refuse_a_large_tree_with_advice() {
+        let dir = tempfile::tempdir().unwrap();
+        for i in 0..30 {
+            std::fs::write(dir.path().join(format!("m{i}.py")), "x = 1\n").unwrap();
+        }
+        let small = Limits {
+            max_entries: 10,
+            ..Limits::DEFAULT
+        };
+        let err = Project::load_with(dir.path(), &Options::default(), small).unwrap_err();
+        assert!(
+            err.to_string().contains("more than 10 files and folders"),
+            "{err}"
+        );
+        let few_bytes = Limits {
+            max_bytes: 20,
+            ..Limits::DEFAULT
+        };
+        let err = Project::load_with(dir.path(), &Options::default(), few_bytes).unwrap_err();
+        assert!(err.to_string().contains("ACP_PATCH_MAX_BYTES"), "{err}");
+        let p = Project::load_with(dir.path(), &Options::default(), Limits::DEFAULT).unwrap();
+        assert_eq!(p.files.len(), 30);
+    }
+
+    #[test]
+    fn leftover_names() {
+        assert!(is_leftover(".acp-patch-tmp-123-abc"));
+        assert!(is_leftover(".acp-patch-Ab12cd"));
+        assert!(!is_leftover(".acp-patch-notes"));
+        assert!(!is_leftover("acp-patch.toml"));
+    }
 }

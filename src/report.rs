@@ -12,7 +12,7 @@ pub enum Status {
 }
 
 impl Status {
-    fn word(self) -> &'static str {
+    pub fn word(self) -> &'static str {
         match self {
             Status::Ok => "ok",
             Status::Missing => "missing",
@@ -101,32 +101,5 @@ impl Report {
         let mut v = serde_json::to_value(self).expect("report serializes");
         v["ok"] = serde_json::Value::Bool(self.ok());
         serde_json::to_string_pretty(&v).expect("json") + "\n"
-    }
-
-    /// GitHub Actions annotations, one per failing check.
-    pub fn to_github(&self) -> String {
-        let mut s = String::new();
-        for c in self.checks.iter().filter(|c| c.status != Status::Ok) {
-            // the place to fix: where apply would insert, else the first place found
-            let place = c.insert_at.as_ref().or(c.locations.first());
-            let loc = place
-                .map(|l| l.split(' ').next().unwrap_or(l))
-                .and_then(|l| l.rsplit_once(':'));
-            match loc {
-                Some((file, line)) => s.push_str(&format!(
-                    "::error file={file},line={line}::{} {}: {}\n",
-                    c.id,
-                    c.status.word(),
-                    c.detail
-                )),
-                None => s.push_str(&format!(
-                    "::error ::{} {}: {}\n",
-                    c.id,
-                    c.status.word(),
-                    c.detail
-                )),
-            }
-        }
-        s
     }
 }

@@ -13,6 +13,9 @@ pub struct Style {
     pub eol: &'static str,
     /// One level of indentation: a tab or N spaces.
     pub indent_unit: String,
+    /// Old Mac line endings (CR only, no LF anywhere): the text is held with LF, so every
+    /// parser sees lines, and written back with CR.
+    pub cr_only: bool,
 }
 
 #[derive(Debug, Clone)]
@@ -30,17 +33,29 @@ pub struct SourceFile {
 impl SourceFile {
     pub fn read(root: &Path, path: &Path) -> Result<Option<SourceFile>> {
         let bytes = std::fs::read(path).map_err(io_err(path))?;
-        let Ok(raw) = String::from_utf8(bytes) else {
-            return Ok(None); // not text we can patch; never touched
-        };
-        let rel = path
-            .strip_prefix(root)
-            .unwrap_or(path)
-            .components()
-            .map(|c| c.as_os_str().to_string_lossy())
-            .collect::<Vec<_>>()
-            .join("/");
-        Ok(Some(SourceFile::from_text(path.to_path_buf(), rel, raw)))
+        Ok(SourceFile::decode(path.to_path_buf(), rel_path(root, path), bytes).ok())
+    }
+
+    /// A file's bytes as text; what they are instead when they are not UTF-8 (such a file
+    /// is never patched, and named when it matters).
+    pub fn decode(
+        path: PathBuf,
+        rel: String,
+        bytes: Vec<u8>,
+    ) -> std::result::Result<SourceFile, NotUtf8> {
+        match String::from_utf8(bytes) {
+            Ok(raw) => Ok(SourceFile::from_text(path, rel, raw)),
+            Err(e) => {
+                let bytes = e.as_bytes();
+                let at = e.utf8_error().valid_up_to();
+                Err(NotUtf8 {
+                    line: bytes[..at].iter().filter(|b| **b == b'\n').count() + 1,
+                    encoding: guess_encoding(bytes),
+                    lossy: String::from_utf8_lossy(bytes).into_owned(),
+                    rel,
+                })
+            }
+        }
     }
 
     pub fn from_text(path: PathBuf, rel: String, raw: String) -> SourceFile {
@@ -50,10 +65,17 @@ impl SourceFile {
         } else {
             raw
         };
+        let cr_only = text.contains('\r') && !text.contains('\n');
+        let text = if cr_only {
+            text.replace('\r', "\n")
+        } else {
+            text
+        };
         let style = Style {
             bom,
             eol: detect_eol(&text),
             indent_unit: detect_indent_unit(&text),
+            cr_only,
         };
         SourceFile {
             path,
@@ -76,12 +98,18 @@ impl SourceFile {
         }
     }
 
-    /// The bytes to write for a new text in this file's style (BOM restored).
+    /// The bytes to write for a new text in this file's style (BOM and CR-only line
+    /// endings restored).
     pub fn to_disk(&self, text: &str) -> String {
+        let text = if self.style.cr_only {
+            std::borrow::Cow::Owned(text.replace('\n', "\r"))
+        } else {
+            std::borrow::Cow::Borrowed(text)
+        };
         if self.style.bom {
             format!("{BOM}{text}")
         } else {
-            text.to_string()
+            text.into_owned()
         }
     }
 
@@ -100,6 +128,59 @@ impl SourceFile {
             .count()
             + 1
     }
+}
+
+/// A path below `root` with `/` separators, as diffs and reports show it.
+pub fn rel_path(root: &Path, path: &Path) -> String {
+    path.strip_prefix(root)
+        .unwrap_or(path)
+        .components()
+        .map(|c| c.as_os_str().to_string_lossy())
+        .collect::<Vec<_>>()
+        .join("/")
+}
+
+/// A file that is not UTF-8: where the first bad byte is and what it probably is.
+#[derive(Debug, Clone)]
+pub struct NotUtf8 {
+    pub rel: String,
+    /// 1-based line of the first byte that is not UTF-8.
+    pub line: usize,
+    /// e.g. `Latin-1 (declared: # -*- coding: latin-1 -*-)`, `UTF-16`.
+    pub encoding: String,
+    /// The text with bad bytes replaced, for cheap literal tests (never written).
+    pub lossy: String,
+}
+
+/// What a non-UTF-8 file most likely is: a UTF-16 BOM, a Python coding declaration in
+/// the first two lines (PEP 263), else a single-byte encoding such as Latin-1.
+fn guess_encoding(bytes: &[u8]) -> String {
+    if bytes.starts_with(&[0xff, 0xfe]) || bytes.starts_with(&[0xfe, 0xff]) {
+        return "UTF-16".into();
+    }
+    let head = String::from_utf8_lossy(&bytes[..bytes.len().min(400)]).into_owned();
+    for line in head.lines().take(2) {
+        if let Some(at) = line.find("coding")
+            && line.trim_start().starts_with('#')
+            && matches!(line[at + 6..].chars().next(), Some(':' | '='))
+        {
+            let name: String = line[at + 7..]
+                .trim_start()
+                .chars()
+                .take_while(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+                .collect();
+            if !name.is_empty() {
+                return format!(
+                    "{name} (declared on its line {})",
+                    head.lines().position(|l| l == line).unwrap_or(0) + 1
+                );
+            }
+        }
+    }
+    if bytes.contains(&0) {
+        return "binary or UTF-16 (NUL bytes)".into();
+    }
+    "Latin-1 or Windows-1252".into()
 }
 
 fn detect_eol(text: &str) -> &'static str {
@@ -166,6 +247,86 @@ pub fn line_end_after(text: &str, offset: usize) -> usize {
     }
 }
 
+/// The offset of the first bracket (`(`, `[`, `{`) nested deeper than `limit` in C-like
+/// source (`//` and `/* */` comments, `"..."`, `r#"..."#` and `'x'` literals skipped), if
+/// any: a guard for recursive-descent parsers (syn), which overflow the stack on input
+/// nested thousands deep. Lexical, so it never recurses itself.
+pub fn nested_deeper_than(text: &str, limit: usize) -> Option<usize> {
+    let b = text.as_bytes();
+    let (mut i, mut depth) = (0usize, 0usize);
+    let skip_to = |from: usize, pat: &[u8]| -> usize {
+        b[from..]
+            .windows(pat.len())
+            .position(|w| w == pat)
+            .map_or(b.len(), |p| from + p + pat.len())
+    };
+    while i < b.len() {
+        match b[i] {
+            b'/' if b.get(i + 1) == Some(&b'/') => i = skip_to(i, b"\n"),
+            b'/' if b.get(i + 1) == Some(&b'*') => {
+                // block comments nest in Rust
+                let mut level = 0usize;
+                while i < b.len() {
+                    if b[i..].starts_with(b"/*") {
+                        level += 1;
+                        i += 2;
+                    } else if b[i..].starts_with(b"*/") {
+                        level -= 1;
+                        i += 2;
+                        if level == 0 {
+                            break;
+                        }
+                    } else {
+                        i += 1;
+                    }
+                }
+            }
+            b'r' if matches!(b.get(i + 1), Some(b'"' | b'#'))
+                && (i == 0 || !(b[i - 1].is_ascii_alphanumeric() || b[i - 1] == b'_')) =>
+            {
+                let hashes = b[i + 1..].iter().take_while(|c| **c == b'#').count();
+                if b.get(i + 1 + hashes) == Some(&b'"') {
+                    let mut close = vec![b'"'];
+                    close.extend(std::iter::repeat_n(b'#', hashes));
+                    i = skip_to(i + 2 + hashes, &close);
+                } else {
+                    i += 1;
+                }
+            }
+            b'"' => {
+                i += 1;
+                while i < b.len() && b[i] != b'"' {
+                    i += if b[i] == b'\\' { 2 } else { 1 };
+                }
+                i += 1;
+            }
+            b'\'' => {
+                // a char literal ('x', '\n', '\u{..}'); otherwise a lifetime
+                let len = if b.get(i + 1) == Some(&b'\\') {
+                    b[i + 2..].iter().position(|c| *c == b'\'').map(|p| p + 3)
+                } else {
+                    let ch = text[i + 1..].chars().next().map_or(1, char::len_utf8);
+                    (b.get(i + 1 + ch) == Some(&b'\'')).then_some(ch + 2)
+                };
+                i += len.unwrap_or(1);
+            }
+            b'(' | b'[' | b'{' => {
+                depth += 1;
+                if depth > limit {
+                    return Some(i);
+                }
+                i += 1;
+            }
+            b')' | b']' | b'}' => {
+                depth = depth.saturating_sub(1);
+                i += 1;
+            }
+            _ => i += 1,
+        }
+    }
+    None
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -183,5 +344,56 @@ mod tests {
         assert!(f.style.bom);
         assert_eq!(f.style.indent_unit, "  ");
         assert_eq!(f.original(), "\u{feff}class A:\n  def f(self):\n    pass\n");
+    }
+
+    #[test]
+    fn cr_only_files_are_held_with_lf_and_written_back_with_cr() {
+        let f = SourceFile::from_text("a".into(), "a".into(), "def f():\r    pass\r".into());
+        assert!(f.style.cr_only);
+        assert_eq!(f.text, "def f():\n    pass\n");
+        assert_eq!(f.line_of(10), 2);
+        assert_eq!(f.original(), "def f():\r    pass\r");
+        assert_eq!(f.to_disk("x = 1\ny = 2\n"), "x = 1\ry = 2\r");
+    }
+
+    #[test]
+    fn non_utf8_files_name_their_encoding_and_line() {
+        let e = SourceFile::decode(
+            "a".into(),
+            "a.py".into(),
+            b"# -*- coding: latin-1 -*-\nx = '\xe9'\n".to_vec(),
+        )
+        .unwrap_err();
+        assert_eq!(
+            (e.line, e.encoding.as_str()),
+            (2, "latin-1 (declared on its line 1)")
+        );
+        let e = SourceFile::decode(
+            "a".into(),
+            "a.py".into(),
+            b"import acp\nname = 'caf\xe9'\n".to_vec(),
+        )
+        .unwrap_err();
+        assert_eq!(
+            (e.line, e.encoding.as_str()),
+            (2, "Latin-1 or Windows-1252")
+        );
+        assert!(e.lossy.contains("import acp"));
+    }
+
+    #[test]
+    fn nesting_depth_skips_comments_strings_and_chars() {
+        let deep = format!("fn f() {{ {}1{} }}", "(".repeat(300), ")".repeat(300));
+        assert_eq!(nested_deeper_than(&deep, 256), Some(9 + 255));
+        assert_eq!(nested_deeper_than(&deep, 301), None);
+        let tricky = format!(
+            "// {a}\n/* /* {a} */ */ let s = \"{a}\\\"{a}\"; let r = r#\"{a}\"#; let c = '('; fn g<'a>(x: &'a u8) {{}}",
+            a = "(".repeat(50)
+        );
+        assert_eq!(nested_deeper_than(&tricky, 2), None);
+        assert_eq!(
+            nested_deeper_than(&tricky, 0),
+            Some(tricky.find("(x").unwrap())
+        );
     }
 }

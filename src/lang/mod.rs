@@ -25,6 +25,24 @@ pub trait Language: Sync {
     fn plan(&self, project: &Project) -> Result<Plan>;
     /// What is present and what is missing.
     fn verify(&self, project: &Project) -> Result<Report>;
+    /// Compiles the patched files with the language's own compiler when it is on the
+    /// machine, beyond the in-process re-parse (see `crate::compile`); an error aborts apply.
+    fn compile_check(
+        &self,
+        _project: &Project,
+        _files: &[crate::compile::Patched],
+    ) -> Result<crate::compile::Checked> {
+        Ok(crate::compile::Checked::default())
+    }
+    /// The command `--check-build` runs in a copy of the tree at `dir` (e.g. `tsc --noEmit`):
+    /// `None` when the language has none, `Some(Err(why))` when its tool is not at hand.
+    fn build_check(
+        &self,
+        _project: &Project,
+        _dir: &std::path::Path,
+    ) -> Option<std::result::Result<std::process::Command, String>> {
+        None
+    }
 }
 
 pub fn all() -> Vec<&'static dyn Language> {

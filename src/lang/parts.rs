@@ -344,33 +344,45 @@ pub fn choose<T>(
     pin_key: &'static str,
     none: impl FnOnce() -> String,
 ) -> Result<T> {
+    let seen: Vec<Candidate> = found.iter().map(|(_, c)| c.clone()).collect();
     if let Some((file, name)) = pin {
-        let seen: Vec<String> = found
-            .iter()
-            .map(|(_, c)| format!("{}:{}", c.location.file, c.name))
-            .collect();
         found
             .retain(|(_, c)| c.location.file == file && name.as_ref().is_none_or(|n| *n == c.name));
         if found.is_empty() {
-            let looked = match &name {
+            let wanted = match &name {
                 Some(n) => format!("`{n}` in {file}"),
                 None => file.clone(),
+            };
+            let listed = if seen.is_empty() {
+                "none at all".to_string()
+            } else {
+                seen.iter()
+                    .map(|c| format!("{}:{}", c.location.file, c.name))
+                    .collect::<Vec<_>>()
+                    .join(", ")
             };
             return Err(Error::Unlocatable {
                 site,
                 detail: format!(
-                    "the pin `{}` in acp-patch.toml matches nothing: it looks for {looked}; the candidates are {}",
+                    "the pin `{}` in acp-patch.toml matches nothing: it looks for {wanted}{}; the candidates are: {listed}",
                     pin_key.rsplit('.').next().unwrap_or(pin_key),
-                    if seen.is_empty() {
-                        "none".to_string()
+                    if std::path::Path::new(&file).is_absolute() {
+                        " (pins are relative to the agent's folder)"
                     } else {
-                        seen.join(", ")
-                    }
+                        ""
+                    },
                 ),
                 pin_key,
             });
         }
     }
+    let refs: Vec<&Candidate> = seen.iter().collect();
+    crate::init::record(
+        site,
+        pin_key,
+        &refs,
+        (found.len() == 1).then(|| &found[0].1),
+    );
     match found.len() {
         0 => Err(Error::Unlocatable {
             site,

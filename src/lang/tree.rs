@@ -23,20 +23,63 @@ pub fn first_error(tree: &Tree) -> Option<(usize, String)> {
     found.or(Some((0, "invalid syntax".into())))
 }
 
+/// One cursor pass: `named_child(i)` scans from the first child, so a loop of it (like
+/// one of `prev_sibling`) is quadratic in the number of children.
 pub fn named_children(node: Node) -> Vec<Node> {
-    (0..node.named_child_count())
-        .filter_map(|i| node.named_child(i as u32))
+    let mut cursor = node.walk();
+    node.named_children(&mut cursor).collect()
+}
+
+/// The siblings before `node` (named or not), nearest first, in one pass over the parent.
+pub fn preceding_siblings(node: Node) -> Vec<Node> {
+    let Some(parent) = node.parent() else {
+        return Vec::new();
+    };
+    let mut cursor = parent.walk();
+    let mut before: Vec<Node> = parent
+        .children(&mut cursor)
+        .take_while(|n| *n != node)
+        .collect();
+    before.reverse();
+    before
+}
+
+/// The siblings after `node` (named or not), nearest first, in one pass over the parent.
+pub fn following_siblings(node: Node) -> Vec<Node> {
+    let Some(parent) = node.parent() else {
+        return Vec::new();
+    };
+    let mut cursor = parent.walk();
+    parent
+        .children(&mut cursor)
+        .skip_while(|n| *n != node)
+        .skip(1)
         .collect()
 }
 
-/// Pre-order walk; `f` returns whether to descend into the node.
+/// Pre-order walk; `f` returns whether to descend into the node. Iterative (one tree
+/// cursor, no recursion), so a deeply nested file cannot overflow the stack.
 pub fn walk<'t>(node: Node<'t>, f: &mut dyn FnMut(Node<'t>) -> bool) {
-    if !f(node) {
-        return;
-    }
     let mut cursor = node.walk();
-    for child in node.children(&mut cursor) {
-        walk(child, f);
+    let mut descend = f(node);
+    loop {
+        if descend && cursor.goto_first_child() {
+            descend = f(cursor.node());
+            continue;
+        }
+        // no (wanted) children: the next sibling, else climb until one has a next sibling
+        loop {
+            if cursor.node() == node {
+                return;
+            }
+            if cursor.goto_next_sibling() {
+                break;
+            }
+            if !cursor.goto_parent() {
+                return;
+            }
+        }
+        descend = f(cursor.node());
     }
 }
 
@@ -54,4 +97,54 @@ pub fn descendants<'t>(node: Node<'t>, kind: &str) -> Vec<Node<'t>> {
 
 pub fn text<'a>(node: Node, src: &'a str) -> &'a str {
     &src[node.byte_range()]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse_ts(src: &str) -> Tree {
+        let mut p = tree_sitter::Parser::new();
+        p.set_language(&tree_sitter_typescript::LANGUAGE_TYPESCRIPT.into())
+            .unwrap();
+        p.parse(src, None).unwrap()
+    }
+
+    #[test]
+    fn walk_visits_in_pre_order_and_honours_skips() {
+        let tree = parse_ts("f(a, g(b)); h(c);");
+        let mut seen = Vec::new();
+        walk(tree.root_node(), &mut |n| {
+            if n.is_named() {
+                seen.push(n.kind().to_string());
+            }
+            n.kind() != "arguments"
+        });
+        assert_eq!(
+            seen,
+            [
+                "program",
+                "expression_statement",
+                "call_expression",
+                "identifier",
+                "arguments",
+                "expression_statement",
+                "call_expression",
+                "identifier",
+                "arguments"
+            ]
+        );
+        // a walk of a subtree stays inside it
+        let first = tree.root_node().named_child(0).unwrap();
+        assert_eq!(descendants(first, "identifier").len(), 4);
+    }
+
+    #[test]
+    fn deep_nesting_does_not_overflow_the_stack() {
+        let n = 200_000;
+        let src = format!("x = {}{};", "[".repeat(n), "]".repeat(n));
+        let tree = parse_ts(&src);
+        assert!(descendants(tree.root_node(), "array").len() >= n);
+        assert!(first_error(&tree).is_none());
+    }
 }

@@ -1,5 +1,6 @@
-//! Spawns the agent in its own folder and process group, and drives one ACP turn with the
-//! `agent-client-protocol` SDK over the child's pipes, tapping every raw line on the way.
+//! Spawns the agent in its own folder and process group, and drives its ACP turns with the
+//! `agent-client-protocol` SDK over the child's pipes, tapping every raw line on the way:
+//! one session per prompt, every prompt sent at once, `session/cancel` when planned.
 
 use std::collections::VecDeque;
 use std::path::PathBuf;
@@ -11,8 +12,8 @@ use std::time::{Duration, Instant};
 use agent_client_protocol::schema::ProtocolVersion;
 use agent_client_protocol::v1::ConnectionTo;
 use agent_client_protocol::v1::schema::{
-    ContentBlock, Implementation, InitializeRequest, NewSessionRequest, PromptRequest,
-    RequestPermissionOutcome, RequestPermissionRequest, RequestPermissionResponse,
+    CancelNotification, ContentBlock, Implementation, InitializeRequest, NewSessionRequest,
+    PromptRequest, RequestPermissionOutcome, RequestPermissionRequest, RequestPermissionResponse,
     SelectedPermissionOutcome, SessionNotification, TextContent,
 };
 use agent_client_protocol::{Agent, Client, Lines};
@@ -37,13 +38,26 @@ pub struct SpawnSpec {
 /// Limits of a run.
 #[derive(Debug, Clone)]
 pub struct Limits {
-    /// For `initialize` and for `session/new`, each.
+    /// For `initialize` and for each `session/new`.
     pub setup: Duration,
     /// For the prompt turn.
     pub turn: Duration,
 }
 
-/// How the prompt turn went, as seen by the client.
+/// What the client does once the agent is up.
+#[derive(Debug, Clone)]
+pub struct TurnPlan {
+    /// The `cwd` of every `session/new` (absolute).
+    pub session_cwd: PathBuf,
+    /// One prompt per session, all sent at once.
+    pub prompts: Vec<String>,
+    /// Send `session/cancel` to every session this long after the prompts.
+    pub cancel_after: Option<Duration>,
+    /// Keep listening this long after the last answer (to see updates that come too late).
+    pub linger: Duration,
+}
+
+/// How one prompt turn went, as seen by the client.
 #[derive(Debug, Clone, PartialEq)]
 pub enum TurnOutcome {
     /// The agent answered the prompt (any stop reason, judged by the checks).
@@ -56,12 +70,19 @@ pub enum TurnOutcome {
     TimedOut(Duration),
 }
 
+/// One session of the run.
+#[derive(Debug, Clone)]
+pub struct SessionRun {
+    pub session_id: String,
+    pub outcome: TurnOutcome,
+}
+
 /// A finished run of the agent.
 #[derive(Debug, Clone)]
 pub struct ClientRun {
-    /// Every raw line, times relative to the `session/prompt` send.
+    /// Every raw line, times relative to the first `session/prompt` send.
     pub lines: Vec<RawLine>,
-    pub outcome: TurnOutcome,
+    pub sessions: Vec<SessionRun>,
     /// The agent's process id (= its process group id).
     pub pid: i32,
     /// How the agent ended: "exit code 3 (on its own)", "killed by signal 9".
@@ -70,7 +91,7 @@ pub struct ClientRun {
     pub exited_on_its_own: bool,
     pub stderr: Vec<String>,
     pub permission_requests: usize,
-    /// When the prompt was sent, on the caller's clock.
+    /// When the first prompt was sent, on the caller's clock.
     pub prompt_at: Instant,
 }
 
@@ -117,13 +138,14 @@ enum Phase {
 
 enum MainResult {
     SetupFailed(Phase, String),
-    Turn(TurnOutcome),
+    Turns(Vec<SessionRun>),
 }
 
-/// Runs one turn: spawn, initialize, session/new, session/prompt; then kills the group.
-pub async fn run_turn(
+/// Runs the turns: spawn, initialize, one session/new per prompt, every session/prompt at
+/// once (and session/cancel when planned); then kills the group.
+pub async fn run(
     spec: &SpawnSpec,
-    prompt: &str,
+    plan: &TurnPlan,
     limits: &Limits,
     epoch: Instant,
 ) -> Result<ClientRun, SmokeError> {
@@ -232,8 +254,10 @@ pub async fn run_turn(
     let exit_watch = exit_rx.clone();
     let phase = Arc::new(Mutex::new(Phase::Initialize));
     let permissions = Arc::new(AtomicUsize::new(0));
-    let cwd = spec.cwd.clone();
-    let prompt_text = prompt.to_string();
+    let cwd = plan.session_cwd.clone();
+    let prompts = plan.prompts.clone();
+    let cancel_after = plan.cancel_after;
+    let linger = plan.linger;
     let setup = limits.setup;
     let turn = limits.turn;
     let conn = Client
@@ -294,36 +318,73 @@ pub async fn run_turn(
                     }
                 }
                 set(Phase::SessionNew);
-                let session_id = tokio::select! {
-                    r = cx.send_request(NewSessionRequest::new(cwd)).block_task() => match r {
-                        Ok(r) => r.session_id,
-                        Err(e) => return Ok(MainResult::SetupFailed(Phase::SessionNew, e.to_string())),
-                    },
-                    _ = gone() => {
-                        return Ok(MainResult::SetupFailed(Phase::SessionNew, "the agent stopped before answering".into()));
-                    }
-                    _ = tokio::time::sleep(setup) => {
-                        return Ok(MainResult::SetupFailed(Phase::SessionNew, format!("no answer within {setup:?}")));
-                    }
-                };
+                let mut ids = Vec::new();
+                for _ in &prompts {
+                    let id = tokio::select! {
+                        r = cx.send_request(NewSessionRequest::new(cwd.clone())).block_task() => match r {
+                            Ok(r) => r.session_id,
+                            Err(e) => return Ok(MainResult::SetupFailed(Phase::SessionNew, e.to_string())),
+                        },
+                        _ = gone() => {
+                            return Ok(MainResult::SetupFailed(Phase::SessionNew, "the agent stopped before answering".into()));
+                        }
+                        _ = tokio::time::sleep(setup) => {
+                            return Ok(MainResult::SetupFailed(Phase::SessionNew, format!("no answer within {setup:?}")));
+                        }
+                    };
+                    ids.push(id);
+                }
                 set(Phase::Prompt);
-                let req = PromptRequest::new(
-                    session_id,
-                    vec![ContentBlock::Text(TextContent::new(prompt_text))],
-                );
-                let outcome = tokio::select! {
-                    r = cx.send_request(req).block_task() => match r {
-                        Ok(_) => TurnOutcome::Answered,
-                        Err(e) => TurnOutcome::Failed(e.to_string()),
-                    },
-                    _ = gone() => TurnOutcome::AgentGone,
-                    _ = tokio::time::sleep(turn) => TurnOutcome::TimedOut(turn),
+                let turns = ids.iter().zip(&prompts).map(|(id, text)| {
+                    let req = PromptRequest::new(
+                        id.clone(),
+                        vec![ContentBlock::Text(TextContent::new(text.clone()))],
+                    );
+                    let cx = cx.clone();
+                    let gone = gone();
+                    async move {
+                        tokio::select! {
+                            r = cx.send_request(req).block_task() => match r {
+                                Ok(_) => TurnOutcome::Answered,
+                                Err(e) => TurnOutcome::Failed(e.to_string()),
+                            },
+                            _ = gone => TurnOutcome::AgentGone,
+                            _ = tokio::time::sleep(turn) => TurnOutcome::TimedOut(turn),
+                        }
+                    }
+                });
+                let canceller = {
+                    let cx = cx.clone();
+                    let ids = ids.clone();
+                    async move {
+                        if let Some(after) = cancel_after {
+                            tokio::time::sleep(after).await;
+                            for id in ids {
+                                let _ = cx.send_notification(CancelNotification::new(id));
+                            }
+                        }
+                    }
                 };
-                Ok(MainResult::Turn(outcome))
+                let (outcomes, ()) = futures::join!(futures::future::join_all(turns), canceller);
+                if cancel_after.is_some() || !linger.is_zero() {
+                    tokio::select! {
+                        _ = tokio::time::sleep(linger) => {}
+                        _ = gone() => {}
+                    }
+                }
+                Ok(MainResult::Turns(
+                    ids.into_iter()
+                        .zip(outcomes)
+                        .map(|(id, outcome)| SessionRun {
+                            session_id: id.to_string(),
+                            outcome,
+                        })
+                        .collect(),
+                ))
             }
         });
 
-    let overall = setup * 2 + turn + Duration::from_secs(5);
+    let overall = setup * (1 + plan.prompts.len() as u32) + turn + linger + Duration::from_secs(5);
     let result = tokio::time::timeout(overall, conn).await;
     let phase_reached = phase.lock().map(|p| *p).unwrap_or(Phase::Initialize);
 
@@ -344,13 +405,29 @@ pub async fn run_turn(
         .map(|t| t.iter().cloned().collect())
         .unwrap_or_default();
 
-    let outcome = match result {
-        Ok(Ok(MainResult::Turn(o))) => o,
+    let timed_out = || {
+        plan.prompts
+            .iter()
+            .map(|_| SessionRun {
+                session_id: String::new(),
+                outcome: TurnOutcome::TimedOut(turn),
+            })
+            .collect::<Vec<_>>()
+    };
+    let sessions = match result {
+        Ok(Ok(MainResult::Turns(s))) => s,
         Ok(Ok(MainResult::SetupFailed(p, msg))) => return Err(setup_error(p, msg, &exit, &stderr)),
         Ok(Err(e)) if phase_reached < Phase::Prompt => {
             return Err(setup_error(phase_reached, e.to_string(), &exit, &stderr));
         }
-        Ok(Err(e)) => TurnOutcome::Failed(e.to_string()),
+        Ok(Err(e)) => plan
+            .prompts
+            .iter()
+            .map(|_| SessionRun {
+                session_id: String::new(),
+                outcome: TurnOutcome::Failed(e.to_string()),
+            })
+            .collect(),
         Err(_) if phase_reached < Phase::Prompt => {
             return Err(setup_error(
                 phase_reached,
@@ -359,7 +436,7 @@ pub async fn run_turn(
                 &stderr,
             ));
         }
-        Err(_) => TurnOutcome::TimedOut(turn),
+        Err(_) => timed_out(),
     };
 
     // times relative to the session/prompt send
@@ -382,7 +459,7 @@ pub async fn run_turn(
         .collect();
     Ok(ClientRun {
         lines,
-        outcome,
+        sessions,
         pid,
         exited_on_its_own,
         exit,

@@ -1,61 +1,97 @@
-//! Configuration of a smoke run: `acp-patch.toml` in the agent folder, overridden by the CLI.
+//! Configuration of a smoke run: a preset (named or detected), `acp-patch.toml` in the agent
+//! folder over it, the CLI over both.
 //!
 //! ```toml
 //! env_prefix = "ACP"                 # top level, shared with the codemod
 //! [smoke]
+//! preset = "hermes"                  # start from a preset (see `acp-patch smoke --preset help`)
 //! agent_cmd = "{python} agent.py"
 //! env_prefix = "ACP"                 # wins over the top-level one
-//! heartbeat_s = 1.0
+//! heartbeat_s = 1.0                  # given to the agent as <PREFIX>_HEARTBEAT_S
+//! gap_ms = 500                       # given to the agent as <PREFIX>_THINK_GAP_MS
 //! timeout_s = 60
+//! think_card_max_ms = 250
 //! prompt = "Say hi"
+//! sessions = 1                       # sessions prompted at once
+//! cancel_after_ms = 400              # send session/cancel this long after the prompt
+//! network = "loopback"               # or "host"
+//! isolate_home = true                # HOME and XDG dirs inside {smoke_dir}
 //! [smoke.env]
 //! OPENAI_BASE_URL = "{llm_base_url}"
-//! [smoke.files]
-//! ".env" = "OPENAI_BASE_URL={llm_base_url}\n"
+//! [smoke.files]                      # written below {smoke_dir}, never into the agent's folder
+//! "home/.config/agent.toml" = "base_url = \"{llm_base_url}\"\n"
 //! [smoke.script]
 //! delay_s = 2.5
+//! tool_call = { name = "read_file", arguments = '{"path":"{workspace}/notes.txt"}' }
 //! ```
 //!
-//! Placeholders `{llm_base_url}`, `{llm_port}`, `{agent_dir}` and `{python}` work in the
-//! command, env values and file contents (and file paths).
+//! Placeholders work in the command, env values, file paths and contents, and the tool
+//! call's arguments: `{llm_base_url}` (`http://127.0.0.1:PORT/v1`), `{llm_root_url}` (without
+//! `/v1`), `{llm_port}`, `{agent_dir}` (read-only), `{smoke_dir}` (the run's temporary
+//! folder), `{workspace}` (the session's cwd, inside it), `{home}` and `{python}`.
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::{Component, Path, PathBuf};
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 use super::SmokeError;
-use super::llm::Script;
+use super::llm::{Script, ScriptToolCall};
+use super::presets::{self, Preset};
 
 /// Name of the config file in the agent folder.
 pub const CONFIG_FILE: &str = "acp-patch.toml";
 /// Default heartbeat interval given to the agent.
 pub const DEFAULT_HEARTBEAT_S: f64 = 1.0;
+/// Default silence after a tool call before a new card (the runtime's own default).
+pub const DEFAULT_GAP_MS: f64 = 500.0;
 /// Default limit for the whole turn.
 pub const DEFAULT_TIMEOUT_S: f64 = 60.0;
+/// Default limit for the card after the prompt.
+pub const DEFAULT_THINK_CARD_MAX_MS: f64 = 250.0;
 /// Default env prefix.
 pub const DEFAULT_ENV_PREFIX: &str = "ACP";
 /// Default prompt text.
 pub const DEFAULT_PROMPT: &str = "Say hello in one short sentence.";
+/// The most sessions a run opens.
+pub const MAX_SESSIONS: u32 = 16;
+
+/// Where the agent's network goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum Network {
+    /// A network namespace with only loopback (when the system allows one; else the host's).
+    Loopback,
+    /// The host's network.
+    Host,
+}
 
 /// `acp-patch.toml`, as far as the smoke run reads it (other sections are ignored).
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default)]
 pub struct FileConfig {
-    #[serde(default)]
     pub env_prefix: Option<String>,
-    #[serde(default)]
-    pub smoke: SmokeSection,
+    /// The `[smoke]` table as written (merged over a preset before it is read).
+    pub smoke: toml::Table,
+    /// Where it came from, for messages.
+    pub origin: String,
 }
 
 /// `[smoke]`
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct SmokeSection {
+    pub preset: Option<String>,
     pub agent_cmd: Option<String>,
     pub env_prefix: Option<String>,
     pub heartbeat_s: Option<f64>,
+    pub gap_ms: Option<f64>,
     pub timeout_s: Option<f64>,
+    pub think_card_max_ms: Option<f64>,
     pub prompt: Option<String>,
+    pub sessions: Option<u32>,
+    pub cancel_after_ms: Option<f64>,
+    pub network: Option<Network>,
+    pub isolate_home: Option<bool>,
     #[serde(default)]
     pub env: BTreeMap<String, String>,
     #[serde(default)]
@@ -73,15 +109,57 @@ impl FileConfig {
     /// Reads a config file; when `required`, a missing file is an error.
     pub fn load_file(path: &Path, required: bool) -> Result<Self, SmokeError> {
         match std::fs::read_to_string(path) {
-            Ok(text) => Self::parse(&text)
+            Ok(text) => Self::parse_from(&text, &path.display().to_string())
                 .map_err(|e| SmokeError::Config(format!("{}: {e}", path.display()))),
-            Err(e) if !required && e.kind() == std::io::ErrorKind::NotFound => Ok(Self::default()),
+            Err(e) if !required && e.kind() == std::io::ErrorKind::NotFound => Ok(Self {
+                origin: path.display().to_string(),
+                ..Self::default()
+            }),
             Err(e) => Err(SmokeError::Config(format!("{}: {e}", path.display()))),
         }
     }
 
     pub fn parse(text: &str) -> Result<Self, String> {
-        toml::from_str(text).map_err(|e| e.to_string())
+        Self::parse_from(text, CONFIG_FILE)
+    }
+
+    fn parse_from(text: &str, origin: &str) -> Result<Self, String> {
+        let mut doc: toml::Table = toml::from_str(text).map_err(|e| e.to_string())?;
+        let env_prefix = match doc.remove("env_prefix") {
+            Some(toml::Value::String(s)) => Some(s),
+            Some(_) => return Err("env_prefix must be a string".into()),
+            None => None,
+        };
+        let smoke = match doc.remove("smoke") {
+            Some(toml::Value::Table(t)) => t,
+            Some(_) => return Err("[smoke] must be a table".into()),
+            None => toml::Table::new(),
+        };
+        // unknown keys are reported against this file, before any preset is merged in
+        section_of(&smoke).map_err(|e| format!("[smoke]: {e}"))?;
+        Ok(Self {
+            env_prefix,
+            smoke,
+            origin: origin.to_string(),
+        })
+    }
+}
+
+fn section_of(t: &toml::Table) -> Result<SmokeSection, String> {
+    toml::Value::Table(t.clone())
+        .try_into()
+        .map_err(|e: toml::de::Error| e.message().to_string())
+}
+
+/// Merges `over` into `base`: tables key by key, everything else replaced.
+pub fn merge_tables(base: &mut toml::Table, over: &toml::Table) {
+    for (k, v) in over {
+        match (base.get_mut(k), v) {
+            (Some(toml::Value::Table(b)), toml::Value::Table(o)) => merge_tables(b, o),
+            _ => {
+                base.insert(k.clone(), v.clone());
+            }
+        }
     }
 }
 
@@ -92,8 +170,10 @@ pub struct Overrides {
     /// `KEY=VALUE` pairs, applied over `[smoke.env]`.
     pub env: Vec<(String, String)>,
     pub heartbeat_s: Option<f64>,
+    pub gap_ms: Option<f64>,
     pub env_prefix: Option<String>,
     pub timeout_s: Option<f64>,
+    pub think_card_max_ms: Option<f64>,
     /// Overrides `[smoke.script] delay_s`.
     pub delay_s: Option<f64>,
     pub prompt: Option<String>,
@@ -101,6 +181,14 @@ pub struct Overrides {
     pub python: Option<String>,
     /// Read this file instead of `<agent folder>/acp-patch.toml`.
     pub config_file: Option<PathBuf>,
+    pub preset: Option<String>,
+    pub sessions: Option<u32>,
+    pub cancel_after_ms: Option<f64>,
+    pub network: Option<Network>,
+    /// `Some(true)`: add the scripted tool call; `Some(false)`: drop it.
+    pub tool_call: Option<bool>,
+    /// Keep `{smoke_dir}` afterwards.
+    pub keep: bool,
 }
 
 /// Splits `KEY=VALUE`.
@@ -113,6 +201,14 @@ pub fn parse_env_pair(s: &str) -> Result<(String, String), SmokeError> {
     }
 }
 
+/// Which preset a run uses, and why.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct PresetUse {
+    pub name: String,
+    /// `--preset`, `[smoke] preset`, or what the detection found.
+    pub why: String,
+}
+
 /// The merged configuration (placeholders not yet filled: the port is not known yet).
 #[derive(Debug, Clone)]
 pub struct Resolved {
@@ -121,11 +217,27 @@ pub struct Resolved {
     pub env: Vec<(String, String)>,
     pub files: Vec<(String, String)>,
     pub heartbeat_s: f64,
+    pub gap_ms: f64,
     pub env_prefix: String,
     pub timeout_s: f64,
+    pub think_card_max_ms: f64,
     pub prompt: String,
     pub python: String,
     pub script: Script,
+    pub sessions: u32,
+    pub cancel_after_ms: Option<f64>,
+    pub network: Network,
+    pub isolate_home: bool,
+    pub keep: bool,
+    pub preset: Option<PresetUse>,
+}
+
+fn positive(name: &str, v: f64) -> Result<f64, SmokeError> {
+    if v.is_finite() && v > 0.0 {
+        Ok(v)
+    } else {
+        Err(SmokeError::Config(format!("{name} must be > 0, got {v}")))
+    }
 }
 
 impl Resolved {
@@ -148,10 +260,59 @@ impl Resolved {
     }
 
     pub fn merge(agent_dir: PathBuf, file: FileConfig, o: &Overrides) -> Result<Self, SmokeError> {
-        let s = file.smoke;
+        let file_section = section_of(&file.smoke)
+            .map_err(|e| SmokeError::Config(format!("{} [smoke]: {e}", file.origin)))?;
+        // the preset: named on the command line or in the file, else detected when nothing
+        // says how to start the agent
+        let preset: Option<(&'static Preset, PresetUse)> =
+            match o.preset.as_deref().or(file_section.preset.as_deref()) {
+                Some(name) => {
+                    let p = presets::by_name(name).ok_or_else(|| {
+                        SmokeError::Config(format!(
+                            "no preset {name:?}; presets: {}",
+                            presets::names().join(", ")
+                        ))
+                    })?;
+                    let why = if o.preset.is_some() {
+                        "--preset".to_string()
+                    } else {
+                        format!("[smoke] preset in {}", file.origin)
+                    };
+                    Some((
+                        p,
+                        PresetUse {
+                            name: p.name.to_string(),
+                            why,
+                        },
+                    ))
+                }
+                None if o.agent_cmd.is_none() && file_section.agent_cmd.is_none() => {
+                    presets::detect(&agent_dir).map(|(p, why)| {
+                        (
+                            p,
+                            PresetUse {
+                                name: p.name.to_string(),
+                                why,
+                            },
+                        )
+                    })
+                }
+                None => None,
+            };
+        let s = match &preset {
+            Some((p, _)) => {
+                let mut t = p.smoke.clone();
+                merge_tables(&mut t, &file.smoke);
+                section_of(&t).map_err(|e| {
+                    SmokeError::Config(format!("preset {} with {}: {e}", p.name, file.origin))
+                })?
+            }
+            None => file_section,
+        };
         let agent_cmd = o.agent_cmd.clone().or(s.agent_cmd).ok_or_else(|| {
             SmokeError::Config(format!(
-                "no agent command: pass --agent-cmd or set [smoke] agent_cmd in {}",
+                "no agent command: pass --agent-cmd or --preset ({}), or set [smoke] agent_cmd in {}",
+                presets::names().join(", "),
                 agent_dir.join(CONFIG_FILE).display()
             ))
         })?;
@@ -160,19 +321,40 @@ impl Resolved {
             env.retain(|(ek, _)| ek != k);
             env.push((k.clone(), v.clone()));
         }
-        let heartbeat_s = o
-            .heartbeat_s
-            .or(s.heartbeat_s)
-            .unwrap_or(DEFAULT_HEARTBEAT_S);
-        if !(heartbeat_s.is_finite() && heartbeat_s > 0.0) {
+        let heartbeat_s = positive(
+            "heartbeat_s",
+            o.heartbeat_s
+                .or(s.heartbeat_s)
+                .unwrap_or(DEFAULT_HEARTBEAT_S),
+        )?;
+        let gap_ms = o.gap_ms.or(s.gap_ms).unwrap_or(DEFAULT_GAP_MS);
+        if !(gap_ms.is_finite() && gap_ms >= 0.0) {
             return Err(SmokeError::Config(format!(
-                "heartbeat_s must be > 0, got {heartbeat_s}"
+                "gap_ms must be >= 0, got {gap_ms}"
             )));
         }
-        let timeout_s = o.timeout_s.or(s.timeout_s).unwrap_or(DEFAULT_TIMEOUT_S);
-        if !(timeout_s.is_finite() && timeout_s > 0.0) {
+        let timeout_s = positive(
+            "timeout_s",
+            o.timeout_s.or(s.timeout_s).unwrap_or(DEFAULT_TIMEOUT_S),
+        )?;
+        let think_card_max_ms = positive(
+            "think_card_max_ms",
+            o.think_card_max_ms
+                .or(s.think_card_max_ms)
+                .unwrap_or(DEFAULT_THINK_CARD_MAX_MS),
+        )?;
+        let sessions = o.sessions.or(s.sessions).unwrap_or(1);
+        if !(1..=MAX_SESSIONS).contains(&sessions) {
             return Err(SmokeError::Config(format!(
-                "timeout_s must be > 0, got {timeout_s}"
+                "sessions must be 1 to {MAX_SESSIONS}, got {sessions}"
+            )));
+        }
+        let cancel_after_ms = o.cancel_after_ms.or(s.cancel_after_ms);
+        if let Some(c) = cancel_after_ms
+            && !(c.is_finite() && c >= 0.0)
+        {
+            return Err(SmokeError::Config(format!(
+                "cancel_after_ms must be >= 0, got {c}"
             )));
         }
         let env_prefix = o
@@ -184,6 +366,13 @@ impl Resolved {
         let mut script = s.script.unwrap_or_default();
         if let Some(d) = o.delay_s {
             script.delay_s = d;
+        }
+        match o.tool_call {
+            Some(true) if script.tool_call.is_none() => {
+                script.tool_call = Some(ScriptToolCall::default());
+            }
+            Some(false) => script.tool_call = None,
+            _ => {}
         }
         let python = o
             .python
@@ -208,8 +397,10 @@ impl Resolved {
             env,
             files: s.files.into_iter().collect(),
             heartbeat_s,
+            gap_ms,
             env_prefix,
             timeout_s,
+            think_card_max_ms,
             prompt: o
                 .prompt
                 .clone()
@@ -217,6 +408,12 @@ impl Resolved {
                 .unwrap_or_else(|| DEFAULT_PROMPT.to_string()),
             python,
             script,
+            sessions,
+            cancel_after_ms,
+            network: o.network.or(s.network).unwrap_or(Network::Loopback),
+            isolate_home: s.isolate_home.unwrap_or(true),
+            keep: o.keep,
+            preset: preset.map(|(_, u)| u),
         })
     }
 
@@ -224,23 +421,36 @@ impl Resolved {
     pub fn heartbeat_var(&self) -> String {
         format!("{}_HEARTBEAT_S", self.env_prefix)
     }
+
+    /// The env var that carries the gap before a new card after a tool call.
+    pub fn gap_var(&self) -> String {
+        format!("{}_THINK_GAP_MS", self.env_prefix)
+    }
 }
 
-/// Fills `{llm_base_url}`, `{llm_port}`, `{agent_dir}` and `{python}`; other braces stay.
-#[derive(Debug, Clone)]
+/// Fills the placeholders; other braces stay.
+#[derive(Debug, Clone, Default)]
 pub struct Placeholders {
     pub llm_base_url: String,
+    pub llm_root_url: String,
     pub llm_port: u16,
     pub agent_dir: String,
     pub python: String,
+    pub smoke_dir: String,
+    pub workspace: String,
+    pub home: String,
 }
 
 impl Placeholders {
     pub fn fill(&self, s: &str) -> String {
         s.replace("{llm_base_url}", &self.llm_base_url)
+            .replace("{llm_root_url}", &self.llm_root_url)
             .replace("{llm_port}", &self.llm_port.to_string())
             .replace("{agent_dir}", &self.agent_dir)
             .replace("{python}", &self.python)
+            .replace("{smoke_dir}", &self.smoke_dir)
+            .replace("{workspace}", &self.workspace)
+            .replace("{home}", &self.home)
     }
 }
 
@@ -262,16 +472,50 @@ pub fn agent_argv(cmd: &str, ph: &Placeholders) -> Result<Vec<String>, SmokeErro
     Ok(argv)
 }
 
-/// Writes `[smoke.files]` (paths relative to the agent folder, or absolute).
-pub fn write_files(r: &Resolved, ph: &Placeholders) -> Result<Vec<PathBuf>, SmokeError> {
+/// Where a `[smoke.files]` entry goes: below `smoke_dir` (relative paths are relative to it),
+/// never outside it (the agent's folder stays as it is).
+pub fn file_target(path: &str, smoke_dir: &Path, agent_dir: &Path) -> Result<PathBuf, SmokeError> {
+    let p = PathBuf::from(path);
+    let p = if p.is_absolute() {
+        p
+    } else {
+        smoke_dir.join(p)
+    };
+    // lexical: no `..` may climb out
+    let mut clean = PathBuf::new();
+    for c in p.components() {
+        match c {
+            Component::ParentDir => {
+                if !clean.pop() {
+                    break;
+                }
+            }
+            Component::CurDir => {}
+            other => clean.push(other),
+        }
+    }
+    if !clean.starts_with(smoke_dir) || clean == smoke_dir {
+        let hint = if clean.starts_with(agent_dir) {
+            "the agent's folder is read-only during a smoke run"
+        } else {
+            "files go into the run's temporary folder"
+        };
+        return Err(SmokeError::Config(format!(
+            "[smoke.files] {path:?} is outside {{smoke_dir}}: {hint}; use a path relative to {{smoke_dir}} (e.g. \"home/.config/x\") and point the agent there with [smoke.env]"
+        )));
+    }
+    Ok(clean)
+}
+
+/// Writes `[smoke.files]` below `smoke_dir`.
+pub fn write_files(
+    r: &Resolved,
+    ph: &Placeholders,
+    smoke_dir: &Path,
+) -> Result<Vec<PathBuf>, SmokeError> {
     let mut written = Vec::new();
     for (path, contents) in &r.files {
-        let p = PathBuf::from(ph.fill(path));
-        let p = if p.is_absolute() {
-            p
-        } else {
-            r.agent_dir.join(p)
-        };
+        let p = file_target(&ph.fill(path), smoke_dir, &r.agent_dir)?;
         if let Some(parent) = p.parent() {
             std::fs::create_dir_all(parent)
                 .map_err(|e| SmokeError::Config(format!("{}: {e}", parent.display())))?;
@@ -295,9 +539,13 @@ mod tests {
     fn ph() -> Placeholders {
         Placeholders {
             llm_base_url: "http://127.0.0.1:9/v1".into(),
+            llm_root_url: "http://127.0.0.1:9".into(),
             llm_port: 9,
             agent_dir: "/a b".into(),
             python: "/venv/bin/python".into(),
+            smoke_dir: "/tmp/s".into(),
+            workspace: "/tmp/s/workspace".into(),
+            home: "/tmp/s/home".into(),
         }
     }
 
@@ -311,6 +559,7 @@ x = 1
 [smoke]
 agent_cmd = "{python} agent.py --dir {agent_dir}"
 heartbeat_s = 0.5
+sessions = 2
 [smoke.env]
 A = "1"
 B = "{llm_base_url}"
@@ -325,12 +574,19 @@ reasoning = ["r"]
         let o = Overrides {
             env: vec![("A".into(), "2".into())],
             delay_s: Some(0.1),
+            cancel_after_ms: Some(300.0),
             ..Overrides::default()
         };
         let r = Resolved::merge(PathBuf::from("/x"), file, &o).unwrap();
         assert_eq!(r.env_prefix, "TOP");
         assert_eq!(r.heartbeat_var(), "TOP_HEARTBEAT_S");
+        assert_eq!(r.gap_var(), "TOP_THINK_GAP_MS");
         assert_eq!(r.heartbeat_s, 0.5);
+        assert_eq!(r.gap_ms, 500.0);
+        assert_eq!(r.sessions, 2);
+        assert_eq!(r.cancel_after_ms, Some(300.0));
+        assert_eq!(r.network, Network::Loopback);
+        assert!(r.isolate_home);
         assert_eq!(
             r.env,
             vec![
@@ -341,11 +597,16 @@ reasoning = ["r"]
         assert_eq!(r.script.delay_s, 0.1);
         assert_eq!(r.script.reasoning, vec!["r"]);
         assert_eq!(r.script.answer, Script::default().answer);
+        assert!(r.preset.is_none());
         let argv = agent_argv(&r.agent_cmd, &ph()).unwrap();
         assert_eq!(argv, vec!["/venv/bin/python", "agent.py", "--dir", "/a b"]);
         assert_eq!(
             ph().fill(&r.files[0].1),
             "URL=http://127.0.0.1:9/v1\n{not_a_placeholder}"
+        );
+        assert_eq!(
+            ph().fill("{smoke_dir}|{workspace}|{home}|{llm_root_url}"),
+            "/tmp/s|/tmp/s/workspace|/tmp/s/home|http://127.0.0.1:9"
         );
     }
 
@@ -368,15 +629,16 @@ reasoning = ["r"]
         )
         .unwrap();
         assert_eq!(r.env_prefix, "CLI");
-        assert!(
-            Resolved::merge(
-                PathBuf::from("/x"),
-                FileConfig::default(),
-                &Overrides::default()
-            )
-            .is_err()
-        );
-        assert!(FileConfig::parse("[smoke]\nagnet_cmd = \"typo\"").is_err());
+        let err = Resolved::merge(
+            PathBuf::from("/x"),
+            FileConfig::default(),
+            &Overrides::default(),
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(err.contains("--preset (hermes"), "{err}");
+        let err = FileConfig::parse("[smoke]\nagnet_cmd = \"typo\"").unwrap_err();
+        assert!(err.contains("agnet_cmd"), "{err}");
         assert!(parse_env_pair("NOPE").is_err());
         assert_eq!(parse_env_pair("K=a=b").unwrap(), ("K".into(), "a=b".into()));
         assert!(agent_argv("python 'unclosed", &ph()).is_err());
@@ -386,5 +648,83 @@ reasoning = ["r"]
         );
         assert_eq!(seconds_str(1.0), "1");
         assert_eq!(seconds_str(0.5), "0.5");
+        for bad in [
+            "[smoke]\nagent_cmd = \"x\"\nsessions = 0",
+            "[smoke]\nagent_cmd = \"x\"\nsessions = 99",
+            "[smoke]\nagent_cmd = \"x\"\nheartbeat_s = 0",
+            "[smoke]\nagent_cmd = \"x\"\ngap_ms = -1",
+            "[smoke]\nagent_cmd = \"x\"\nnetwork = \"wifi\"",
+        ] {
+            let r = FileConfig::parse(bad)
+                .map_err(SmokeError::Config)
+                .and_then(|f| Resolved::merge(PathBuf::from("/x"), f, &Overrides::default()));
+            assert!(r.is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn files_stay_inside_the_smoke_dir() {
+        let (s, a) = (Path::new("/tmp/s"), Path::new("/agent"));
+        assert_eq!(
+            file_target("home/x.yaml", s, a).unwrap(),
+            Path::new("/tmp/s/home/x.yaml")
+        );
+        assert_eq!(
+            file_target("/tmp/s/workspace/./a", s, a).unwrap(),
+            Path::new("/tmp/s/workspace/a")
+        );
+        let e = file_target("/agent/.env", s, a).unwrap_err().to_string();
+        assert!(e.contains("read-only"), "{e}");
+        assert!(file_target("../escape", s, a).is_err());
+        assert!(file_target("home/../../etc/x", s, a).is_err());
+        assert!(file_target("/etc/passwd", s, a).is_err());
+        assert!(file_target(".", s, a).is_err());
+    }
+
+    #[test]
+    fn presets_layer_under_the_file_and_the_cli() {
+        let file = FileConfig::parse(
+            "[smoke]\npreset = \"hermes\"\ntimeout_s = 7\n[smoke.env]\nEXTRA = \"1\"\n",
+        )
+        .unwrap();
+        let r = Resolved::merge(PathBuf::from("/x"), file, &Overrides::default()).unwrap();
+        assert_eq!(r.preset.as_ref().unwrap().name, "hermes");
+        assert_eq!(r.timeout_s, 7.0);
+        assert!(r.env.iter().any(|(k, _)| k == "EXTRA"));
+        assert!(r.env.iter().any(|(k, _)| k == "HERMES_HOME"));
+        assert!(r.agent_cmd.contains("acp_adapter"));
+        let err = Resolved::merge(
+            PathBuf::from("/x"),
+            FileConfig::default(),
+            &Overrides {
+                preset: Some("nope".into()),
+                ..Overrides::default()
+            },
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(err.contains("no preset \"nope\""), "{err}");
+        // presets read a workspace file; --no-tool-call drops that, --tool-call adds the default
+        let r = Resolved::merge(
+            PathBuf::from("/x"),
+            FileConfig::default(),
+            &Overrides {
+                preset: Some("claude-agent-acp".into()),
+                tool_call: Some(false),
+                ..Overrides::default()
+            },
+        )
+        .unwrap();
+        assert!(r.script.tool_call.is_none());
+        let r = Resolved::merge(
+            PathBuf::from("/x"),
+            FileConfig::parse("[smoke]\nagent_cmd = \"x\"\n").unwrap(),
+            &Overrides {
+                tool_call: Some(true),
+                ..Overrides::default()
+            },
+        )
+        .unwrap();
+        assert_eq!(r.script.tool_call, Some(ScriptToolCall::default()));
     }
 }

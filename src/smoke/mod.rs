@@ -1,49 +1,77 @@
 //! The embedded ACP smoke run: `acp-patch smoke [PATH]`.
 //!
-//! Starts a scripted OpenAI-compatible LLM on 127.0.0.1 ([`llm`]), spawns the agent in its
-//! folder and process group and drives one ACP turn as a client ([`client`]), merges what a
-//! client would show ([`transcript`]), judges the raw lines ([`checks`]) and reports
-//! ([`report`]). Exit codes: 0 all checks pass, 1 a check failed, 2 could not run.
+//! Starts a scripted LLM on 127.0.0.1 that speaks OpenAI chat, OpenAI Responses and Anthropic
+//! Messages ([`llm`]), spawns the agent in its folder and process group — its home, config and
+//! workspace in a temporary folder ([`sandbox`]), in a loopback-only network namespace when
+//! possible — and drives its sessions as an ACP client ([`client`]); merges what a client would
+//! show ([`transcript`], [`timeline`]), judges the raw lines ([`checks`]), checks the agent's
+//! folder is untouched ([`trace`]) and reports ([`report`]). Presets ([`presets`]) know how to
+//! start the agents we know. Exit codes: 0 all checks pass, 1 a check failed, 2 could not run.
 
 pub mod checks;
 pub mod client;
 pub mod config;
 pub mod llm;
+pub mod presets;
 pub mod report;
+pub mod run;
+pub mod sandbox;
+pub mod timeline;
+pub mod trace;
 pub mod transcript;
 pub mod wire;
 
 use std::path::PathBuf;
-use std::time::{Duration, Instant};
 
 pub use report::SmokeReport;
+pub use run::{run, run_async};
 
-use checks::CheckContext;
-use client::{Limits, SpawnSpec, TurnOutcome};
-use config::{Overrides, Placeholders, Resolved};
-use transcript::Transcript;
+use config::{Network, Overrides};
 
 /// Arguments of `acp-patch smoke` (and `verify --smoke`).
 #[derive(Debug, Clone, Default, clap::Args)]
 pub struct SmokeArgs {
-    /// The agent's folder (holds acp-patch.toml; the agent runs there).
+    /// The agent's folder (holds acp-patch.toml; the agent runs there, and it is left as it is).
     #[arg(default_value = ".")]
     pub path: PathBuf,
-    /// Command that starts the agent (shell words; placeholders {python}, {agent_dir}, {llm_base_url}, {llm_port}). Overrides [smoke] agent_cmd.
+    /// Start from a preset for a known agent: hermes, mistral-vibe, claude-agent-acp, pi-acp
+    /// [default: detected from the folder when nothing else says how to start the agent].
+    #[arg(long, value_name = "NAME")]
+    pub preset: Option<String>,
+    /// Command that starts the agent (shell words; placeholders {python}, {agent_dir}, {smoke_dir}, {workspace}, {home}, {llm_base_url}, {llm_root_url}, {llm_port}). Overrides [smoke] agent_cmd.
     #[arg(long, value_name = "CMD")]
     pub agent_cmd: Option<String>,
     /// Extra environment for the agent, repeatable; overrides [smoke.env]. Placeholders allowed.
     #[arg(long = "env", value_name = "KEY=VALUE")]
     pub env: Vec<String>,
+    /// Open N sessions and prompt them all at once [default: 1].
+    #[arg(long, value_name = "N")]
+    pub sessions: Option<u32>,
+    /// Send session/cancel this long after the prompt; the turn must end `cancelled`.
+    #[arg(long, value_name = "MS")]
+    pub cancel_after: Option<f64>,
+    /// Make the model's first answer a tool call that reads a file in the workspace.
+    #[arg(long, conflicts_with = "no_tool_call")]
+    pub tool_call: bool,
+    /// No tool call, even where the preset or [smoke.script] has one.
+    #[arg(long)]
+    pub no_tool_call: bool,
     /// Heartbeat interval given to the agent as <PREFIX>_HEARTBEAT_S [default: 1].
     #[arg(long, value_name = "SECONDS")]
     pub heartbeat_s: Option<f64>,
+    /// Silence after a tool call before a new card, given as <PREFIX>_THINK_GAP_MS [default: 500;
+    /// 0 turns gap cards off, and the gap_card check with them].
+    #[arg(long, value_name = "MS")]
+    pub gap_ms: Option<f64>,
     /// Prefix of the agent's env vars [default: ACP, or env_prefix in acp-patch.toml].
     #[arg(long, value_name = "PREFIX")]
     pub env_prefix: Option<String>,
     /// Limit for the prompt turn [default: 60].
     #[arg(long, value_name = "SECONDS")]
     pub timeout_s: Option<f64>,
+    /// The think card must arrive this soon after the prompt [default: 250].
+    #[arg(long, value_name = "MS")]
+    pub think_card_max_ms: Option<f64>,
     /// Scripted LLM wait before its first delta [default: 2.5, or [smoke.script] delay_s].
     #[arg(long, value_name = "SECONDS")]
     pub delay_s: Option<f64>,
@@ -53,13 +81,20 @@ pub struct SmokeArgs {
     /// The interpreter for {python} [default: $ACP_PATCH_PYTHON, else python3].
     #[arg(long, value_name = "PATH")]
     pub python: Option<String>,
+    /// Where the agent's network goes: a namespace with only loopback (when the system
+    /// allows one) or the host's [default: loopback].
+    #[arg(long, value_enum)]
+    pub network: Option<Network>,
+    /// Keep the temporary folder (the agent's home, config, workspace) and print where it is.
+    #[arg(long)]
+    pub keep: bool,
     /// Read this file instead of PATH/acp-patch.toml.
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
     /// Write the transcript (raw lines with times) and checks as JSON.
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
-    /// Write one self-contained HTML page of the turn and checks.
+    /// Write one self-contained HTML page of the turn (with a timeline) and checks.
     #[arg(long, value_name = "FILE")]
     pub html: Option<PathBuf>,
 }
@@ -129,134 +164,27 @@ impl SmokeOptions {
                 agent_cmd: a.agent_cmd.clone(),
                 env,
                 heartbeat_s: a.heartbeat_s,
+                gap_ms: a.gap_ms,
                 env_prefix: a.env_prefix.clone(),
                 timeout_s: a.timeout_s,
+                think_card_max_ms: a.think_card_max_ms,
                 delay_s: a.delay_s,
                 prompt: a.prompt.clone(),
                 python: a.python.clone(),
                 config_file: a.config.clone(),
+                preset: a.preset.clone(),
+                sessions: a.sessions,
+                cancel_after_ms: a.cancel_after,
+                network: a.network,
+                tool_call: match (a.tool_call, a.no_tool_call) {
+                    (true, _) => Some(true),
+                    (_, true) => Some(false),
+                    _ => None,
+                },
+                keep: a.keep,
             },
         })
     }
-}
-
-/// Runs the smoke test (builds its own tokio runtime; use [`run_async`] inside one).
-pub fn run(opts: &SmokeOptions) -> Result<SmokeReport, SmokeError> {
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .map_err(SmokeError::Runtime)?;
-    rt.block_on(async {
-        let sigterm = async {
-            match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-                Ok(mut s) => {
-                    s.recv().await;
-                }
-                Err(_) => std::future::pending::<()>().await,
-            }
-        };
-        // On Ctrl-C / SIGTERM the run future is dropped, which kills the agent's group.
-        tokio::select! {
-            r = run_async(opts) => r,
-            _ = tokio::signal::ctrl_c() => Err(SmokeError::Interrupted),
-            _ = sigterm => Err(SmokeError::Interrupted),
-        }
-    })
-}
-
-/// Runs the smoke test on the current tokio runtime.
-pub async fn run_async(opts: &SmokeOptions) -> Result<SmokeReport, SmokeError> {
-    let cfg = Resolved::new(&opts.path, &opts.overrides)?;
-    let epoch = Instant::now();
-    let server = llm::LlmServer::start(cfg.script.clone(), epoch)
-        .await
-        .map_err(SmokeError::Llm)?;
-    let ph = Placeholders {
-        llm_base_url: server.base_url(),
-        llm_port: server.port(),
-        agent_dir: cfg.agent_dir.display().to_string(),
-        python: cfg.python.clone(),
-    };
-    config::write_files(&cfg, &ph)?;
-    let argv = config::agent_argv(&cfg.agent_cmd, &ph)?;
-    let mut env: Vec<(String, String)> = cfg
-        .env
-        .iter()
-        .map(|(k, v)| (k.clone(), ph.fill(v)))
-        .collect();
-    let hb_var = cfg.heartbeat_var();
-    env.retain(|(k, _)| *k != hb_var);
-    env.push((hb_var.clone(), config::seconds_str(cfg.heartbeat_s)));
-    let spec = SpawnSpec {
-        argv: argv.clone(),
-        cwd: cfg.agent_dir.clone(),
-        env: env.clone(),
-    };
-    let turn = Duration::from_secs_f64(cfg.timeout_s);
-    let limits = Limits {
-        setup: turn.min(Duration::from_secs(30)),
-        turn,
-    };
-    let run = client::run_turn(&spec, &cfg.prompt, &limits, epoch).await?;
-
-    let no_response_note = match &run.outcome {
-        TurnOutcome::Answered => None,
-        TurnOutcome::Failed(e) => Some(format!("the prompt request failed: {e} ({})", run.exit)),
-        TurnOutcome::AgentGone => {
-            Some(format!("the agent stopped before answering ({})", run.exit))
-        }
-        TurnOutcome::TimedOut(d) => Some(format!(
-            "no answer within the {} s timeout",
-            d.as_secs_f64()
-        )),
-    };
-    let ctx = CheckContext {
-        heartbeat_s: cfg.heartbeat_s,
-        no_response_note: no_response_note.clone(),
-        ..CheckContext::default()
-    };
-    let checks = checks::run_all(&run.lines, &ctx);
-    let transcript = Transcript::from_lines(&run.lines);
-    let frame = wire::TurnFrame::find(&run.lines);
-    let prompt_offset_ms = run.prompt_at.saturating_duration_since(epoch).as_secs_f64() * 1000.0;
-    let llm_requests = server
-        .requests()
-        .into_iter()
-        .map(|mut q| {
-            q.t_ms = ((q.t_ms - prompt_offset_ms) * 10.0).round() / 10.0;
-            q
-        })
-        .collect();
-    let outcome = match &run.outcome {
-        TurnOutcome::Answered => match frame.stop_reason() {
-            Some(s) => format!("answered, stopReason {s}"),
-            None => "answered with an error".to_string(),
-        },
-        _ => no_response_note.unwrap_or_default(),
-    };
-    Ok(SmokeReport {
-        passed: checks.iter().all(|c| c.passed),
-        agent_dir: cfg.agent_dir.display().to_string(),
-        agent_cmd: argv,
-        env: report::mask_env(&env),
-        heartbeat_var: hb_var,
-        heartbeat_s: cfg.heartbeat_s,
-        timeout_s: cfg.timeout_s,
-        prompt: cfg.prompt.clone(),
-        llm_base_url: server.base_url(),
-        script: cfg.script.clone(),
-        llm_requests,
-        outcome,
-        stop_reason: frame.stop_reason().map(str::to_string),
-        agent_pid: run.pid,
-        agent_exit: run.exit,
-        permission_requests: run.permission_requests,
-        stderr_tail: run.stderr,
-        transcript,
-        checks,
-        lines: run.lines,
-    })
 }
 
 fn write_out(path: &std::path::Path, contents: &str) -> bool {
@@ -275,6 +203,9 @@ pub fn run_cli(args: &SmokeArgs) -> i32 {
     match result {
         Ok(r) => {
             print!("{}", report::text(&r));
+            if r.smoke_dir_kept {
+                eprintln!("acp-patch smoke: kept {}", r.smoke_dir);
+            }
             let mut ok = true;
             if let Some(p) = &args.json {
                 ok &= write_out(p, &report::json(&r));

@@ -161,6 +161,105 @@ pub fn turn_updates(lines: &[RawLine], frame: &TurnFrame) -> Vec<Update> {
         .collect()
 }
 
+/// The `params.sessionId` of a request or notification line.
+pub fn line_session(v: &Value) -> Option<&str> {
+    v.get("params")?.get("sessionId")?.as_str()
+}
+
+/// The session ids of the run, in the order their `session/new` was answered.
+pub fn session_ids(lines: &[RawLine]) -> Vec<String> {
+    let mut new_ids: Vec<Value> = Vec::new();
+    let mut out = Vec::new();
+    for l in lines {
+        let Some(v) = l.json() else { continue };
+        match l.dir {
+            Direction::Out if v.get("method").and_then(Value::as_str) == Some("session/new") => {
+                if let Some(id) = v.get("id") {
+                    new_ids.push(id.clone());
+                }
+            }
+            Direction::In if v.get("method").is_none() => {
+                if let Some(id) = v.get("id")
+                    && new_ids.contains(id)
+                    && let Some(sid) = v
+                        .get("result")
+                        .and_then(|r| r.get("sessionId"))
+                        .and_then(Value::as_str)
+                {
+                    out.push(sid.to_string());
+                }
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
+/// The lines of one session, re-timed so that its `session/prompt` is at 0: its requests
+/// and notifications both ways, and the responses to them.
+pub fn session_view(lines: &[RawLine], session_id: &str) -> Vec<RawLine> {
+    // ids of requests of this session, per direction of the request
+    let mut out_ids: Vec<Value> = Vec::new();
+    let mut in_ids: Vec<Value> = Vec::new();
+    let mut keep: Vec<&RawLine> = Vec::new();
+    for l in lines {
+        let Some(v) = l.json() else { continue };
+        if v.get("method").is_some() {
+            if line_session(&v) == Some(session_id) {
+                if let Some(id) = v.get("id") {
+                    match l.dir {
+                        Direction::Out => out_ids.push(id.clone()),
+                        Direction::In => in_ids.push(id.clone()),
+                    }
+                }
+                keep.push(l);
+            }
+        } else if let Some(id) = v.get("id") {
+            let asked = match l.dir {
+                Direction::In => &out_ids,
+                Direction::Out => &in_ids,
+            };
+            if asked.contains(id) {
+                keep.push(l);
+            }
+        }
+    }
+    let t0 = keep
+        .iter()
+        .find(|l| {
+            l.dir == Direction::Out
+                && l.json().is_some_and(|v| {
+                    v.get("method").and_then(Value::as_str) == Some("session/prompt")
+                })
+        })
+        .map(|l| l.t_ms)
+        .unwrap_or(0.0);
+    keep.into_iter()
+        .map(|l| RawLine::new(l.dir, ((l.t_ms - t0) * 10.0).round() / 10.0, l.text.clone()))
+        .collect()
+}
+
+/// Every `session/update` of the recording with the session it names.
+pub fn updates_with_session(lines: &[RawLine]) -> Vec<(Option<String>, Update)> {
+    let mut out = Vec::new();
+    for u in session_updates(lines) {
+        let sid = lines[u.index]
+            .json()
+            .and_then(|v| line_session(&v).map(str::to_string));
+        out.push((sid, u));
+    }
+    out
+}
+
+/// Real turn output: what completes a think card (not bookkeeping, not the card itself).
+pub fn is_real_output(u: &Update, is_card: impl Fn(&str) -> bool) -> bool {
+    match u.tag.as_str() {
+        "agent_message_chunk" | "agent_thought_chunk" | "plan" => true,
+        "tool_call" | "tool_call_update" => !u.tool_call_id().is_some_and(is_card),
+        _ => false,
+    }
+}
+
 /// The text of a content block (`{"type":"text","text":..}`), or a short tag for other kinds.
 pub fn content_block_text(block: &Value) -> String {
     match block.get("type").and_then(Value::as_str) {
@@ -243,6 +342,12 @@ pub(crate) mod test_lines {
             self.lines
                 .push(RawLine::new(Direction::In, t, text.to_string()));
             self
+        }
+        pub fn tool(&mut self, t: f64, id: &str, kind: &str, status: &str) -> &mut Self {
+            self.update(
+                t,
+                json!({"sessionUpdate":"tool_call","toolCallId":id,"title":"Read notes.txt","kind":kind,"status":status}),
+            )
         }
         pub fn end(&mut self, t: f64, stop: &str) -> &mut Self {
             self.lines.push(RawLine::new(

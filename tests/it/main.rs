@@ -1,11 +1,16 @@
 //! The one integration-test binary: one module per area.
 
+mod cli;
 mod fixtures;
+mod hostile;
 mod python;
 mod python_real;
 mod python_templates;
 mod rust_agents;
 mod smoke;
+mod smoke_browser;
+mod smoke_modes;
+mod smoke_presets;
 mod smoke_python;
 mod smoke_typescript;
 mod support;

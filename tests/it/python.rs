@@ -383,15 +383,15 @@ fn a_pin_that_matches_nothing_names_what_it_looked_for_and_what_it_saw() {
     let cases = [
         (
             "prompt = \"streamy/agent.py:StreamyAgent.promt\"",
-            "it looks for `StreamyAgent.promt` in streamy/agent.py; the candidates are streamy/agent.py:StreamyAgent.prompt",
+            "it looks for `StreamyAgent.promt` in streamy/agent.py; the candidates are: streamy/agent.py:StreamyAgent.prompt",
         ),
         (
             "connection = \"streamy/agent.py:StreamyAgent._connection\"",
-            "it looks for `StreamyAgent._connection` in streamy/agent.py; the candidates are streamy/agent.py:StreamyAgent._conn",
+            "it looks for `StreamyAgent._connection` in streamy/agent.py; the candidates are: streamy/agent.py:StreamyAgent._conn",
         ),
         (
             "emitter = \"streamy/agent.py:StreamyAgent.emit\"",
-            "it looks for `StreamyAgent.emit` in streamy/agent.py; the candidates are streamy/agent.py:StreamyAgent._emit",
+            "it looks for `StreamyAgent.emit` in streamy/agent.py; the candidates are: streamy/agent.py:StreamyAgent._emit",
         ),
     ];
     for (pin, says) in cases {
@@ -580,7 +580,7 @@ fn every_listed_hand_off_is_accepted_as_a_pin() {
     assert_eq!(run.code, 1);
     assert!(
         run.stderr.contains(&format!(
-            "matches nothing: it looks for `BridgeAgent.prompt.to_thread#1` in bridge/server.py; the candidates are {}",
+            "matches nothing: it looks for `BridgeAgent.prompt.to_thread#1` in bridge/server.py; the candidates are: {}",
             listed.join(", ")
         )),
         "{}",
@@ -593,11 +593,11 @@ fn engine_pins_that_match_nothing_say_what_there_is() {
     for (pin, says) in [
         (
             "llm_call = \"engine/loop.py:run_turn._nope\"",
-            "it looks for `run_turn._nope` in engine/loop.py; the candidates are engine/loop.py:run_turn",
+            "it looks for `run_turn._nope` in engine/loop.py; the candidates are: engine/loop.py:run_turn",
         ),
         (
             "helpers = \"bridge/server.py\"",
-            "it looks for bridge/server.py; the modules that define the adapter's tool-call builders are bridge/cards.py",
+            "looks in bridge/server.py, which defines none of the adapter's tool-call builders; the candidates are: bridge/cards.py",
         ),
     ] {
         let dir = copy_tree(&fixture(CALLBACK_FIXTURE).join("before"));
@@ -939,8 +939,9 @@ fn machine_output_apply_json_and_github_annotations() {
         None,
     );
     assert_eq!(run.code, 0);
-    let json_start = run.stdout.find("\n{").unwrap() + 1;
-    let v: serde_json::Value = serde_json::from_str(&run.stdout[json_start..]).unwrap();
+    // stdout holds only the JSON outcome; the dry run's diff is its `diff` field
+    let v: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
+    assert_eq!(v["ok"], true);
     assert_eq!(v["language"], "python");
     assert_eq!(v["written"], false);
     assert_eq!(
@@ -948,6 +949,8 @@ fn machine_output_apply_json_and_github_annotations() {
         serde_json::json!(["streamy/acp_progress.py", "streamy/agent.py"])
     );
     assert_eq!(v["placed"].as_array().unwrap().len(), 5);
+    let text = acp_patch(&["apply", "--dry-run", path_str(dir.path())], None);
+    assert_eq!(v["diff"].as_str().unwrap(), text.stdout);
 
     let gh = acp_patch(
         &["verify", "--format", "github", path_str(dir.path())],
@@ -960,9 +963,14 @@ fn machine_output_apply_json_and_github_annotations() {
         .filter(|l| l.starts_with("::error "))
         .collect();
     assert_eq!(annotations.len(), 7, "{}", gh.stdout);
+    assert_eq!(
+        annotations.len(),
+        gh.stdout.lines().count(),
+        "only annotations on stdout"
+    );
     assert!(
         annotations[0].starts_with(
-            "::error file=streamy/acp_progress.py,line=1::runtime missing: apply inserts"
+            "::error file=streamy/acp_progress.py,line=1,title=acp-patch verify%3A runtime::runtime missing: apply inserts"
         ),
         "{}",
         annotations[0]

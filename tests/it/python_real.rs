@@ -29,10 +29,26 @@ struct Patched {
     placed: String,
 }
 
+/// acp-patch with the agent's own interpreter for its compile checks (these agents need
+/// Python >= 3.12; a user points ACP_PATCH_PYTHON at it, or keeps a `.venv` beside the tree).
+fn acp_patch(args: &[&str], python: &Path) -> Run {
+    let out = Command::new(env!("CARGO_BIN_EXE_acp-patch"))
+        .args(args)
+        .env("ACP_PATCH_PYTHON", python)
+        .output()
+        .expect("run acp-patch");
+    Run {
+        code: out.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
+
 /// apply (after a dry run), then everything the issue asks of a real agent.
 fn patch_real_agent(root: &Path, modules: &[&str]) -> Patched {
     let src = root.join("src");
     let python = root.join("venv/bin/python");
+    let acp_patch = |args: &[&str], _: Option<&Path>| acp_patch(args, &python);
     let dir = copy_tree(&src);
     let before = acp_patch(&["verify", path_str(dir.path())], None);
     assert_eq!(before.code, 1, "{}{}", before.stdout, before.stderr);

@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-fn fixtures() -> PathBuf {
+pub(crate) fn fixtures() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/smoke")
 }
 
@@ -14,45 +14,68 @@ pub(crate) struct Run {
     pub(crate) code: i32,
     pub(crate) stdout: String,
     pub(crate) stderr: String,
-    report: Value,
-    elapsed: Duration,
-    html: Option<String>,
+    pub(crate) report: Value,
+    pub(crate) elapsed: Duration,
+    pub(crate) html: Option<String>,
 }
 
 impl Run {
-    fn check(&self, name: &str) -> &Value {
+    pub(crate) fn check(&self, name: &str) -> &Value {
         self.report["checks"]
             .as_array()
             .and_then(|cs| cs.iter().find(|c| c["name"] == name))
             .unwrap_or_else(|| panic!("no check {name} in {}\n{}", self.report, self.stdout))
     }
-    fn passed(&self, name: &str) -> bool {
+    pub(crate) fn passed(&self, name: &str) -> bool {
         self.check(name)["passed"].as_bool().unwrap()
     }
-    fn fig(&self, name: &str, fig: &str) -> f64 {
-        self.check(name)["figures"][fig].as_f64().unwrap()
+    pub(crate) fn fig(&self, name: &str, fig: &str) -> f64 {
+        self.check(name)["figures"][fig]
+            .as_f64()
+            .unwrap_or_else(|| panic!("no figure {fig} in {}", self.check(name)))
     }
-    /// Asserts exactly these checks fail.
+    /// The names of the checks the run reported, in order.
+    pub(crate) fn check_names(&self) -> Vec<String> {
+        self.report["checks"]
+            .as_array()
+            .map(|cs| {
+                cs.iter()
+                    .map(|c| c["name"].as_str().unwrap().to_string())
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+    /// Asserts exactly these checks fail (each must be among the checks the run reported).
     pub(crate) fn assert_failing(&self, failing: &[&str]) {
-        let all = [
-            "think_card",
-            "heartbeat",
-            "complete",
-            "one_thought_block",
-            "clean_stdout",
-            "well_formed_tool_calls",
-            "turn_ends",
-        ];
-        for name in all {
+        let names = self.check_names();
+        assert!(
+            !names.is_empty(),
+            "no checks: exit {}\n--- stdout\n{}\n--- stderr\n{}",
+            self.code,
+            self.stdout,
+            self.stderr
+        );
+        for f in failing {
+            assert!(
+                names.iter().any(|n| n == f),
+                "check {f} was not run (ran {names:?})\n{}",
+                self.stdout
+            );
+        }
+        for name in &names {
             assert_eq!(
                 !self.passed(name),
-                failing.contains(&name),
+                failing.contains(&name.as_str()),
                 "check {name}: {}\n--- stdout\n{}\n--- stderr\n{}",
                 self.check(name),
                 self.stdout,
                 self.stderr
             );
         }
+    }
+    /// Asserts the run reported exactly these checks, in this order.
+    pub(crate) fn assert_checks(&self, names: &[&str]) {
+        assert_eq!(self.check_names(), names, "{}", self.stdout);
     }
     /// The names of the checks that failed.
     pub(crate) fn failing(&self) -> Vec<String> {
@@ -71,11 +94,103 @@ impl Run {
     }
 }
 
+/// Every entry below `root` (hidden ones too, `.git` aside; links not followed) with its bytes
+/// or link target: the agent's tree must be byte-identical after a smoke run.
+pub(crate) fn tree_bytes(root: &Path) -> Vec<(String, Vec<u8>)> {
+    let mut out = Vec::new();
+    let mut stack = vec![root.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        let Ok(rd) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        for e in rd.flatten() {
+            let p = e.path();
+            if p.file_name().is_some_and(|n| n == ".git") {
+                continue;
+            }
+            let rel = p.strip_prefix(root).unwrap().to_string_lossy().into_owned();
+            let meta = std::fs::symlink_metadata(&p).unwrap();
+            if meta.file_type().is_symlink() {
+                let target = std::fs::read_link(&p).unwrap();
+                out.push((
+                    format!("{rel} -> link"),
+                    target.as_os_str().as_encoded_bytes().to_vec(),
+                ));
+            } else if meta.is_dir() {
+                out.push((format!("{rel}/"), Vec::new()));
+                stack.push(p);
+            } else {
+                out.push((rel, std::fs::read(&p).unwrap_or_default()));
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+/// `git status --porcelain` of a folder inside a git work tree (None outside one).
+pub(crate) fn git_status(dir: &Path) -> Option<String> {
+    let out = Command::new("git")
+        .args([
+            "status",
+            "--porcelain=v1",
+            "--untracked-files=all",
+            "--ignored",
+            "--",
+            ".",
+        ])
+        .current_dir(dir)
+        .env("GIT_OPTIONAL_LOCKS", "0")
+        .output()
+        .ok()?;
+    out.status
+        .success()
+        .then(|| String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+/// Asserts the tree is as it was: same entries, same bytes, same git status.
+pub(crate) fn assert_tree_unchanged(
+    dir: &Path,
+    before: &[(String, Vec<u8>)],
+    git_before: &Option<String>,
+) {
+    let after = tree_bytes(dir);
+    if before != after.as_slice() {
+        let names = |t: &[(String, Vec<u8>)]| t.iter().map(|(n, _)| n.clone()).collect::<Vec<_>>();
+        let (b, a) = (names(before), names(&after));
+        let added: Vec<_> = a.iter().filter(|n| !b.contains(n)).collect();
+        let removed: Vec<_> = b.iter().filter(|n| !a.contains(n)).collect();
+        let changed: Vec<_> = before
+            .iter()
+            .filter(|(n, x)| after.iter().any(|(m, y)| m == n && y != x))
+            .map(|(n, _)| n)
+            .collect();
+        panic!(
+            "the smoke run changed the agent's tree {}: added {added:?}, removed {removed:?}, changed {changed:?}",
+            dir.display()
+        );
+    }
+    assert_eq!(
+        git_status(dir),
+        *git_before,
+        "git status of {} changed",
+        dir.display()
+    );
+}
+
 pub(crate) fn smoke(dir: &Path, extra: &[&str]) -> Run {
+    smoke_env(dir, extra, &[])
+}
+
+/// `acp-patch smoke DIR EXTRA...` with extra environment for acp-patch itself; asserts the
+/// agent's tree is byte-identical afterwards.
+pub(crate) fn smoke_env(dir: &Path, extra: &[&str], env: &[(&str, &str)]) -> Run {
     let _turn = crate::support::cpu_lock();
     let out_dir = tempfile::tempdir().unwrap();
     let json = out_dir.path().join("report.json");
     let html = out_dir.path().join("report.html");
+    let before = tree_bytes(dir);
+    let git_before = git_status(dir);
     let t0 = Instant::now();
     let out = Command::new(env!("CARGO_BIN_EXE_acp-patch"))
         .arg("smoke")
@@ -85,9 +200,11 @@ pub(crate) fn smoke(dir: &Path, extra: &[&str]) -> Run {
         .arg("--html")
         .arg(&html)
         .args(extra)
+        .envs(env.iter().copied())
         .output()
         .unwrap();
     let elapsed = t0.elapsed();
+    assert_tree_unchanged(dir, &before, &git_before);
     let report = std::fs::read_to_string(&json)
         .ok()
         .and_then(|s| serde_json::from_str(&s).ok())
@@ -100,6 +217,24 @@ pub(crate) fn smoke(dir: &Path, extra: &[&str]) -> Run {
         elapsed,
         html: std::fs::read_to_string(&html).ok(),
     }
+}
+
+/// One `[[smoke]]` run of a fixture case (`case.toml`: `args`, `unpatched_fails` /
+/// `patched_fails`): `acp-patch smoke DIR ARGS...`, then the exit code (0 or 1), the exact set
+/// of failing checks, the agent's tree byte-identical and its process group gone.
+pub(crate) fn smoke_case(dir: &Path, args: &[&str], failing: &[&str]) -> Run {
+    let r = smoke(dir, args);
+    assert_eq!(
+        r.code,
+        if failing.is_empty() { 0 } else { 1 },
+        "smoke {} {args:?}\n{}\n{}",
+        dir.display(),
+        r.stdout,
+        r.stderr
+    );
+    r.assert_failing(failing);
+    assert_group_gone(&r);
+    r
 }
 
 /// Live (non-zombie) processes in the process group.
@@ -156,7 +291,7 @@ fn well_behaved_agent_passes_everything() {
     let lines = r.report["lines"].as_array().unwrap();
     assert!(lines.iter().any(|l| l["dir"] == "out" && l["t_ms"] == 0.0));
     assert!(r.stdout.contains("✓ think"), "{}", r.stdout);
-    assert!(r.stdout.contains("PASS: 7/7"), "{}", r.stdout);
+    assert!(r.stdout.contains("PASS: 8/8"), "{}", r.stdout);
     let html = r.html.as_deref().unwrap();
     assert!(html.starts_with("<!DOCTYPE html>"));
     assert!(html.contains("Here is the answer: 42."));
@@ -165,11 +300,12 @@ fn well_behaved_agent_passes_everything() {
 
 #[test]
 fn unpatched_agent_misses_the_card_and_splits_its_thoughts() {
-    let r = smoke(&fixtures().join("unpatched"), &[]);
-    assert_eq!(r.code, 1, "{}", r.stdout);
-    r.assert_failing(&["think_card", "heartbeat", "complete", "one_thought_block"]);
+    let r = smoke_case(
+        &fixtures().join("unpatched"),
+        &[],
+        &["think_card", "heartbeat", "complete", "one_thought_block"],
+    );
     assert_eq!(r.fig("one_thought_block", "thought_after_message"), 1.0);
-    assert_group_gone(&r);
 }
 
 #[test]
@@ -241,7 +377,7 @@ agent_cmd = "{{python}} '{}'"
 ACP_FIXTURE_PREFIX = "MYAGENT"
 LLM_BASE_URL = "http://127.0.0.1:1/wrong"
 [smoke.files]
-"conf/llm.txt" = "url={{llm_base_url}} port={{llm_port}} dir={{agent_dir}}"
+"conf/llm.txt" = "url={{llm_base_url}} root={{llm_root_url}} port={{llm_port}} dir={{agent_dir}} smoke={{smoke_dir}} ws={{workspace}} home={{home}}"
 [smoke.script]
 delay_s = 1.2
 answer = ["Configured ", "answer."]
@@ -258,31 +394,127 @@ answer_after = []
             "LLM_BASE_URL={llm_base_url}",
             "--heartbeat-s",
             "0.5",
+            "--keep",
         ],
     );
     assert_eq!(r.code, 0, "{}\n{}", r.stdout, r.stderr);
     assert_eq!(r.report["heartbeat_var"], "MYAGENT_HEARTBEAT_S");
+    assert_eq!(r.report["gap_var"], "MYAGENT_THINK_GAP_MS");
     assert_eq!(r.report["heartbeat_s"], 0.5);
     assert!(r.fig("heartbeat", "count") >= 1.0);
     assert_eq!(r.report["transcript"]["message_text"], "Configured answer.");
-    let written = std::fs::read_to_string(dir.path().join("conf/llm.txt")).unwrap();
+    // [smoke.files] went into the kept temporary folder, not the agent's
+    let smoke_dir = PathBuf::from(r.report["smoke_dir"].as_str().unwrap());
+    assert_eq!(r.report["smoke_dir_kept"], true);
+    assert!(r.stderr.contains("kept"), "{}", r.stderr);
+    let written = std::fs::read_to_string(smoke_dir.join("conf/llm.txt")).unwrap();
     let base = r.report["llm_base_url"].as_str().unwrap();
+    let root = base.trim_end_matches("/v1");
     let canon = std::fs::canonicalize(dir.path()).unwrap();
     assert_eq!(
         written,
         format!(
-            "url={base} port={} dir={}",
-            base.rsplit(':').next().unwrap().trim_end_matches("/v1"),
-            canon.display()
+            "url={base} root={root} port={} dir={} smoke={} ws={} home={}",
+            root.rsplit(':').next().unwrap(),
+            canon.display(),
+            smoke_dir.display(),
+            smoke_dir.join("workspace").display(),
+            smoke_dir.join("home").display()
         )
     );
-    // session/new carried the absolute agent folder as cwd
+    assert!(!dir.path().join("conf").exists());
+    // session/new carried the workspace as cwd; the agent got the smoke folder's home
     let lines = r.report["lines"].to_string();
+    let ws = smoke_dir.join("workspace").display().to_string();
     assert!(
-        lines.contains(&format!("\\\"cwd\\\":\\\"{}\\\"", canon.display())),
+        lines.contains(&format!("\\\"cwd\\\":\\\"{ws}\\\"")),
         "{lines}"
     );
+    let env = &r.report["env"];
+    let get = |k: &str| {
+        env.as_array()
+            .unwrap()
+            .iter()
+            .find(|p| p[0] == k)
+            .map(|p| p[1].as_str().unwrap().to_string())
+    };
+    assert_eq!(
+        get("HOME").as_deref(),
+        Some(smoke_dir.join("home").to_str().unwrap())
+    );
+    assert!(
+        get("PYTHONPYCACHEPREFIX")
+            .unwrap()
+            .starts_with(smoke_dir.to_str().unwrap())
+    );
+    assert_eq!(get("MYAGENT_THINK_GAP_MS").as_deref(), Some("500"));
+    std::fs::remove_dir_all(&smoke_dir).unwrap();
     assert_group_gone(&r);
+}
+
+#[test]
+fn the_temporary_folder_is_removed_and_the_agent_folder_is_read_only() {
+    let r = smoke(&fixtures().join("good"), &["--delay-s", "0.3"]);
+    assert_eq!(r.code, 0, "{}\n{}", r.stdout, r.stderr);
+    let smoke_dir = PathBuf::from(r.report["smoke_dir"].as_str().unwrap());
+    assert_eq!(r.report["smoke_dir_kept"], false);
+    assert!(
+        !smoke_dir.exists(),
+        "{} is still there",
+        smoke_dir.display()
+    );
+    assert!(r.stdout.contains("(removed)"), "{}", r.stdout);
+
+    // a file aimed at the agent's folder is refused before anything runs
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("acp-patch.toml"),
+        "[smoke]\nagent_cmd = \"true\"\n[smoke.files]\n\"{agent_dir}/.env\" = \"X=1\"\n",
+    )
+    .unwrap();
+    let r = smoke(dir.path(), &[]);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(r.stderr.contains("read-only"), "{}", r.stderr);
+    assert!(!dir.path().join(".env").exists());
+}
+
+#[test]
+fn an_agent_that_writes_into_its_folder_fails_no_trace() {
+    // on a copy: the agent really does litter it
+    let root = tempfile::tempdir().unwrap();
+    std::fs::copy(
+        fixtures().join("acp_min.py"),
+        root.path().join("acp_min.py"),
+    )
+    .unwrap();
+    crate::support::copy_into(&fixtures().join("good"), &root.path().join("good"));
+    crate::support::copy_into(&fixtures().join("litters"), &root.path().join("litters"));
+    let dir = root.path().join("litters");
+    let _turn = crate::support::cpu_lock();
+    let out = Command::new(env!("CARGO_BIN_EXE_acp-patch"))
+        .arg("smoke")
+        .arg(&dir)
+        .args(["--delay-s", "0.3", "--json"])
+        .arg(root.path().join("r.json"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let report: Value =
+        serde_json::from_str(&std::fs::read_to_string(root.path().join("r.json")).unwrap())
+            .unwrap();
+    let failed: Vec<&str> = report["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["passed"] == false)
+        .map(|c| c["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(failed, ["no_trace"]);
+    assert_eq!(
+        report["trace"],
+        serde_json::json!(["added .agent-state", "added .agent-state/last-session.txt"])
+    );
+    assert!(dir.join(".agent-state/last-session.txt").is_file());
 }
 
 #[test]
@@ -355,9 +587,14 @@ fn tool_call_with_permission_is_merged_and_allowed() {
     assert_eq!(r.code, 0, "{}\n{}", r.stdout, r.stderr);
     r.assert_failing(&[]);
     assert_eq!(r.report["permission_requests"], 1);
-    assert_eq!(r.report["llm_requests"].as_array().unwrap().len(), 2);
+    let reqs = r.report["llm_requests"].as_array().unwrap();
+    assert_eq!(reqs.len(), 2);
+    assert_eq!(reqs[0]["kind"], "turn");
+    assert_eq!(reqs[0]["answer"], "reasoning + tool call read_file");
+    assert_eq!(reqs[1]["kind"], "after_tool");
+    assert_eq!(reqs[1]["carries_seed"], true);
     let calls = r.report["transcript"]["tool_calls"].as_array().unwrap();
-    assert_eq!(calls.len(), 2);
+    assert_eq!(calls.len(), 3);
     let read = &calls[1];
     assert_eq!(read["id"], "call_read_1");
     assert_eq!(read["kind"], "read");
@@ -366,13 +603,13 @@ fn tool_call_with_permission_is_merged_and_allowed() {
         read["status_history"],
         serde_json::json!(["pending", "in_progress", "completed"])
     );
-    // the client picked the first option
-    assert!(
-        read["content_preview"]
-            .as_str()
-            .unwrap()
-            .contains("allow-once")
-    );
+    // the agent read the workspace file, and the client picked the first option
+    let preview = read["content_preview"].as_str().unwrap();
+    assert!(preview.contains("Token: acp-smoke-"), "{preview}");
+    assert!(preview.contains("allow-once"), "{preview}");
+    // the gap card after it
+    assert_eq!(calls[2]["kind"], "think");
+    assert_eq!(calls[2]["status"], "completed");
     assert!(r.stdout.contains("✓ read"), "{}", r.stdout);
     assert_group_gone(&r);
 }

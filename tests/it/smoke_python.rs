@@ -32,7 +32,7 @@ fn verify_smoke_on_the_patched_fixture() {
 }
 
 /// A venv with `hermes-agent[acp]==VERSION` from PyPI, made once and cached under target/.
-fn hermes_venv(version: &str) -> PathBuf {
+pub(crate) fn hermes_venv(version: &str) -> PathBuf {
     let venv = repo().join("target/hermes").join(format!("venv-{version}"));
     let python = venv.join("bin/python");
     let stamp = venv.join(".installed");

@@ -500,6 +500,21 @@ pub fn locate<'a>(
             chosen,
         )];
     }
+    // what `acp-patch init` lists: every prompt handler apply patches (a pin holds it to one)
+    let cands: Vec<Candidate> = found
+        .iter()
+        .map(|(_, p)| candidate(files, *p, qualified_name(p.node, &files[p.file].file.text)))
+        .collect();
+    crate::init::record(
+        "ACP prompt handler",
+        "prompt",
+        &cands.iter().collect::<Vec<_>>(),
+        if cands.len() == 1 {
+            cands.first()
+        } else {
+            None
+        },
+    );
     let sends = sends(files);
     let sends = match &pins.emitter {
         Some(pin) => {
@@ -574,7 +589,7 @@ fn pin_mismatch(
         None => pin.file.clone(),
     };
     let saw = if cands.is_empty() {
-        "none".to_string()
+        "none at all".to_string()
     } else {
         cands
             .iter()
@@ -585,7 +600,7 @@ fn pin_mismatch(
     Error::Unlocatable {
         site,
         detail: format!(
-            "the pin `{pin_key}` in acp-patch.toml matches nothing: it looks for {looked}; the candidates are {saw}"
+            "the pin `{pin_key}` in acp-patch.toml matches nothing: it looks for {looked}; the candidates are: {saw}"
         ),
         pin_key,
     }
@@ -714,6 +729,12 @@ fn connection<'a>(
             .ok_or_else(|| pin_mismatch(files, "connection", "connection", &pin, &seen));
     }
     if auto_ok {
+        crate::init::record(
+            "connection",
+            "connection",
+            &found.iter().map(|(_, c)| c).collect::<Vec<_>>(),
+            Some(&found[0].1),
+        );
         return Ok(found.remove(0).0);
     }
     if found.len() > 1 {

@@ -39,14 +39,16 @@ pub(super) fn find_marker<'t>(
 }
 
 fn prev_statements(stmt: Node<'_>) -> impl Iterator<Item = Node<'_>> {
-    std::iter::successors(stmt.prev_named_sibling(), |n| n.prev_named_sibling())
-        .filter(|n| n.kind() != "comment")
+    crate::lang::tree::preceding_siblings(stmt)
+        .into_iter()
+        .filter(|n| n.is_named() && n.kind() != "comment")
         .take(3)
 }
 
 pub(super) fn next_statements(stmt: Node<'_>) -> impl Iterator<Item = Node<'_>> {
-    std::iter::successors(stmt.next_named_sibling(), |n| n.next_named_sibling())
-        .filter(|n| n.kind() != "comment")
+    crate::lang::tree::following_siblings(stmt)
+        .into_iter()
+        .filter(|n| n.is_named() && n.kind() != "comment")
         .take(4)
 }
 
@@ -135,13 +137,15 @@ impl<'a> Builder<'a> {
         let src = self.src(stmt.file);
         // Comments right above a statement describe it: new code goes above them.
         let mut first = stmt.node;
-        while let Some(c) = first.prev_sibling().filter(|c| {
-            c.kind() == "comment"
+        for c in crate::lang::tree::preceding_siblings(stmt.node) {
+            let describes = c.kind() == "comment"
                 && c.end_position().row + 1 == first.start_position().row
                 && src[line_start(src, c.start_byte())..c.start_byte()]
                     .trim()
-                    .is_empty()
-        }) {
+                    .is_empty();
+            if !describes {
+                break;
+            }
             first = c;
         }
         let start = line_start(src, first.start_byte());
@@ -274,7 +278,7 @@ impl<'a> Builder<'a> {
             style.eol,
             style.eol
         );
-        let present = defined_at(f, defines);
+        let present = block_defined_at(f, &code, defines);
         self.push(checks, label, top.file, offset, text, present);
     }
 
@@ -301,7 +305,7 @@ impl<'a> Builder<'a> {
         } else {
             format!("{eol}{eol}{body}", eol = style.eol)
         };
-        let present = defined_at(f, defines);
+        let present = block_defined_at(f, &code, defines);
         self.push(checks, label, top.file, offset, text, present);
     }
 
@@ -428,9 +432,18 @@ impl<'a> Builder<'a> {
             .find(|(n, _)| n == "agent_progress_callback")
             .map(|(_, n)| line(*n));
         let params_node = def.node.child_by_field_name("parameters").expect("params");
+        // `**kwargs` ends a signature, typed (`**kwargs: Any`, a typed_parameter) or not:
+        // CPython rejects a parameter after it, though tree-sitter accepts one
+        let is_var_keyword = |p: &Node| {
+            p.kind() == "dictionary_splat_pattern"
+                || (p.kind() == "typed_parameter"
+                    && named_children(*p)
+                        .first()
+                        .is_some_and(|c| c.kind() == "dictionary_splat_pattern"))
+        };
         let Some(anchor) = named_children(params_node)
             .into_iter()
-            .rfind(|p| !matches!(p.kind(), "comment" | "dictionary_splat_pattern"))
+            .rfind(|p| p.kind() != "comment" && !is_var_keyword(p))
         else {
             return; // `def f():` has nothing to append after; hooks read the attribute with getattr
         };
@@ -494,6 +507,18 @@ impl<'a> Builder<'a> {
             present,
         );
     }
+}
+
+/// Where a module-level block already is: at any function it defines, not only at its
+/// first (`defines`). A block one of whose functions was renamed by hand is still there
+/// (verify reports the missing name); inserting it again would duplicate the others.
+fn block_defined_at(p: &Parsed, code: &str, defines: &str) -> Option<usize> {
+    defined_at(p, defines).or_else(|| {
+        super::defined_names(code)
+            .iter()
+            .filter_map(|name| defined_at(p, name))
+            .min()
+    })
 }
 
 /// The line of a top-level `def name` in a parsed file.

@@ -271,6 +271,14 @@ impl Language for Python {
         parts::plan(&files, &analysis.parts)
     }
 
+    fn compile_check(
+        &self,
+        project: &Project,
+        files: &[crate::compile::Patched],
+    ) -> Result<crate::compile::Checked> {
+        crate::compile::python(project, files)
+    }
+
     fn verify(&self, project: &Project) -> Result<Report> {
         let files = self.files(project)?;
         let analysis = self.analyze(project, &files)?;

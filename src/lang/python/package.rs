@@ -85,6 +85,29 @@ impl Packages {
         parts.join(".")
     }
 
+    /// The statement with which the module at `importer` (relative path) imports the module at
+    /// `target` under its own name: absolute from the package root, or relative (`from . import
+    /// x`) where a folder on the way is no Python name (`my agent/`) but both sit in one package.
+    pub fn import_for(&self, importer: &str, target: &str) -> Option<String> {
+        let module = self.module_name(target);
+        if module.split('.').all(is_identifier) {
+            return Some(Self::import_statement(&module));
+        }
+        let dir = |rel: &str| {
+            rel.rsplit_once('/')
+                .map(|(d, _)| d.to_string())
+                .unwrap_or_default()
+        };
+        let (from, to) = (dir(importer), dir(target));
+        let name = target.rsplit('/').next()?.trim_end_matches(".py");
+        let inside = from == to || from.starts_with(&format!("{to}/"));
+        if !inside || !self.init_dirs.contains(&from) || !is_identifier(name) {
+            return None;
+        }
+        let up = from[to.len()..].matches('/').count();
+        Some(format!("from {} import {name}", ".".repeat(up + 1)))
+    }
+
     /// The statement importing module `module` (dotted) under the name of its last part.
     pub fn import_statement(module: &str) -> String {
         match module.rsplit_once('.') {
@@ -92,6 +115,13 @@ impl Packages {
             None => format!("import {module}"),
         }
     }
+}
+
+/// A Python name (the `str.isidentifier()` of ASCII and letters of any script).
+fn is_identifier(s: &str) -> bool {
+    let mut chars = s.chars();
+    chars.next().is_some_and(|c| c == '_' || c.is_alphabetic())
+        && chars.all(|c| c == '_' || c.is_alphanumeric())
 }
 
 #[cfg(test)]

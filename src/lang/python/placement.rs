@@ -136,6 +136,7 @@ pub fn findings(
             files,
             file: i,
             src,
+            ours,
         };
         walk(p.tree.root_node(), &mut |n| {
             match n.kind() {
@@ -216,6 +217,9 @@ struct Ctx<'a> {
     files: &'a [Parsed],
     file: usize,
     src: &'a str,
+    /// acp-patch's own functions: one that is missing is reported as such (the block
+    /// "lacks" it), not as an unbound read at every call
+    ours: &'a HashSet<String>,
 }
 
 impl Ctx<'_> {
@@ -289,7 +293,7 @@ impl Ctx<'_> {
     fn check_reads_of(&self, reads: &[Node], _stmt: Node, out: &mut Vec<Finding>) {
         for r in reads {
             let name = text(*r, self.src);
-            if !is_bound(name, *r, self.src) {
+            if !self.ours.contains(name) && !is_bound(name, *r, self.src) {
                 out.push(Finding {
                     check: "bound",
                     status: Status::Malformed,

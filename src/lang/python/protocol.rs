@@ -6,7 +6,6 @@
 use super::anchors::{Anchors, Connection, RUNTIME_FILE, RUNTIME_MARKER, RUNTIME_NAME};
 use super::insert::{Builder, line};
 use super::locate::At;
-use super::package::Packages;
 use super::syntax::*;
 use crate::error::{Error, Result};
 use crate::lang::parts::*;
@@ -47,7 +46,6 @@ impl<'a> Builder<'a> {
             .position(|p| p.file.rel == rel)
             .expect("the runtime module's file is in the list (created when missing)");
         self.runtime_module(module_file, anchors)?;
-        let module = self.packages.module_name(&rel);
         let mut importers: Vec<usize> = Vec::new();
 
         for h in &anchors.handlers {
@@ -115,7 +113,7 @@ impl<'a> Builder<'a> {
         importers.sort();
         importers.dedup();
         for file in importers {
-            self.import_runtime(file, &module);
+            self.import_runtime(file, &rel)?;
         }
         Ok(())
     }
@@ -173,7 +171,7 @@ impl<'a> Builder<'a> {
     }
 
     /// The module-level import of the runtime module, spelled from the package root.
-    fn import_runtime(&mut self, file: usize, module: &str) {
+    fn import_runtime(&mut self, file: usize, runtime: &str) -> Result<()> {
         let p = &self.files[file];
         let src = p.file.text.as_str();
         let root = p.tree.root_node();
@@ -185,7 +183,16 @@ impl<'a> Builder<'a> {
             })
             .map(line);
         let eol = p.file.style.eol;
-        let statement = format!("{}{eol}", Packages::import_statement(module));
+        let Some(import) = self.packages.import_for(&p.file.rel, runtime) else {
+            return Err(Error::Unsupported {
+                file: p.file.rel.clone(),
+                line: 1,
+                message: format!(
+                    "cannot import {runtime} from here: a folder on the way is no Python name and the two are not in one package"
+                ),
+            });
+        };
+        let statement = format!("{import}{eol}");
         let offset = match last_top_level_import(root) {
             Some(imp) => line_end_after(src, imp.end_byte()),
             None => after_module_docstring(root, src),
@@ -198,6 +205,7 @@ impl<'a> Builder<'a> {
             statement,
             present,
         );
+        Ok(())
     }
 }
 

@@ -4,11 +4,76 @@ pub use crate::lang::tree::{descendants, first_error, named_children, text, walk
 use tree_sitter::{Node, Parser, Tree};
 
 pub fn parse(text: &str) -> Tree {
+    // tree-sitter-python's scanner looks past every following comment line at each line
+    // end, so a long run of comment lines parses in time quadratic in its length; the
+    // run blanked out (same offsets) parses in linear time and gives the same tree, bar
+    // the comment nodes — used when the blanked lines are provably comments
+    if let Some((masked, starts)) = blank_long_comment_runs(text) {
+        let tree = parse_text(&masked);
+        if !tree.root_node().has_error() && starts.iter().all(|s| !in_string(&tree, *s)) {
+            return tree;
+        }
+    }
+    parse_text(text)
+}
+
+fn parse_text(text: &str) -> Tree {
     let mut parser = Parser::new();
     parser
         .set_language(&tree_sitter_python::LANGUAGE.into())
         .expect("the Python grammar matches the tree-sitter version");
     parser.parse(text, None).expect("parsing without a timeout")
+}
+
+/// Comment lines in a row (blank lines between them allowed) from which a run is blanked.
+const LONG_COMMENT_RUN: usize = 64;
+
+/// The text with every comment line of each long run replaced by spaces, and the start
+/// offsets of those lines; `None` when no run is long.
+fn blank_long_comment_runs(text: &str) -> Option<(String, Vec<usize>)> {
+    let mut lines = Vec::new(); // (comment start, line end) of each line to blank
+    let mut runs: Vec<Vec<(usize, usize)>> = vec![Vec::new()];
+    let mut at = 0;
+    for line in text.split_inclusive('\n') {
+        let body = line.trim_end_matches(['\n', '\r']);
+        let trimmed = body.trim_start_matches([' ', '\t', '\x0c']);
+        if trimmed.starts_with('#') {
+            let start = at + body.len() - trimmed.len();
+            runs.last_mut()
+                .expect("one run")
+                .push((start, at + body.len()));
+        } else if !trimmed.is_empty() {
+            runs.push(Vec::new());
+        }
+        at += line.len();
+    }
+    for run in runs.into_iter().filter(|r| r.len() >= LONG_COMMENT_RUN) {
+        lines.extend(run);
+    }
+    if lines.is_empty() {
+        return None;
+    }
+    let mut bytes = text.as_bytes().to_vec();
+    for (start, end) in &lines {
+        bytes[*start..*end].fill(b' ');
+    }
+    let masked = String::from_utf8(bytes).expect("ASCII spaces over whole lines keep UTF-8");
+    Some((masked, lines.into_iter().map(|(s, _)| s).collect()))
+}
+
+/// Whether a byte offset lies inside a string literal.
+fn in_string(tree: &Tree, offset: usize) -> bool {
+    let mut node = tree.root_node().descendant_for_byte_range(offset, offset);
+    while let Some(n) = node {
+        if matches!(
+            n.kind(),
+            "string" | "string_content" | "concatenated_string"
+        ) {
+            return true;
+        }
+        node = n.parent();
+    }
+    false
 }
 
 /// The bodies of a `try` statement's `except` clauses.
@@ -282,4 +347,39 @@ pub fn decorators(def: Node) -> Vec<Node> {
                 .collect()
         })
         .unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sexp(tree: &Tree) -> String {
+        tree.root_node().to_sexp().replace(" (comment)", "")
+    }
+
+    #[test]
+    fn long_comment_runs_parse_to_the_same_tree_without_their_comments() {
+        let comments: String = (0..100).map(|i| format!("    # note {i}\n")).collect();
+        let src = format!(
+            "class A:\n    def f(self):\n{comments}        return 1\n{comments}\n    x = 2\n"
+        );
+        assert!(blank_long_comment_runs(&src).is_some());
+        assert_eq!(sexp(&parse(&src)), sexp(&parse_text(&src)));
+        assert!(
+            parse(&src)
+                .root_node()
+                .descendant_for_byte_range(0, src.len())
+                .is_some()
+        );
+    }
+
+    #[test]
+    fn comment_lines_inside_a_string_are_not_blanked() {
+        let inner: String = (0..100).map(|i| format!("# line {i}\n")).collect();
+        // the closing quotes sit on a line that starts with `#`: blanking it would reopen
+        let src = format!("x = \"\"\"\n{inner}# end \"\"\"\ny = 1\n");
+        let tree = parse(&src);
+        assert!(!tree.root_node().has_error());
+        assert_eq!(sexp(&tree), sexp(&parse_text(&src)));
+    }
 }

@@ -35,7 +35,17 @@ impl ParsedSource for Parsed {
     }
 }
 
+/// Bracket nesting syn is given at most: it recurses per level and would overflow the
+/// stack on a file nested thousands deep (real code stays far below).
+const MAX_NESTING: usize = 256;
+
 fn parse(text: &str) -> std::result::Result<syn::File, (usize, String)> {
+    if let Some(at) = crate::source::nested_deeper_than(text, MAX_NESTING) {
+        return Err((
+            at,
+            format!("brackets nested more than {MAX_NESTING} deep; acp-patch does not parse it"),
+        ));
+    }
     syn::parse_file(text).map_err(|e| (e.span().byte_range().start.min(text.len()), e.to_string()))
 }
 
@@ -163,6 +173,14 @@ impl Language for Rust {
     fn plan(&self, project: &Project) -> Result<Plan> {
         let a = self.analyze(project)?;
         parts::plan(&a.files, &a.parts)
+    }
+
+    fn build_check(
+        &self,
+        project: &Project,
+        dir: &std::path::Path,
+    ) -> Option<std::result::Result<std::process::Command, String>> {
+        Some(crate::compile::cargo_check_command(&project.root, dir))
     }
 
     fn verify(&self, project: &Project) -> Result<Report> {

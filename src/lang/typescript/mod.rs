@@ -85,6 +85,14 @@ impl Language for TypeScript {
         parts::plan(&files, &parts)
     }
 
+    fn build_check(
+        &self,
+        _project: &Project,
+        dir: &std::path::Path,
+    ) -> Option<std::result::Result<std::process::Command, String>> {
+        Some(crate::compile::tsc_command(dir))
+    }
+
     fn verify(&self, project: &Project) -> Result<Report> {
         let files = self.parse_all(project);
         let parts = self.analyze(project, &files)?;

@@ -88,13 +88,15 @@ impl<'a> Builder<'a> {
     fn start_above_comments(&self, node: Node) -> usize {
         let src = self.src();
         let mut first = node;
-        while let Some(c) = first.prev_sibling().filter(|c| {
-            c.kind() == "comment"
+        for c in crate::lang::tree::preceding_siblings(node) {
+            let describes = c.kind() == "comment"
                 && c.end_position().row + 1 == first.start_position().row
                 && src[line_start(src, c.start_byte())..c.start_byte()]
                     .trim()
-                    .is_empty()
-        }) {
+                    .is_empty();
+            if !describes {
+                break;
+            }
             first = c;
         }
         line_start(src, first.start_byte())
@@ -125,7 +127,9 @@ impl<'a> Builder<'a> {
         let src = self.src();
         let text = self.render(code, indent_at(src, stmt.start_byte()));
         let present = find_marker(
-            std::iter::successors(stmt.prev_named_sibling(), |n| n.prev_named_sibling()),
+            crate::lang::tree::preceding_siblings(stmt)
+                .into_iter()
+                .filter(|n| n.is_named()),
             3,
             marker,
             src,
@@ -158,7 +162,9 @@ impl<'a> Builder<'a> {
             text = format!("{eol}{}", text.trim_end_matches(['\r', '\n']));
         }
         let present = find_marker(
-            std::iter::successors(stmt.next_named_sibling(), |n| n.next_named_sibling()),
+            crate::lang::tree::following_siblings(stmt)
+                .into_iter()
+                .filter(|n| n.is_named()),
             4,
             marker,
             src,

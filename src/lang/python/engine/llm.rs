@@ -311,11 +311,21 @@ pub(super) fn locate_module_def<'a>(
                         })
                         .map(|p| p.file.rel.clone())
                         .collect();
+                    let why = if files.iter().any(|p| p.file.rel == pin.file) {
+                        format!(
+                            "looks in {}, which defines none of the adapter's {site}",
+                            pin.file
+                        )
+                    } else {
+                        format!(
+                            "looks for {}, which is not among the Python files of the agent that mention ACP (paths are relative to the agent's folder)",
+                            pin.file
+                        )
+                    };
                     format!(
-                        "the pin `{pin_key}` in acp-patch.toml matches nothing: it looks for {}; the modules that define the adapter's {site} are {}",
-                        pin.file,
+                        "the pin `{pin_key}` in acp-patch.toml {why}; the candidates are: {}",
                         if seen.is_empty() {
-                            "none".to_string()
+                            "none at all".to_string()
                         } else {
                             seen.join(", ")
                         }

@@ -232,16 +232,14 @@ pub fn locate<'a>(
             .node
         }
     };
+    // no pin can stand in for the factory call (it names the connection, session and
+    // loop), so the advice is what to change, never a pin
     let factory_args = factory_args(wbody, wsrc)
         .or_else(|| factory_args(body, src))
-        .ok_or_else(|| Error::Unlocatable {
-            site: "callback factories",
-            detail: format!(
-                "{}:{}: no `make_*_cb(conn, session_id, loop, ...)` call in the prompt handler",
-                p.file.rel,
-                prompt.node.start_position().row + 1
-            ),
-            pin_key: "factories",
+        .ok_or_else(|| Error::Unsupported {
+            file: p.file.rel.clone(),
+            line: prompt.node.start_position().row + 1,
+            message: "the prompt handler assigns the agent's callbacks but builds none with a `make_*_cb(conn, session_id, loop, ...)` call, where acp-patch learns the connection, session id and loop the progress callback needs; no pin replaces that call: build one callback with such a factory".into(),
         })?;
     let wired: Vec<String> = assigns
         .iter()

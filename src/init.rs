@@ -1,0 +1,225 @@
+//! `acp-patch init`: an `acp-patch.toml` listing the sites apply found, each with the pin
+//! line that holds apply to it, commented out, so a team can pin them.
+//!
+//! The survey listens to `lang::parts::choose` — the one place every language decides a
+//! pinnable site — so each line init writes is one the pin filter accepts.
+
+use crate::error::{Candidate, Error, Result, pin_section};
+use crate::project::{Options, Project};
+use crate::source::{SourceFile, Style};
+use std::cell::RefCell;
+use std::path::{Path, PathBuf};
+
+/// One pinnable site as apply saw it.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Site {
+    /// The config table (`python`, `typescript`, `rust`).
+    pub section: String,
+    /// The key in that table (`prompt`, `emitter`, ...).
+    pub key: String,
+    /// What the site is, e.g. `ACP prompt handler`.
+    pub site: String,
+    /// The pin values (`file:name`): one when the site is decided, several when apply
+    /// needs a pin to choose, none when it found nothing.
+    pub pins: Vec<Pin>,
+    /// Whether apply decided this site (one candidate, or a pin).
+    pub decided: bool,
+}
+
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Pin {
+    pub value: String,
+    /// `file:line` of the candidate.
+    pub location: String,
+}
+
+thread_local! {
+    static SURVEY: RefCell<Option<Vec<Site>>> = const { RefCell::new(None) };
+}
+
+/// Called by `parts::choose` with every candidate it saw and the one it took (if any).
+/// Does nothing unless a survey is running on this thread.
+pub(crate) fn record(
+    site: &str,
+    pin_key: &str,
+    candidates: &[&Candidate],
+    chosen: Option<&Candidate>,
+) {
+    SURVEY.with(|s| {
+        let mut s = s.borrow_mut();
+        let Some(sites) = s.as_mut() else { return };
+        let (section, key, _) = pin_section(pin_key);
+        let pin = |c: &Candidate| Pin {
+            value: format!("{}:{}", c.location.file, c.name),
+            location: c.location.to_string(),
+        };
+        let entry = Site {
+            section: section.to_string(),
+            key: key.to_string(),
+            site: site.to_string(),
+            pins: match chosen {
+                Some(c) => vec![pin(c)],
+                None => candidates.iter().map(|c| pin(c)).collect(),
+            },
+            decided: chosen.is_some(),
+        };
+        // a site decided twice (plan, then a helper asking again) is listed once
+        sites.retain(|e| !(e.section == entry.section && e.key == entry.key));
+        sites.push(entry);
+    });
+}
+
+/// What init found and wrote.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct InitOutcome {
+    /// The config file (absolute).
+    pub path: String,
+    pub sites: Vec<Site>,
+    /// Why the survey stopped early (an ambiguous or missing site), when it did.
+    pub stopped: Vec<String>,
+    /// The text written (or, in a dry run, that would be).
+    pub toml: String,
+    pub written: bool,
+    /// The file existed and the pins were appended to it.
+    pub appended: bool,
+}
+
+/// Surveys the agents in `root` and writes (unless `dry_run`) their pins to
+/// `root/acp-patch.toml`.
+pub fn init(root: &Path, opts: &Options, dry_run: bool) -> Result<InitOutcome> {
+    let project = Project::load(root, opts)?;
+    let langs: Vec<_> = crate::lang::all()
+        .into_iter()
+        .filter(|l| l.detect(&project))
+        .collect();
+    if langs.is_empty() {
+        return Err(Error::NoAgent {
+            root: project.root.clone(),
+            detail: "no source file imports an ACP SDK".into(),
+        });
+    }
+    let mut sites = Vec::new();
+    let mut stopped = Vec::new();
+    for lang in langs {
+        SURVEY.with(|s| *s.borrow_mut() = Some(Vec::new()));
+        let result = lang.plan(&project);
+        let found = SURVEY.with(|s| s.borrow_mut().take()).unwrap_or_default();
+        sites.extend(found);
+        if let Err(e) = result {
+            stopped.push(format!("{} agent: {e}", lang.name()));
+        }
+    }
+    let path = opts
+        .config
+        .clone()
+        .unwrap_or_else(|| project.root.join(crate::config::FILE_NAME));
+    let existing = match std::fs::read_to_string(&path) {
+        Ok(t) => Some(t),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+        Err(e) => return Err(Error::Io { path, source: e }),
+    };
+    let sections: Vec<&str> = {
+        let mut v: Vec<&str> = sites.iter().map(|s| s.section.as_str()).collect();
+        v.dedup();
+        v
+    };
+    if let Some(text) = &existing {
+        let doc: toml::Table = toml::from_str(text).map_err(|e| Error::Config {
+            path: path.clone(),
+            message: e.to_string(),
+        })?;
+        if sections.iter().any(|s| doc.contains_key(*s)) && !dry_run {
+            return Err(Error::Exists { path });
+        }
+    }
+    let toml = render(&sites, &stopped, existing.is_some());
+    let result = format!("{}{toml}", existing.clone().unwrap_or_default());
+    // never write a config apply would then refuse
+    toml::from_str::<crate::config::Config>(&result).map_err(|e| Error::Config {
+        path: path.clone(),
+        message: format!("acp-patch init would write an invalid file ({e}); this is a bug"),
+    })?;
+    let outcome = InitOutcome {
+        path: path.display().to_string(),
+        sites,
+        stopped,
+        toml: toml.clone(),
+        written: !dry_run,
+        appended: existing.is_some(),
+    };
+    if dry_run {
+        return Ok(outcome);
+    }
+    write_config(&project.root, &path, existing, &toml)?;
+    Ok(outcome)
+}
+
+fn write_config(root: &Path, path: &Path, existing: Option<String>, add: &str) -> Result<()> {
+    let rel = crate::source::rel_path(root, path);
+    let file = match existing {
+        Some(text) => SourceFile::from_text(path.to_path_buf(), rel, text),
+        None => SourceFile::new_file(
+            PathBuf::from(path),
+            rel,
+            Style {
+                bom: false,
+                eol: "\n",
+                indent_unit: "    ".into(),
+                cr_only: false,
+            },
+        ),
+    };
+    let mut plan = crate::plan::Plan::default();
+    let text = add.replace('\n', file.style.eol);
+    plan.add(&file, file.text.len(), text, "pins");
+    crate::apply::write_plan(&plan)
+}
+
+/// The pins as TOML: a table per language, each site a comment saying what and where,
+/// then its pin line commented out.
+fn render(sites: &[Site], stopped: &[String], appending: bool) -> String {
+    let mut s = String::new();
+    if appending {
+        s.push('\n');
+    }
+    s.push_str(
+        "# Sites acp-patch found (written by `acp-patch init`). Apply finds them by itself; a pin\n\
+         # holds it to one, so a refactor or a second candidate never moves or stops it.\n\
+         # Uncomment a pin to keep it.\n",
+    );
+    let mut sections: Vec<&str> = sites.iter().map(|s| s.section.as_str()).collect();
+    sections.sort();
+    sections.dedup();
+    for section in sections {
+        s.push_str(&format!("\n[{section}]\n"));
+        for site in sites.iter().filter(|x| x.section == section) {
+            match site.pins.as_slice() {
+                [] => s.push_str(&format!("# {}: not found; see the note below\n", site.site)),
+                [one] if site.decided => s.push_str(&format!(
+                    "# {} at {}\n# {} = \"{}\"\n",
+                    site.site, one.location, site.key, one.value
+                )),
+                many => {
+                    s.push_str(&format!(
+                        "# {}: {} candidates; apply refuses until one is pinned: uncomment one\n",
+                        site.site,
+                        many.len()
+                    ));
+                    for p in many {
+                        s.push_str(&format!(
+                            "# {} = \"{}\"  # {}\n",
+                            site.key, p.value, p.location
+                        ));
+                    }
+                }
+            }
+        }
+    }
+    for why in stopped {
+        s.push_str("\n# apply stopped here; pin this site, then run `acp-patch init --dry-run` for the rest:\n");
+        for l in why.lines() {
+            s.push_str(&format!("#   {l}\n"));
+        }
+    }
+    s
+}

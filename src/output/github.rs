@@ -1,0 +1,156 @@
+//! GitHub Actions workflow commands: only `::error` annotations on stdout (paths relative
+//! to the working directory, which is the checkout in a workflow); the text report goes to
+//! stderr, where it shows in the log without being read as commands.
+
+use super::{Context, Printer, SmokeResult, Streams, apply_summary, init_summary, smoke_text};
+use crate::error::Error;
+use crate::init::InitOutcome;
+use crate::ops::{ApplyOutcome, VerifyOutcome};
+use crate::report::Status;
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+
+pub struct Github;
+
+/// A message as a workflow command's data: `%`, CR and LF escaped.
+pub fn escape_data(s: &str) -> String {
+    s.replace('%', "%25")
+        .replace('\r', "%0D")
+        .replace('\n', "%0A")
+}
+
+/// A property value (file=, title=): also `:` and `,`.
+fn escape_property(s: &str) -> String {
+    escape_data(s).replace(':', "%3A").replace(',', "%2C")
+}
+
+/// `rel` (relative to the agent's folder `root`) as a path relative to the working
+/// directory, when the agent is below it.
+fn workspace_path(root: &Path, rel: &str) -> String {
+    let cwd = std::env::current_dir().and_then(|d| d.canonicalize());
+    let root = root.canonicalize().unwrap_or_else(|_| root.to_path_buf());
+    match cwd {
+        Ok(cwd) => match root.strip_prefix(&cwd) {
+            Ok(sub) if sub.as_os_str().is_empty() => rel.to_string(),
+            Ok(sub) => format!("{}/{rel}", sub.display()),
+            Err(_) => rel.to_string(),
+        },
+        Err(_) => rel.to_string(),
+    }
+}
+
+fn annotation(
+    out: &mut dyn Write,
+    root: &Path,
+    place: Option<(&str, &str)>,
+    title: &str,
+    message: &str,
+) -> io::Result<()> {
+    let mut props = vec![format!("title={}", escape_property(title))];
+    if let Some((file, line)) = place {
+        props.insert(
+            0,
+            format!("file={}", escape_property(&workspace_path(root, file))),
+        );
+        props.insert(1, format!("line={line}"));
+    }
+    writeln!(out, "::error {}::{}", props.join(","), escape_data(message))
+}
+
+impl Printer for Github {
+    fn apply(&self, s: &mut Streams, outcome: &ApplyOutcome, dry_run: bool) -> io::Result<()> {
+        // apply has no annotations to make; its diff is still the dry run's stdout
+        if dry_run {
+            s.out.write_all(outcome.diff.as_bytes())?;
+            s.out.flush()?;
+        }
+        apply_summary(s, outcome);
+        Ok(())
+    }
+
+    fn verify(
+        &self,
+        s: &mut Streams,
+        outcome: &VerifyOutcome,
+        smoke: Option<&SmokeResult>,
+    ) -> io::Result<()> {
+        for report in &outcome.reports {
+            let root = PathBuf::from(&report.root);
+            for c in report.checks.iter().filter(|c| c.status != Status::Ok) {
+                // the place to fix: where apply would insert, else the first place found
+                let place = c.insert_at.as_ref().or(c.locations.first());
+                let loc = place
+                    .map(|l| l.split(' ').next().unwrap_or(l))
+                    .and_then(|l| l.rsplit_once(':'));
+                let message = format!("{} {}: {}", c.id, c.status.word(), c.detail);
+                annotation(
+                    s.out,
+                    &root,
+                    loc,
+                    &format!("acp-patch verify: {}", c.id),
+                    &message,
+                )?;
+            }
+        }
+        if let Some(smoke) = smoke {
+            let root = outcome
+                .reports
+                .first()
+                .map(|r| PathBuf::from(&r.root))
+                .unwrap_or_default();
+            match smoke {
+                Ok(r) => {
+                    for c in r.failed_checks() {
+                        annotation(
+                            s.out,
+                            &root,
+                            None,
+                            &format!("acp-patch smoke: {}", c.name),
+                            &c.summary,
+                        )?;
+                    }
+                }
+                Err(e) => annotation(s.out, &root, None, "acp-patch smoke", e)?,
+            }
+        }
+        s.out.flush()?;
+        for report in &outcome.reports {
+            let _ = s.err.write_all(report.to_text().as_bytes());
+        }
+        if let Some(smoke) = smoke {
+            let _ = s.err.write_all(smoke_text(smoke).as_bytes());
+        }
+        for note in &outcome.notes {
+            s.say(&format!("note: {note}"));
+        }
+        Ok(())
+    }
+
+    fn init(&self, s: &mut Streams, outcome: &InitOutcome, dry_run: bool) -> io::Result<()> {
+        if dry_run {
+            s.out.write_all(outcome.toml.as_bytes())?;
+            s.out.flush()?;
+        }
+        init_summary(s, outcome, dry_run);
+        Ok(())
+    }
+
+    fn error(&self, s: &mut Streams, cx: &Context, e: &Error) -> io::Result<()> {
+        let loc = e.location();
+        let line = loc.as_ref().map(|l| l.line.to_string());
+        let place = loc
+            .as_ref()
+            .zip(line.as_deref())
+            .map(|(l, n)| (l.file.as_str(), n));
+        annotation(
+            s.out,
+            cx.root,
+            place,
+            &format!("acp-patch {}", cx.command),
+            &e.to_string(),
+        )?;
+        s.out.flush()?;
+        s.say(&format!("acp-patch: error: {e}"));
+        Ok(())
+    }
+}

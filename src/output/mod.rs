@@ -1,0 +1,116 @@
+//! What the commands print: one printer per format (text, JSON, GitHub annotations) behind
+//! one trait, as ast-grep's printers are. Every printer writes the document a machine reads
+//! to stdout and the words for a human to stderr; every path — refusals included — prints
+//! in the chosen format. Writes to stdout return their error (a closed pipe ends the run
+//! quietly, see main); writes to stderr are best effort.
+
+mod github;
+mod json;
+mod text;
+
+use crate::error::Error;
+use crate::init::InitOutcome;
+use crate::ops::{ApplyOutcome, VerifyOutcome};
+use crate::smoke::report::SmokeReport;
+use std::io::{self, Write};
+use std::path::Path;
+
+pub use github::escape_data;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    Text,
+    Json,
+    Github,
+}
+
+/// stdout and stderr, as the printers see them (tests pass buffers).
+pub struct Streams<'a> {
+    pub out: &'a mut dyn Write,
+    pub err: &'a mut dyn Write,
+}
+
+impl Streams<'_> {
+    /// A line for a human on stderr; a failed write there is not worth ending the run.
+    pub fn say(&mut self, line: &str) {
+        let _ = writeln!(self.err, "{line}");
+    }
+}
+
+/// The result of `verify --smoke`'s smoke run.
+pub type SmokeResult = std::result::Result<SmokeReport, String>;
+
+/// Which command a refusal came from, and the folder it was pointed at.
+pub struct Context<'a> {
+    pub command: &'static str,
+    pub root: &'a Path,
+}
+
+pub trait Printer {
+    fn apply(&self, s: &mut Streams, outcome: &ApplyOutcome, dry_run: bool) -> io::Result<()>;
+    fn verify(
+        &self,
+        s: &mut Streams,
+        outcome: &VerifyOutcome,
+        smoke: Option<&SmokeResult>,
+    ) -> io::Result<()>;
+    fn init(&self, s: &mut Streams, outcome: &InitOutcome, dry_run: bool) -> io::Result<()>;
+    fn error(&self, s: &mut Streams, cx: &Context, e: &Error) -> io::Result<()>;
+}
+
+pub fn printer(format: Format) -> Box<dyn Printer> {
+    match format {
+        Format::Text => Box::new(text::Text),
+        Format::Json => Box::new(json::Json),
+        Format::Github => Box::new(github::Github),
+    }
+}
+
+/// The human summary of an apply, on stderr (every format prints it).
+fn apply_summary(s: &mut Streams, outcome: &ApplyOutcome) {
+    for note in &outcome.notes {
+        s.say(&format!("note: {note}"));
+    }
+    if outcome.nothing_to_do() {
+        s.say("acp-patch: nothing to do: every piece is already in place");
+        return;
+    }
+    for p in &outcome.placed {
+        s.say(&format!("  {}:{}  {}", p.file, p.line, p.piece));
+    }
+    let verb = if outcome.written {
+        "inserted"
+    } else {
+        "would insert"
+    };
+    s.say(&format!(
+        "acp-patch: {verb} {} pieces into {} files ({} agent)",
+        outcome.placed.len(),
+        outcome.files.len(),
+        outcome.language.replace('+', " and ")
+    ));
+}
+
+fn init_summary(s: &mut Streams, outcome: &InitOutcome, dry_run: bool) {
+    let decided = outcome.sites.iter().filter(|x| x.decided).count();
+    let verb = match (dry_run, outcome.appended) {
+        (true, _) => "would write",
+        (false, true) => "appended to",
+        (false, false) => "wrote",
+    };
+    s.say(&format!(
+        "acp-patch: {verb} {} with {} sites ({decided} found, pins commented out)",
+        outcome.path,
+        outcome.sites.len()
+    ));
+    for why in &outcome.stopped {
+        s.say(&format!("note: the survey stopped early: {why}"));
+    }
+}
+
+fn smoke_text(r: &SmokeResult) -> String {
+    match r {
+        Ok(report) => crate::smoke::report::text(report),
+        Err(e) => format!("acp-patch smoke: {e}\n"),
+    }
+}

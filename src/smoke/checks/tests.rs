@@ -1,0 +1,439 @@
+use super::*;
+use crate::smoke::wire::test_lines::Rec;
+
+fn by_name<'a>(checks: &'a [Check], name: &str) -> &'a Check {
+    checks.iter().find(|c| c.name == name).unwrap()
+}
+
+fn good() -> Rec {
+    let mut r = Rec::new();
+    r.card(3.0, "think-1", "think", None)
+        .tcu(1003.0, "think-1", Some("in_progress"))
+        .tcu(2003.0, "think-1", Some("in_progress"))
+        .tcu(2500.0, "think-1", Some("completed"))
+        .thought(2501.0, "hmm")
+        .thought(2540.0, " more")
+        .message(2600.0, "Answer")
+        .message(2700.0, " done")
+        .end(2710.0, "end_turn");
+    r
+}
+
+#[test]
+fn a_good_turn_passes_everything() {
+    let checks = run_all(&good().lines, &CheckContext::default());
+    for c in &checks {
+        assert!(c.passed, "{c:?}");
+    }
+    assert_eq!(checks.len(), 7);
+    let hb = by_name(&checks, HEARTBEAT);
+    assert_eq!(hb.figures["count"], 2.0);
+    assert_eq!(hb.figures["expected_min"], 1.0);
+    assert_eq!(by_name(&checks, THINK_CARD).figures["latency_ms"], 3.0);
+}
+
+#[test]
+fn expected_heartbeat_minimum() {
+    assert_eq!(expected_heartbeats(2500.0, 1.0), 1);
+    assert_eq!(expected_heartbeats(1400.0, 1.0), 0);
+    assert_eq!(expected_heartbeats(1600.0, 1.0), 1);
+    assert_eq!(expected_heartbeats(5200.0, 1.0), 4);
+    assert_eq!(expected_heartbeats(900.0, 1.0), 0);
+    assert_eq!(expected_heartbeats(5200.0, 0.5), 9);
+}
+
+#[test]
+fn unpatched_turn_fails_card_heartbeat_complete_and_thought_block() {
+    let mut r = Rec::new();
+    r.thought(2500.0, "a")
+        .message(2600.0, "b")
+        .thought(2700.0, "late")
+        .message(2800.0, "c")
+        .end(2900.0, "end_turn");
+    let checks = run_all(&r.lines, &CheckContext::default());
+    assert!(!by_name(&checks, THINK_CARD).passed);
+    assert!(!by_name(&checks, HEARTBEAT).passed);
+    assert!(!by_name(&checks, COMPLETE).passed);
+    let otb = by_name(&checks, ONE_THOUGHT_BLOCK);
+    assert!(!otb.passed);
+    assert_eq!(otb.figures["thought_after_message"], 1.0);
+    assert!(otb.evidence[0].contains("late"));
+    assert!(by_name(&checks, CLEAN_STDOUT).passed);
+    assert!(by_name(&checks, WELL_FORMED_TOOL_CALLS).passed);
+    assert!(by_name(&checks, TURN_ENDS).passed);
+}
+
+#[test]
+fn late_or_misnamed_card_fails() {
+    let mut r = Rec::new();
+    r.card(400.0, "t", "think", Some("in_progress"))
+        .tcu(500.0, "t", Some("completed"))
+        .message(600.0, "x")
+        .end(700.0, "end_turn");
+    let c = think_card(
+        &turn_updates(&r.lines, &TurnFrame::find(&r.lines)),
+        &CheckContext::default(),
+    );
+    assert!(!c.passed);
+    assert_eq!(c.figures["latency_ms"], 400.0);
+
+    let mut r = Rec::new();
+    r.card(4.0, "t", "thinking", None).message(600.0, "x");
+    let checks = run_all(&r.lines, &CheckContext::default());
+    let c = by_name(&checks, THINK_CARD);
+    assert!(!c.passed);
+    assert!(c.evidence[0].contains("\"thinking\""), "{c:?}");
+
+    // a card after the first chunk
+    let mut r = Rec::new();
+    r.thought(2.0, "x").card(4.0, "t", "think", None);
+    let checks = run_all(&r.lines, &CheckContext::default());
+    assert!(!by_name(&checks, THINK_CARD).passed);
+}
+
+#[test]
+fn too_few_heartbeats_fail() {
+    let mut r = Rec::new();
+    r.card(3.0, "t", "think", None)
+        .tcu(4000.0, "t", Some("in_progress"))
+        .tcu(5000.0, "t", Some("completed"))
+        .message(5001.0, "x")
+        .end(5002.0, "end_turn");
+    let checks = run_all(&r.lines, &CheckContext::default());
+    let hb = by_name(&checks, HEARTBEAT);
+    assert!(!hb.passed);
+    assert_eq!(hb.figures["expected_min"], 3.0);
+    assert_eq!(hb.figures["count"], 1.0);
+    assert!(hb.figures["max_gap_ms"] >= 3997.0);
+}
+
+#[test]
+fn card_completed_after_first_chunk_or_never() {
+    let mut r = Rec::new();
+    r.card(3.0, "t", "think", None)
+        .thought(100.0, "x")
+        .tcu(200.0, "t", Some("completed"))
+        .end(300.0, "end_turn");
+    let checks = run_all(&r.lines, &CheckContext::default());
+    assert!(!by_name(&checks, COMPLETE).passed);
+    assert!(by_name(&checks, WELL_FORMED_TOOL_CALLS).passed);
+
+    let mut r = Rec::new();
+    r.card(3.0, "t", "think", None)
+        .tcu(50.0, "t", Some("in_progress"))
+        .message(100.0, "x")
+        .end(300.0, "end_turn");
+    let checks = run_all(&r.lines, &CheckContext::default());
+    let c = by_name(&checks, COMPLETE);
+    assert!(!c.passed);
+    assert!(c.summary.contains("never completed"), "{c:?}");
+    let w = by_name(&checks, WELL_FORMED_TOOL_CALLS);
+    assert!(!w.passed);
+    assert!(
+        w.evidence.iter().any(|e| e.contains("still in_progress")),
+        "{w:?}"
+    );
+}
+
+#[test]
+fn junk_on_stdout_is_quoted() {
+    let mut r = good();
+    r.raw(10.0, "loading model...");
+    r.raw(11.0, "[1,2]");
+    r.raw(12.0, r#"{"id":1,"result":{}}"#);
+    let checks = run_all(&r.lines, &CheckContext::default());
+    let c = by_name(&checks, CLEAN_STDOUT);
+    assert!(!c.passed);
+    assert_eq!(c.figures["offending"], 3.0);
+    assert!(c.evidence[0].contains("loading model..."));
+    assert!(c.evidence[0].contains("not JSON"));
+    assert!(c.evidence[1].contains("batch"));
+    assert!(c.evidence[2].contains("jsonrpc"));
+}
+
+#[test]
+fn tool_call_ordering_problems() {
+    let mut r = Rec::new();
+    r.card(1.0, "a", "think", Some("in_progress"))
+        .tcu(2.0, "a", Some("pending"))
+        .tcu(3.0, "ghost", Some("in_progress"))
+        .tcu(4.0, "a", Some("completed"))
+        .tcu(5.0, "a", Some("failed"))
+        .card(6.0, "b", "read", None)
+        .tcu(7.0, "b", Some("weird"))
+        .end(8.0, "end_turn");
+    let ups = turn_updates(&r.lines, &TurnFrame::find(&r.lines));
+    let c = well_formed_tool_calls(&ups);
+    assert!(!c.passed);
+    let all = c.evidence.join("\n");
+    assert!(all.contains("from in_progress to pending"), "{all}");
+    assert!(all.contains("\"ghost\""), "{all}");
+    assert!(all.contains("from completed to failed"), "{all}");
+    assert!(all.contains("unknown status \"weird\""), "{all}");
+    assert!(all.contains("b: still pending"), "{all}");
+}
+
+#[test]
+fn turn_end_verdicts() {
+    let mut r = Rec::new();
+    r.end(10.0, "cancelled");
+    let checks = run_all(&r.lines, &CheckContext::default());
+    assert!(!by_name(&checks, TURN_ENDS).passed);
+
+    let r = Rec::new();
+    let ctx = CheckContext {
+        no_response_note: Some("timed out after 3 s".into()),
+        ..CheckContext::default()
+    };
+    let checks = run_all(&r.lines, &ctx);
+    let c = by_name(&checks, TURN_ENDS);
+    assert!(!c.passed);
+    assert!(c.summary.contains("timed out after 3 s"));
+
+    let mut r = Rec::new();
+    r.raw(
+        5.0,
+        r#"{"jsonrpc":"2.0","id":"p1","error":{"code":-32603,"message":"boom"}}"#,
+    );
+    let checks = run_all(&r.lines, &CheckContext::default());
+    let c = by_name(&checks, TURN_ENDS);
+    assert!(!c.passed);
+    assert!(c.summary.contains("boom"));
+}
+
+fn tool_ctx() -> CheckContext {
+    CheckContext {
+        tool: Some(ToolExpectation {
+            name: "read_file".into(),
+            call_id: "call_1".into(),
+            result_carries_seed: Some(true),
+            tool_result: None,
+            not_asked: None,
+        }),
+        ..CheckContext::default()
+    }
+}
+
+/// A tool turn: card, thought, the read tool, `gap` (a card in the silence, or not), answer.
+fn tool_turn(gap_card: bool) -> Rec {
+    let mut r = Rec::new();
+    r.card(2.0, "c1", "think", None)
+        .tcu(1002.0, "c1", Some("in_progress"))
+        .tcu(1500.0, "c1", Some("completed"))
+        .thought(1501.0, "let me read")
+        .tool(1600.0, "call_1", "read", "pending")
+        .tcu(1650.0, "call_1", Some("in_progress"))
+        .tcu(1700.0, "call_1", Some("completed"));
+    if gap_card {
+        r.card(2201.0, "c2", "think", Some("in_progress"))
+            .tcu(3700.0, "c2", Some("completed"));
+    }
+    r.thought(3701.0, "so")
+        .message(3900.0, "done")
+        .end(4000.0, "end_turn");
+    r
+}
+
+#[test]
+fn a_tool_turn_with_a_gap_card_passes_and_without_one_fails() {
+    let checks = run_all(&tool_turn(true).lines, &tool_ctx());
+    for c in &checks {
+        assert!(c.passed, "{c:?}");
+    }
+    let gap = by_name(&checks, GAP_CARD);
+    assert_eq!(gap.figures["open_after_ms"], 501.0);
+    assert_eq!(gap.figures["silence_ms"], 2001.0);
+    // a thought after the tool call starts a new answer: still one block each
+    assert!(by_name(&checks, ONE_THOUGHT_BLOCK).passed);
+    let lc = by_name(&checks, TOOL_LIFECYCLE);
+    assert!(
+        lc.summary.contains("pending → in_progress → completed"),
+        "{lc:?}"
+    );
+
+    let checks = run_all(&tool_turn(false).lines, &tool_ctx());
+    let gap = by_name(&checks, GAP_CARD);
+    assert!(!gap.passed);
+    assert!(
+        gap.summary
+            .contains("no think card in the 2001 ms of silence"),
+        "{gap:?}"
+    );
+    // gap cards off: no gap_card check at all
+    let off = CheckContext {
+        gap_ms: 0.0,
+        ..tool_ctx()
+    };
+    assert!(
+        run_all(&tool_turn(false).lines, &off)
+            .iter()
+            .all(|c| c.name != GAP_CARD)
+    );
+}
+
+#[test]
+fn a_late_gap_card_or_one_left_open_fails() {
+    let mut r = Rec::new();
+    r.card(2.0, "c1", "think", None)
+        .tcu(500.0, "c1", Some("completed"))
+        .thought(501.0, "x")
+        .tool(600.0, "call_1", "read", "in_progress")
+        .tcu(700.0, "call_1", Some("completed"))
+        .card(1900.0, "c2", "think", None)
+        .message(2500.0, "y")
+        .tcu(2600.0, "c2", Some("completed"))
+        .end(2700.0, "end_turn");
+    let checks = run_all(&r.lines, &tool_ctx());
+    let gap = by_name(&checks, GAP_CARD);
+    assert!(!gap.passed);
+    assert!(gap.summary.contains("opened 1200 ms after"), "{gap:?}");
+    assert!(gap.summary.contains("after agent_message_chunk"), "{gap:?}");
+}
+
+#[test]
+fn tool_lifecycle_needs_a_finished_call_whose_result_reached_the_model() {
+    let mut ctx = tool_ctx();
+    ctx.tool.as_mut().unwrap().result_carries_seed = None;
+    let checks = run_all(&tool_turn(true).lines, &ctx);
+    let lc = by_name(&checks, TOOL_LIFECYCLE);
+    assert!(!lc.passed);
+    assert!(
+        lc.summary.contains("no model call carried a tool result"),
+        "{lc:?}"
+    );
+
+    let mut r = Rec::new();
+    r.tool(10.0, "call_1", "read", "pending")
+        .tcu(20.0, "call_1", Some("failed"))
+        .end(30.0, "end_turn");
+    let checks = run_all(&r.lines, &tool_ctx());
+    let lc = by_name(&checks, TOOL_LIFECYCLE);
+    assert!(lc.summary.contains("ends failed"), "{lc:?}");
+
+    let r = Rec::new();
+    let mut ctx = tool_ctx();
+    ctx.tool.as_mut().unwrap().not_asked = Some("not offered".into());
+    let checks = run_all(&r.lines, &ctx);
+    let lc = by_name(&checks, TOOL_LIFECYCLE);
+    assert!(!lc.passed);
+    assert_eq!(lc.evidence, vec!["not offered"]);
+}
+
+#[test]
+fn cancel_checks() {
+    let ctx = CheckContext {
+        cancel_at_ms: Some(400.0),
+        expected_stop: "cancelled".into(),
+        ..CheckContext::default()
+    };
+    let mut r = Rec::new();
+    r.card(2.0, "c1", "think", None)
+        .tcu(402.0, "c1", Some("completed"))
+        .end(403.0, "cancelled")
+        .update(
+            500.0,
+            serde_json::json!({"sessionUpdate":"usage_update","used":1,"size":2}),
+        );
+    let checks = run_all(&r.lines, &ctx);
+    for c in &checks {
+        assert!(c.passed, "{c:?}");
+    }
+    let mut r = Rec::new();
+    r.card(2.0, "c1", "think", None)
+        .end(403.0, "end_turn")
+        .thought(900.0, "late");
+    let checks = run_all(&r.lines, &ctx);
+    assert!(!by_name(&checks, CARDS_CLOSED_ON_CANCEL).passed);
+    assert!(!by_name(&checks, QUIET_AFTER_CANCEL).passed);
+    assert!(
+        by_name(&checks, TURN_ENDS)
+            .summary
+            .contains("expected cancelled")
+    );
+}
+
+#[test]
+fn sessions_merge_into_one_row_each() {
+    let a = run_all(&good().lines, &CheckContext::default());
+    let mut r = Rec::new();
+    r.message(5.0, "x").end(10.0, "end_turn");
+    let b = run_all(&r.lines, &CheckContext::default());
+    let merged = merge_sessions(&[a.clone(), b]);
+    assert_eq!(merged.len(), a.len());
+    let card = by_name(&merged, THINK_CARD);
+    assert!(!card.passed);
+    assert!(
+        card.summary.starts_with("session 1: think card"),
+        "{card:?}"
+    );
+    assert!(
+        card.summary.contains("; session 2: no tool_call"),
+        "{card:?}"
+    );
+    assert_eq!(card.figures["s1.latency_ms"], 3.0);
+    assert!(by_name(&merged, TURN_ENDS).passed);
+    // one session: the rows as they are
+    assert_eq!(merge_sessions(std::slice::from_ref(&a)), a);
+}
+
+#[test]
+fn no_trace_lists_what_changed() {
+    assert!(no_trace(&[], 10, true, false).passed);
+    let c = no_trace(&["added .hermes".into()], 10, false, false);
+    assert!(!c.passed);
+    assert_eq!(c.evidence, vec!["added .hermes"]);
+}
+
+#[test]
+fn sessions_isolated_catches_foreign_ids_and_crossed_text() {
+    use crate::smoke::wire::{Direction, RawLine};
+    let up = |t: f64, sid: &str, u: serde_json::Value| {
+        RawLine::new(
+            Direction::In,
+            t,
+            serde_json::json!({"jsonrpc":"2.0","method":"session/update","params":{"sessionId":sid,"update":u}})
+                .to_string(),
+        )
+    };
+    let card = |id: &str| serde_json::json!({"sessionUpdate":"tool_call","toolCallId":id,"title":"Thinking...","kind":"think"});
+    let beat = |id: &str| serde_json::json!({"sessionUpdate":"tool_call_update","toolCallId":id,"status":"in_progress"});
+    let lines = vec![
+        up(1.0, "a", card("ca")),
+        up(2.0, "b", card("cb")),
+        up(3.0, "b", beat("ca")), // a's heartbeat on b
+        up(4.0, "zzz", beat("cb")),
+    ];
+    let texts = vec![
+        SessionText {
+            session_id: "a".into(),
+            number: 1,
+            message_text: "answer [session 1] answer [session 2]".into(),
+            thought_text: String::new(),
+        },
+        SessionText {
+            session_id: "b".into(),
+            number: 2,
+            message_text: String::new(),
+            thought_text: String::new(),
+        },
+    ];
+    let c = sessions_isolated(&lines, &texts);
+    assert!(!c.passed);
+    let all = c.evidence.join("\n");
+    assert!(
+        all.contains("names session \"zzz\", which the run never opened"),
+        "{all}"
+    );
+    assert!(
+        all.contains("for \"ca\" carries session \"b\", but session \"a\" started"),
+        "{all}"
+    );
+    assert!(
+        all.contains("session 1's answer shows session 2's text"),
+        "{all}"
+    );
+    assert_eq!(c.figures["crossings"], 3.0, "{all}");
+
+    let ok = sessions_isolated(&lines[..2], &[texts[1].clone()]);
+    assert!(!ok.passed, "session a is not one of the run's");
+}

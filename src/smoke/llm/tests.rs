@@ -1,0 +1,690 @@
+use super::*;
+use tokio::io::AsyncReadExt;
+
+async fn raw_request(port: u16, req: String) -> (String, String) {
+    let mut s = TcpStream::connect(("127.0.0.1", port)).await.unwrap();
+    s.write_all(req.as_bytes()).await.unwrap();
+    let mut out = Vec::new();
+    s.read_to_end(&mut out).await.unwrap();
+    let out = String::from_utf8(out).unwrap();
+    let (head, body) = out.split_once("\r\n\r\n").unwrap();
+    (head.to_string(), body.to_string())
+}
+
+fn post_to(path: &str, extra_headers: &str, body: &str) -> String {
+    format!(
+        "POST {path} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n{extra_headers}Content-Length: {}\r\n\r\n{body}",
+        body.len()
+    )
+}
+
+fn post(body: &str) -> String {
+    post_to("/v1/chat/completions", "", body)
+}
+
+fn fast() -> Script {
+    Script {
+        delay_s: 0.05,
+        after_tool_delay_s: 0.02,
+        chunk_delay_ms: 1,
+        ..Script::default()
+    }
+}
+
+async fn server(script: Script) -> LlmServer {
+    LlmServer::start_with(
+        ServerConfig {
+            script,
+            prompt: "hi".into(),
+            seed_token: Some("SEED-123".into()),
+        },
+        Instant::now(),
+    )
+    .await
+    .unwrap()
+}
+
+/// The SSE events of a body: (event name or "", data JSON or the raw data).
+fn events(body: &str) -> Vec<(String, String)> {
+    body.split_terminator("\n\n")
+        .map(|e| {
+            let mut name = String::new();
+            let mut data = String::new();
+            for l in e.lines() {
+                if let Some(n) = l.strip_prefix("event: ") {
+                    name = n.to_string();
+                } else if let Some(d) = l.strip_prefix("data: ") {
+                    data = d.to_string();
+                } else {
+                    panic!("unexpected SSE line {l:?} in {e:?}");
+                }
+            }
+            (name, data)
+        })
+        .collect()
+}
+
+fn json_of(data: &str) -> Value {
+    serde_json::from_str(data).unwrap()
+}
+
+#[tokio::test]
+async fn chat_streaming_sse_framing_is_exact() {
+    let srv = server(fast()).await;
+    let t0 = Instant::now();
+    let (head, body) = raw_request(
+        srv.port(),
+        post(r#"{"model":"m","stream":true,"messages":[{"role":"user","content":"hi"}]}"#),
+    )
+    .await;
+    assert!(t0.elapsed() >= Duration::from_millis(50));
+    assert!(head.starts_with("HTTP/1.1 200 OK\r\n"), "{head}");
+    assert!(head.contains("Content-Type: text/event-stream"));
+    assert!(body.ends_with("\n\ndata: [DONE]\n\n"), "{body:?}");
+    let evs = events(&body);
+    for (name, _) in &evs {
+        assert_eq!(name, "");
+    }
+    assert_eq!(evs.last().unwrap().1, "[DONE]");
+    let chunks: Vec<Value> = evs[..evs.len() - 1].iter().map(|e| json_of(&e.1)).collect();
+    let s = Script::default();
+    let n_deltas =
+        s.reasoning.len() + s.answer.len() + s.trailing_reasoning.len() + s.answer_after.len();
+    assert_eq!(chunks.len(), n_deltas + 1);
+    for c in &chunks {
+        assert_eq!(c["object"], "chat.completion.chunk");
+        assert_eq!(c["id"], chunks[0]["id"]);
+    }
+    let d0 = &chunks[0]["choices"][0]["delta"];
+    assert_eq!(d0["role"], "assistant");
+    assert_eq!(d0["reasoning_content"], s.reasoning[0]);
+    assert_eq!(d0["reasoning"], s.reasoning[0]);
+    let kinds: Vec<&str> = chunks[..n_deltas]
+        .iter()
+        .map(|c| {
+            let d = &c["choices"][0]["delta"];
+            if d.get("content").is_some() { "a" } else { "r" }
+        })
+        .collect();
+    assert_eq!(kinds, vec!["r", "r", "a", "a", "r", "a"]);
+    let last = chunks.last().unwrap();
+    assert_eq!(last["choices"][0]["finish_reason"], "stop");
+    assert_eq!(last["choices"][0]["delta"], json!({}));
+    let reqs = srv.requests();
+    assert_eq!(reqs.len(), 1);
+    assert!(reqs[0].stream);
+    assert_eq!(reqs[0].messages, 1);
+    assert_eq!(reqs[0].kind, "turn");
+    assert_eq!(reqs[0].dialect.as_deref(), Some("openai-chat"));
+    assert_eq!(reqs[0].answer, "reasoning + text + reasoning + text");
+    assert!(reqs[0].done_ms.is_some());
+    assert!(!reqs[0].closed_early);
+}
+
+#[tokio::test]
+async fn chat_usage_chunk_when_asked() {
+    let srv = server(fast()).await;
+    let (_, body) = raw_request(
+        srv.port(),
+        post(r#"{"stream":true,"stream_options":{"include_usage":true},"messages":[{"role":"user","content":"hi"}]}"#),
+    )
+    .await;
+    let evs = events(&body);
+    let last = json_of(&evs[evs.len() - 2].1);
+    assert_eq!(last["choices"], json!([]));
+    assert!(last["usage"]["completion_tokens"].as_u64().unwrap() > 0);
+    let (_, body) = raw_request(
+        srv.port(),
+        post(r#"{"stream":true,"messages":[{"role":"user","content":"hi"}]}"#),
+    )
+    .await;
+    assert!(!body.contains("\"usage\""));
+}
+
+#[tokio::test]
+async fn chat_non_streaming_is_one_completion() {
+    let srv = server(fast()).await;
+    let (head, body) = raw_request(
+        srv.port(),
+        post(r#"{"model":"m","messages":[{"role":"user","content":"hi"}]}"#),
+    )
+    .await;
+    assert!(head.starts_with("HTTP/1.1 200 OK\r\n"));
+    assert!(head.contains(&format!("Content-Length: {}", body.len())));
+    let v: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(v["object"], "chat.completion");
+    let m = &v["choices"][0]["message"];
+    assert_eq!(m["content"], "Here is the answer: 42.");
+    assert_eq!(m["reasoning_content"], m["reasoning"]);
+    assert!(m["reasoning"].as_str().unwrap().contains("double-checking"));
+    assert_eq!(v["choices"][0]["finish_reason"], "stop");
+}
+
+#[tokio::test]
+async fn requests_without_the_prompt_are_side_calls_answered_at_once() {
+    let srv = server(Script {
+        delay_s: 5.0,
+        ..fast()
+    })
+    .await;
+    let t0 = Instant::now();
+    let (_, body) = raw_request(
+        srv.port(),
+        post_to(
+            "/v1/messages?beta=true",
+            "x-api-key: sk-ant\r\n",
+            r#"{"model":"haiku","max_tokens":1,"messages":[{"role":"user","content":"quota"}]}"#,
+        ),
+    )
+    .await;
+    assert!(t0.elapsed() < Duration::from_secs(2));
+    let v = json_of(&body);
+    assert_eq!(v["content"][0]["text"], "OK");
+    let r = &srv.requests()[0];
+    assert_eq!(r.kind, "side");
+    assert_eq!(r.path, "/v1/messages");
+    assert_eq!(r.auth.as_deref(), Some("x-api-key"));
+}
+
+#[tokio::test]
+async fn models_count_tokens_and_a_clear_404() {
+    let srv = server(fast()).await;
+    let (head, body) = raw_request(
+        srv.port(),
+        "GET /v1/models HTTP/1.1\r\nHost: x\r\n\r\n".into(),
+    )
+    .await;
+    assert!(head.starts_with("HTTP/1.1 200 OK"));
+    let v: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(v["object"], "list");
+    assert_eq!(v["data"][0]["id"], "acp-patch-smoke");
+    let (head, body) = raw_request(
+        srv.port(),
+        post_to("/v1/messages/count_tokens", "", r#"{"messages":[]}"#),
+    )
+    .await;
+    assert!(head.starts_with("HTTP/1.1 200"));
+    assert!(json_of(&body)["input_tokens"].as_u64().unwrap() > 0);
+    let (head, body) = raw_request(srv.port(), "GET /nope HTTP/1.1\r\n\r\n".into()).await;
+    assert!(head.starts_with("HTTP/1.1 404"));
+    let msg = json_of(&body)["error"]["message"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(msg.contains("no route GET /nope"), "{msg}");
+    assert!(msg.contains("POST /v1/responses"), "{msg}");
+    let (head, body) = raw_request(srv.port(), "HEAD / HTTP/1.1\r\n\r\n".into()).await;
+    assert!(head.starts_with("HTTP/1.1 404"));
+    assert!(body.is_empty());
+    let kinds: Vec<(String, u16)> = srv
+        .requests()
+        .iter()
+        .map(|r| (r.kind.clone(), r.status))
+        .collect();
+    assert_eq!(
+        kinds,
+        vec![
+            ("models".into(), 200),
+            ("count_tokens".into(), 200),
+            ("unknown".into(), 404),
+            ("unknown".into(), 404)
+        ]
+    );
+}
+
+#[tokio::test]
+async fn chunked_request_bodies_are_read() {
+    let srv = server(fast()).await;
+    let body = r#"{"messages":[{"role":"user","content":"hi"}]}"#;
+    let (a, b) = body.split_at(10);
+    let req = format!(
+        "POST /v1/chat/completions HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n{:x}\r\n{a}\r\n{:x}\r\n{b}\r\n0\r\n\r\n",
+        a.len(),
+        b.len()
+    );
+    let (head, body) = raw_request(srv.port(), req).await;
+    assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+    assert_eq!(
+        json_of(&body)["choices"][0]["message"]["content"],
+        "Here is the answer: 42."
+    );
+}
+
+#[tokio::test]
+async fn chat_tool_call_then_answer_and_errors() {
+    let script = Script {
+        tool_call: Some(ScriptToolCall::default()),
+        ..fast()
+    };
+    let srv = server(script).await;
+    // the tool is offered: the first call asks for it
+    let tools = r#""tools":[{"type":"function","function":{"name":"read_file","parameters":{}}}]"#;
+    let (_, body) = raw_request(
+        srv.port(),
+        post(&format!(
+            r#"{{"stream":true,{tools},"messages":[{{"role":"user","content":"hi"}}]}}"#
+        )),
+    )
+    .await;
+    assert!(body.contains("\"tool_calls\""));
+    assert!(body.contains("\"finish_reason\":\"tool_calls\""));
+    assert!(body.ends_with("data: [DONE]\n\n"));
+    let (_, body) = raw_request(
+        srv.port(),
+        post(&format!(
+            r#"{{"stream":true,{tools},"messages":[{{"role":"user","content":"hi"}},{{"role":"tool","tool_call_id":"call_smoke_1","content":"SEED-123"}}]}}"#
+        )),
+    )
+    .await;
+    assert!(!body.contains("\"tool_calls\""));
+    assert!(body.contains("\"finish_reason\":\"stop\""));
+    // not offered: a plain answer, and the log says why
+    let (_, body) = raw_request(
+        srv.port(),
+        post(r#"{"stream":true,"messages":[{"role":"user","content":"hi"}]}"#),
+    )
+    .await;
+    assert!(!body.contains("\"tool_calls\""));
+    let reqs = srv.requests();
+    assert_eq!(reqs[0].answer, "reasoning + tool call read_file");
+    assert_eq!(reqs[0].tools, vec!["read_file"]);
+    assert_eq!(reqs[1].kind, "after_tool");
+    assert_eq!(reqs[1].carries_seed, Some(true));
+    assert!(
+        reqs[2].answer.contains("does not offer (offered: none)"),
+        "{}",
+        reqs[2].answer
+    );
+
+    let script = Script {
+        error: Some(ScriptError {
+            status: 503,
+            message: "overloaded".into(),
+            mid_stream: false,
+        }),
+        ..fast()
+    };
+    let srv = server(script).await;
+    let (head, body) = raw_request(
+        srv.port(),
+        post(r#"{"stream":true,"messages":[{"role":"user","content":"hi"}]}"#),
+    )
+    .await;
+    assert!(head.starts_with("HTTP/1.1 503"));
+    assert!(body.contains("overloaded"));
+
+    let script = Script {
+        error: Some(ScriptError {
+            mid_stream: true,
+            ..ScriptError::default()
+        }),
+        ..fast()
+    };
+    let srv = server(script).await;
+    let (head, body) = raw_request(
+        srv.port(),
+        post(r#"{"stream":true,"messages":[{"role":"user","content":"hi"}]}"#),
+    )
+    .await;
+    assert!(head.starts_with("HTTP/1.1 200"));
+    assert!(body.contains("scripted failure"));
+    assert!(!body.contains("[DONE]"));
+}
+
+/// The kinds of deltas in order: r(easoning), a(nswer), t(ool).
+fn responses_kinds(evs: &[(String, String)]) -> Vec<&'static str> {
+    evs.iter()
+        .filter_map(|(n, _)| match n.as_str() {
+            "response.reasoning_summary_text.delta" => Some("r"),
+            "response.output_text.delta" => Some("a"),
+            "response.function_call_arguments.delta" => Some("t"),
+            _ => None,
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn responses_stream_plays_the_script_with_named_events() {
+    let srv = server(fast()).await;
+    let (head, body) = raw_request(
+        srv.port(),
+        post_to(
+            "/v1/responses",
+            "Authorization: Bearer sk\r\n",
+            r#"{"model":"m","stream":true,"input":[{"role":"user","content":"hi"}]}"#,
+        ),
+    )
+    .await;
+    assert!(head.contains("text/event-stream"));
+    let evs = events(&body);
+    assert_eq!(evs[0].0, "response.created");
+    assert_eq!(evs[1].0, "response.in_progress");
+    assert_eq!(evs.last().unwrap().0, "response.completed");
+    for (i, (name, data)) in evs.iter().enumerate() {
+        let v = json_of(data);
+        assert_eq!(&v["type"], name);
+        assert_eq!(v["sequence_number"], i as u64);
+    }
+    assert_eq!(responses_kinds(&evs), vec!["r", "r", "a", "a", "r", "a"]);
+    let done = json_of(&evs.last().unwrap().1);
+    let out = &done["response"]["output"];
+    let types: Vec<&str> = out
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i["type"].as_str().unwrap())
+        .collect();
+    assert_eq!(types, vec!["reasoning", "message", "reasoning", "message"]);
+    assert_eq!(out[1]["content"][0]["text"], "Here is the answer");
+    assert_eq!(done["response"]["status"], "completed");
+    let r = &srv.requests()[0];
+    assert_eq!(r.dialect.as_deref(), Some("openai-responses"));
+    assert_eq!(r.auth.as_deref(), Some("bearer"));
+}
+
+#[tokio::test]
+async fn responses_tool_call_then_answer_and_non_streaming() {
+    let srv = server(Script {
+        tool_call: Some(ScriptToolCall::default()),
+        ..fast()
+    })
+    .await;
+    let tools = r#""tools":[{"type":"function","name":"read_file","parameters":{}}]"#;
+    let (_, body) = raw_request(
+        srv.port(),
+        post_to(
+            "/v1/responses",
+            "",
+            &format!(r#"{{"stream":true,{tools},"input":"hi"}}"#),
+        ),
+    )
+    .await;
+    let evs = events(&body);
+    assert_eq!(responses_kinds(&evs), vec!["r", "r", "t"]);
+    let done = json_of(&evs.last().unwrap().1);
+    let call = &done["response"]["output"][1];
+    assert_eq!(call["type"], "function_call");
+    assert_eq!(call["call_id"], "call_smoke_1");
+    assert_eq!(call["arguments"], r#"{"path":"{workspace}/notes.txt"}"#);
+    let (_, body) = raw_request(
+        srv.port(),
+        post_to(
+            "/v1/responses",
+            "",
+            &format!(
+                r#"{{{tools},"input":[{{"role":"user","content":"hi"}},{{"type":"function_call","call_id":"call_smoke_1","name":"read_file","arguments":"{{}}"}},{{"type":"function_call_output","call_id":"call_smoke_1","output":"x"}}]}}"#
+            ),
+        ),
+    )
+    .await;
+    let v = json_of(&body);
+    assert_eq!(v["object"], "response");
+    assert_eq!(v["output_text"], "Here is the answer: 42.");
+    let reqs = srv.requests();
+    assert_eq!(reqs[1].kind, "after_tool");
+    assert_eq!(reqs[1].carries_seed, Some(false));
+    assert_eq!(reqs[1].messages, 3);
+}
+
+/// (block type, delta kinds) per content block of an Anthropic stream.
+fn anthropic_blocks(evs: &[(String, String)]) -> Vec<(String, Vec<String>)> {
+    let mut out: Vec<(String, Vec<String>)> = Vec::new();
+    for (name, data) in evs {
+        let v = json_of(data);
+        assert_eq!(&v["type"], name);
+        match name.as_str() {
+            "content_block_start" => out.push((
+                v["content_block"]["type"].as_str().unwrap().to_string(),
+                vec![],
+            )),
+            "content_block_delta" => {
+                assert_eq!(v["index"], out.len() as u64 - 1);
+                out.last_mut()
+                    .unwrap()
+                    .1
+                    .push(v["delta"]["type"].as_str().unwrap().to_string())
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
+#[tokio::test]
+async fn anthropic_stream_has_thinking_and_text_blocks() {
+    let srv = server(fast()).await;
+    let (head, body) = raw_request(
+        srv.port(),
+        post_to(
+            "/v1/messages?beta=true",
+            "x-api-key: anything\r\nanthropic-version: 2023-06-01\r\n",
+            r#"{"model":"claude","stream":true,"max_tokens":100,"messages":[{"role":"user","content":[{"type":"text","text":"hi"}]}]}"#,
+        ),
+    )
+    .await;
+    assert!(head.contains("text/event-stream"), "{head}");
+    let evs = events(&body);
+    let names: Vec<&str> = evs.iter().map(|(n, _)| n.as_str()).collect();
+    assert_eq!(names[..2], ["message_start", "ping"]);
+    assert_eq!(names[names.len() - 2..], ["message_delta", "message_stop"]);
+    let blocks = anthropic_blocks(&evs);
+    let thinking = vec![
+        "thinking_delta".to_string(),
+        "thinking_delta".into(),
+        "signature_delta".into(),
+    ];
+    assert_eq!(
+        blocks,
+        vec![
+            ("thinking".to_string(), thinking),
+            (
+                "text".into(),
+                vec!["text_delta".into(), "text_delta".into()]
+            ),
+            (
+                "thinking".into(),
+                vec!["thinking_delta".into(), "signature_delta".into()]
+            ),
+            ("text".into(), vec!["text_delta".into()]),
+        ]
+    );
+    assert_eq!(
+        names.iter().filter(|n| **n == "content_block_stop").count(),
+        4
+    );
+    let delta = json_of(&evs[evs.len() - 2].1);
+    assert_eq!(delta["delta"]["stop_reason"], "end_turn");
+    assert_eq!(srv.requests()[0].path, "/v1/messages");
+}
+
+#[tokio::test]
+async fn anthropic_tool_use_then_answer_and_non_streaming() {
+    let srv = server(Script {
+        tool_call: Some(ScriptToolCall {
+            id: "toolu_1".into(),
+            name: "Read".into(),
+            arguments: r#"{"file_path":"/w/notes.txt"}"#.into(),
+        }),
+        ..fast()
+    })
+    .await;
+    let tools = r#""tools":[{"name":"Read","input_schema":{}},{"name":"Bash","input_schema":{}}]"#;
+    let (_, body) = raw_request(
+        srv.port(),
+        post_to(
+            "/v1/messages",
+            "",
+            &format!(r#"{{"stream":true,{tools},"messages":[{{"role":"user","content":"hi"}}]}}"#),
+        ),
+    )
+    .await;
+    let evs = events(&body);
+    let blocks = anthropic_blocks(&evs);
+    assert_eq!(
+        blocks[1],
+        ("tool_use".into(), vec!["input_json_delta".into()])
+    );
+    let start = evs
+        .iter()
+        .map(|(_, d)| json_of(d))
+        .find(|v| v["content_block"]["type"] == "tool_use")
+        .unwrap();
+    assert_eq!(start["content_block"]["id"], "toolu_1");
+    assert_eq!(start["content_block"]["name"], "Read");
+    assert_eq!(
+        json_of(&evs[evs.len() - 2].1)["delta"]["stop_reason"],
+        "tool_use"
+    );
+    // the tool result comes back: the answer, not streamed
+    let (_, body) = raw_request(
+        srv.port(),
+        post_to(
+            "/v1/messages",
+            "",
+            &format!(
+                r#"{{{tools},"messages":[{{"role":"user","content":"hi"}},{{"role":"assistant","content":[{{"type":"tool_use","id":"toolu_1","name":"Read","input":{{}}}}]}},{{"role":"user","content":[{{"type":"tool_result","tool_use_id":"toolu_1","content":"SEED-123"}}]}}]}}"#
+            ),
+        ),
+    )
+    .await;
+    let v = json_of(&body);
+    assert_eq!(v["type"], "message");
+    assert_eq!(v["stop_reason"], "end_turn");
+    let types: Vec<&str> = v["content"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|b| b["type"].as_str().unwrap())
+        .collect();
+    assert_eq!(types, vec!["thinking", "text", "thinking", "text"]);
+    assert_eq!(srv.requests()[1].carries_seed, Some(true));
+}
+
+#[tokio::test]
+async fn anthropic_errors_use_its_error_shape() {
+    let srv = server(Script {
+        error: Some(ScriptError {
+            status: 529,
+            message: "overloaded".into(),
+            mid_stream: false,
+        }),
+        ..fast()
+    })
+    .await;
+    let (head, body) = raw_request(
+        srv.port(),
+        post_to(
+            "/v1/messages",
+            "",
+            r#"{"messages":[{"role":"user","content":"hi"}]}"#,
+        ),
+    )
+    .await;
+    assert!(head.starts_with("HTTP/1.1 529"), "{head}");
+    let v = json_of(&body);
+    assert_eq!(v["type"], "error");
+    assert_eq!(v["error"]["type"], "overloaded_error");
+}
+
+#[test]
+fn sessions_get_tagged_answers_and_tool_ids() {
+    let cfg = ServerConfig {
+        script: Script {
+            tool_call: Some(ScriptToolCall::default()),
+            ..Script::default()
+        },
+        prompt: "hi".into(),
+        seed_token: None,
+    };
+    let body = json!({"messages": [{"role": "user", "content": "hi [smoke session 2]"}]});
+    let facts = RequestFacts {
+        tools: vec!["read_file".into()],
+        ..RequestFacts::default()
+    };
+    let r = plan_reply(&cfg, &body, &facts);
+    assert_eq!(r.session, Some(2));
+    assert!(
+        r.answer
+            .parts
+            .iter()
+            .any(|p| matches!(p, Part::Tool { id, .. } if id == "call_smoke_1_s2"))
+    );
+    let after = RequestFacts {
+        tool_results: 1,
+        ..facts
+    };
+    let r = plan_reply(&cfg, &body, &after);
+    assert_eq!(r.kind, "after_tool");
+    assert!(
+        r.answer.text().ends_with(": 42. [session 2]"),
+        "{:?}",
+        r.answer
+    );
+    assert!(r.answer.reasoning_text().ends_with("[session 2]"));
+    assert_eq!(r.wait, Duration::from_secs(2));
+}
+
+#[test]
+fn the_wait_comes_before_the_first_content_not_before_the_framing() {
+    let a = plan_reply(
+        &ServerConfig {
+            script: Script::default(),
+            prompt: "hi".into(),
+            seed_token: None,
+        },
+        &json!({"messages": [{"role": "user", "content": "hi"}]}),
+        &RequestFacts::default(),
+    )
+    .answer;
+    let ids = Ids {
+        n: 1,
+        created: 0,
+        include_usage: false,
+    };
+    for (d, first_content) in [
+        (Dialect::Anthropic, "event: content_block_start"),
+        (Dialect::Responses, "event: response.output_item.added"),
+        (Dialect::Chat, "data: "),
+    ] {
+        let s = d.stream(&a, &ids);
+        let waits: Vec<&answer::Frame> =
+            s.frames.iter().filter(|f| f.pause == Pause::Wait).collect();
+        assert_eq!(waits.len(), 1, "{d:?}");
+        assert!(
+            waits[0].text.starts_with(first_content),
+            "{d:?}: {}",
+            waits[0].text
+        );
+        let before: Vec<&answer::Frame> = s
+            .frames
+            .iter()
+            .take_while(|f| f.pause != Pause::Wait)
+            .collect();
+        for f in before {
+            assert!(
+                !f.text.contains("delta") && !f.text.contains("content_block_start"),
+                "{d:?}: {}",
+                f.text
+            );
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_client_that_hangs_up_during_the_wait_is_logged_at_once() {
+    let srv = server(Script {
+        delay_s: 5.0,
+        ..fast()
+    })
+    .await;
+    let body = r#"{"stream":true,"messages":[{"role":"user","content":"hi"}]}"#;
+    let mut s = TcpStream::connect(("127.0.0.1", srv.port())).await.unwrap();
+    s.write_all(post(body).as_bytes()).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    drop(s);
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let r = &srv.requests()[0];
+    assert!(r.closed_early, "{r:?}");
+    let gone = r.done_ms.unwrap() - r.t_ms;
+    assert!(gone < 1000.0, "{gone}");
+}
