@@ -1,5 +1,7 @@
-//! The smoke run on real Python agents, unpatched and patched: Hermes Agent 0.19.0 installed
-//! from PyPI, and `verify --smoke` (the fixture agents' own smoke runs are in fixtures.rs).
+//! The smoke run on real Python agents, unpatched and patched, configured the way a user
+//! would (fixtures/python/*-smoke.toml): Hermes Agent 0.19.0, mistral-vibe 3.0.3 and gptme
+//! 0.35.1 from PyPI; and `verify --smoke` (the fixture agents' own runs are in fixtures.rs).
+//! Each patched run prints the card's latency after the prompt (`card N ms`).
 
 use crate::python::hermes;
 use crate::smoke::{assert_group_gone, smoke};
@@ -89,6 +91,95 @@ fn hermes_0_19_0_unpatched_then_patched() {
     assert_eq!(run.code, 0, "{}\n{}", run.stdout, run.stderr);
     run.assert_failing(&[]);
     assert_group_gone(&run);
+    card_latency("hermes 0.19.0", &run);
+}
+
+/// The card's latency after the prompt, printed for the report (the check allows 250 ms).
+fn card_latency(agent: &str, run: &crate::smoke::Run) -> f64 {
+    let ms = run.fig("think_card", "latency_ms");
+    eprintln!("{agent}: card {ms:.0} ms after the prompt");
+    assert!(ms <= 250.0, "{agent}: card {ms} ms after the prompt");
+    ms
+}
+
+/// A smoke run of a provisioned real agent's source (copied; patched first when asked).
+fn real_smoke(root: &Path, patch: bool, args: &[&str]) -> crate::smoke::Run {
+    let dir = copy_tree(&root.join("src"));
+    if patch {
+        let apply = std::process::Command::new(env!("CARGO_BIN_EXE_acp-patch"))
+            .arg("apply")
+            .arg(dir.path())
+            .env("ACP_PATCH_PYTHON", root.join("venv/bin/python"))
+            .output()
+            .unwrap();
+        assert!(
+            apply.status.success(),
+            "{}",
+            String::from_utf8_lossy(&apply.stderr)
+        );
+    }
+    let python = root.join("venv/bin/python");
+    let mut all = vec!["--python", path_str(&python)];
+    all.extend(args);
+    let run = smoke(dir.path(), &all);
+    assert_group_gone(&run);
+    run
+}
+
+#[test]
+fn mistral_vibe_3_0_3_unpatched_then_patched() {
+    let root = crate::python_real::mistral_vibe();
+    let config = fixture("python/mistral-vibe-smoke.toml");
+    let args = ["--config", path_str(&config)];
+    let run = real_smoke(&root, false, &args);
+    run.assert_failing(&[
+        "think_card",
+        "heartbeat",
+        "complete",
+        "one_thought_block",
+        "gap_card",
+    ]);
+    let run = real_smoke(&root, true, &args);
+    assert_eq!(run.code, 0, "{}\n{}", run.stdout, run.stderr);
+    run.assert_failing(&[]);
+    card_latency("mistral-vibe 3.0.3", &run);
+    // two sessions prompted at once, with the preset a user would type
+    let run = real_smoke(
+        &root,
+        true,
+        &["--preset", "mistral-vibe", "--sessions", "2"],
+    );
+    assert_eq!(run.code, 0, "{}\n{}", run.stdout, run.stderr);
+    run.assert_failing(&[]);
+}
+
+#[test]
+fn gptme_0_35_1_unpatched_then_patched() {
+    let root = crate::python_real::gptme();
+    let config = fixture("python/gptme-smoke.toml");
+    let args = ["--config", path_str(&config)];
+    let run = real_smoke(&root, false, &args);
+    run.assert_failing(&["think_card", "heartbeat", "complete"]);
+    let run = real_smoke(&root, true, &args);
+    // gptme sends a "New session" message from a task new_session schedules; it races the
+    // first prompt (the smoke client prompts at once), and when it lands after the prompt
+    // but before gptme's prompt handler runs, the client sees a chunk before the card: a
+    // message of the session's set-up, not of the turn, but the smoke counts it
+    let card_ms = run.fig("think_card", "latency_ms");
+    let setup_chunk_in_turn = run.report["lines"].as_array().unwrap().iter().any(|l| {
+        let t = l["t_ms"].as_f64().unwrap_or(-1.0);
+        (0.0..card_ms).contains(&t)
+            && l["text"]
+                .as_str()
+                .is_some_and(|x| x.contains("New session"))
+    });
+    if setup_chunk_in_turn {
+        run.assert_failing(&["think_card", "complete"]);
+    } else {
+        assert_eq!(run.code, 0, "{}\n{}", run.stdout, run.stderr);
+        run.assert_failing(&[]);
+    }
+    card_latency("gptme 0.35.1", &run);
 }
 
 #[test]
