@@ -165,14 +165,17 @@ fn gptme_0_35_1_unpatched_then_patched() {
     // first prompt (the smoke client prompts at once), and when it lands after the prompt
     // but before gptme's prompt handler runs, the client sees a chunk before the card: a
     // message of the session's set-up, not of the turn, but the smoke counts it
-    let card_ms = run.fig("think_card", "latency_ms");
-    let setup_chunk_in_turn = run.report["lines"].as_array().unwrap().iter().any(|l| {
-        let t = l["t_ms"].as_f64().unwrap_or(-1.0);
-        (0.0..card_ms).contains(&t)
-            && l["text"]
-                .as_str()
-                .is_some_and(|x| x.contains("New session"))
-    });
+    let lines = run.report["lines"].as_array().unwrap();
+    let position = |what: &dyn Fn(&str) -> bool| {
+        lines
+            .iter()
+            .position(|l| l["text"].as_str().is_some_and(|t| what(t)))
+    };
+    let prompt = position(&|t| t.contains("\"session/prompt\""));
+    let setup = position(&|t| t.contains("New session"));
+    let card = position(&|t| t.contains("\"kind\":\"think\""));
+    let setup_chunk_in_turn =
+        matches!((prompt, setup, card), (Some(p), Some(s), Some(c)) if p < s && s < c);
     if setup_chunk_in_turn {
         run.assert_failing(&["think_card", "complete"]);
     } else {

@@ -1,15 +1,18 @@
 //! Python agents, parsed with tree-sitter. Two strategies share the protocol anchors
 //! (`anchors`): the protocol strategy (`protocol`: the runtime module plus small insertions)
 //! for every agent, and the engine-level refinement (`engine`) for callback-shaped agents such
-//! as Hermes. `placement` proves where inserted code sits; `package` spells its imports.
+//! as Hermes. `placement` proves where inserted code sits (with `scope`'s binding analysis);
+//! `package` spells its imports.
 
 mod anchors;
+mod connection;
 mod engine;
 mod insert;
 mod locate;
 mod package;
 mod placement;
 mod protocol;
+mod scope;
 pub(crate) mod syntax;
 
 use crate::error::{Error, Result};
