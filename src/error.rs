@@ -74,6 +74,25 @@ pub enum Error {
     )]
     WouldBreak { file: String, message: String },
 
+    #[error(
+        "{file}:{line}: the {piece} acp-patch inserted was changed by hand: {detail}; revert takes out only what apply wrote, byte for byte: restore it (e.g. from git) or take acp-patch's code out by hand (nothing was written)"
+    )]
+    HandEdited {
+        file: String,
+        line: usize,
+        piece: String,
+        detail: String,
+    },
+
+    #[error(
+        "{file}:{line}: revert cannot give back the tree apply started from: {detail}; take acp-patch's code out by hand (nothing was written)"
+    )]
+    NotRevertible {
+        file: String,
+        line: usize,
+        detail: String,
+    },
+
     #[error("{file}:{line}: {message}")]
     Unsupported {
         file: String,
@@ -239,6 +258,8 @@ impl Error {
             Error::Build { .. } => "build",
             Error::VerifyFails { .. } => "verify_fails",
             Error::Exists { .. } => "exists",
+            Error::HandEdited { .. } => "hand_edited",
+            Error::NotRevertible { .. } => "not_revertible",
             Error::Interrupted => "interrupted",
             Error::InAgent { source, .. } => source.kind(),
         }
@@ -257,6 +278,8 @@ impl Error {
             Error::Ambiguous { candidates, .. } => candidates.first().map(|c| c.location.clone()),
             Error::Unsupported { file, line, .. }
             | Error::NotUtf8 { file, line, .. }
+            | Error::NotRevertible { file, line, .. }
+            | Error::HandEdited { file, line, .. }
             | Error::WouldNotCompile { file, line, .. } => at(file, *line),
             Error::ReadOnly { file }
             | Error::Symlink { file, .. }

@@ -17,5 +17,6 @@ pub mod plan;
 pub mod project;
 pub mod render;
 pub mod report;
+pub mod revert;
 pub mod smoke;
 pub mod source;

@@ -26,6 +26,8 @@ enum Command {
     Apply(ApplyArgs),
     /// Check that every piece is present and well-formed (for CI).
     Verify(VerifyArgs),
+    /// Take out everything apply inserted: the tree as it was before apply, byte for byte.
+    Revert(RevertArgs),
     /// Drive the agent through a real ACP turn against a scripted LLM and check what a user sees.
     Smoke(Box<acp_patch::smoke::SmokeArgs>),
     /// Write acp-patch.toml with the sites apply finds, each pin commented out, so a team can pin them.
@@ -98,6 +100,22 @@ struct InitArgs {
     /// Print the pins to stdout instead of writing acp-patch.toml.
     #[arg(long)]
     dry_run: bool,
+    #[arg(long, value_enum, default_value_t = Format::Text)]
+    format: Format,
+}
+
+#[derive(Args)]
+struct RevertArgs {
+    #[command(flatten)]
+    common: Common,
+    /// Print the unified diff to stdout and write nothing.
+    #[arg(long)]
+    dry_run: bool,
+    /// Write even when the git tree has uncommitted changes.
+    #[arg(long)]
+    allow_dirty: bool,
+    /// Summary format on stderr (text) or one JSON document on stdout (json; the diff is
+    /// its `diff` field).
     #[arg(long, value_enum, default_value_t = Format::Text)]
     format: Format,
 }
@@ -186,6 +204,7 @@ fn run(cli: &Cli) -> u8 {
         Command::Apply(args) => run_apply(args, &mut streams),
         Command::Verify(args) => run_verify(args, &mut streams),
         Command::Init(args) => run_init(args, &mut streams),
+        Command::Revert(args) => run_revert(args, &mut streams),
         Command::Smoke(_) => unreachable!("run above"),
     };
     let result = result.and_then(|code| streams.out.flush().map(|_| code));
@@ -271,6 +290,26 @@ fn run_init(args: &InitArgs, s: &mut Streams) -> io::Result<u8> {
     match acp_patch::init::init(&args.common.path, &args.common.options(), args.dry_run) {
         Ok(outcome) => {
             printer.init(s, &outcome, args.dry_run)?;
+            Ok(0)
+        }
+        Err(e) => refuse(printer.as_ref(), s, &cx, &e),
+    }
+}
+
+fn run_revert(args: &RevertArgs, s: &mut Streams) -> io::Result<u8> {
+    let printer = args.format.printer();
+    let cx = Context {
+        command: "revert",
+        root: &args.common.path,
+    };
+    let opts = ops::RevertOptions {
+        common: args.common.options(),
+        dry_run: args.dry_run,
+        allow_dirty: args.allow_dirty,
+    };
+    match ops::revert(&args.common.path, &opts) {
+        Ok(outcome) => {
+            printer.revert(s, &outcome, args.dry_run)?;
             Ok(0)
         }
         Err(e) => refuse(printer.as_ref(), s, &cx, &e),

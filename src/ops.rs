@@ -1,5 +1,5 @@
-//! The commands as library calls: apply (and its dry run), verify and the site survey
-//! `init` writes.
+//! The commands as library calls: apply (and its dry run), verify, revert and the site
+//! survey `init` writes.
 //!
 //! A tree may hold agents in several languages (a Python agent and a TypeScript one):
 //! apply patches every one of them in one all-or-nothing write, and verify reports each.
@@ -90,7 +90,7 @@ fn explain(e: Error, project: &Project) -> Error {
 }
 
 /// The languages with an agent in the tree.
-fn agents(project: &Project) -> Result<Vec<&'static dyn Language>> {
+pub(crate) fn agents(project: &Project) -> Result<Vec<&'static dyn Language>> {
     let found: Vec<&'static dyn Language> = lang::all()
         .into_iter()
         .filter(|l| l.detect(project))
@@ -303,7 +303,7 @@ pub fn apply(root: &Path, opts: &ApplyOptions) -> Result<ApplyOutcome> {
 }
 
 /// Never write an edit that adds a syntax error.
-fn check_parses(lang: &dyn Language, plan: &Plan) -> Result<()> {
+pub(crate) fn check_parses(lang: &dyn Language, plan: &Plan) -> Result<()> {
     for fp in plan.files.iter().filter(|f| !f.delete) {
         let new = fp.new_text();
         if let Some((offset, message)) = lang.syntax_error(&new) {
@@ -398,3 +398,5 @@ fn compile_inserted(lang: &dyn Language, project: &Project, report: &mut Report)
         row.insert_at = Some(format!("{file}:{line}"));
     }
 }
+
+pub use crate::revert::{RevertOptions, RevertOutcome, revert};

@@ -22,7 +22,7 @@ const SKIP_DIRS: &[&str] = &[
 /// removed by the next apply when the run that made them is gone.
 pub const TEMP_PREFIX: &str = ".acp-patch-tmp-";
 
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct Project {
     pub root: PathBuf,
     pub config: Config,
@@ -42,6 +42,10 @@ pub struct Project {
     /// Package manifests and build configs (`Cargo.toml`, `package.json`, ...) a language may
     /// read beside the sources, by path.
     pub manifests: Vec<PathBuf>,
+    /// Other files a language reads and may edit (a `Cargo.toml`) as they would be after a
+    /// change not written yet: revert re-plans the reverted tree in memory. Read them with
+    /// [`Project::read_source`].
+    pub overlay: Vec<SourceFile>,
 }
 
 /// File names of package manifests and build configs (see [`Project::manifests`]).
@@ -148,9 +152,22 @@ impl Project {
             skipped: Vec::new(),
             leftovers: Vec::new(),
             manifests: Vec::new(),
+            overlay: Vec::new(),
         };
         read_sources(&mut project, limits)?;
         Ok(project)
+    }
+
+    /// A file beside the sources (e.g. `root/Cargo.toml`): the overlay's version if it has
+    /// one, else the disk's; `None` when it does not exist or is not UTF-8.
+    pub fn read_source(&self, path: &Path) -> Result<Option<SourceFile>> {
+        if let Some(f) = self.overlay.iter().find(|f| f.path == path) {
+            return Ok(f.exists.then(|| f.clone()));
+        }
+        if !path.is_file() {
+            return Ok(None);
+        }
+        SourceFile::read(&self.root, path)
     }
 
     pub fn files_with_extension<'a>(

@@ -43,6 +43,9 @@ pub trait Language: Sync {
     ) -> Option<std::result::Result<std::process::Command, String>> {
         None
     }
+    /// Every part with the files it indexes: revert takes the present ones out (see
+    /// [`parts::Inventory`] for what they must say).
+    fn inventory(&self, project: &Project) -> Result<parts::Inventory>;
 }
 
 pub fn all() -> Vec<&'static dyn Language> {

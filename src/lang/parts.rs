@@ -52,6 +52,34 @@ pub struct Part {
     pub anchor_line: usize,
 }
 
+/// Every part of a tree with the files they index: what [`crate::lang::Language::inventory`]
+/// hands to revert, which takes the present parts out again.
+///
+/// What revert relies on (each language keeps it): a part apply inserted is reported on the
+/// patched tree as present, its `present` line inside the inserted text and its `text` the
+/// exact bytes apply inserted (at the end of a file without a final newline: a line ending,
+/// then the text without its last one); a part present in a form apply does not write (the
+/// agent's own code) has an empty `text` and is left alone; a file apply created is one part
+/// at offset 0 whose text is the whole file.
+pub struct Inventory {
+    pub files: Vec<SourceFile>,
+    pub parts: Vec<Part>,
+    /// Text every piece of inserted code holds (verify's `Naming::marker`): a file that
+    /// still holds it once the parts are out keeps acp-patch code apply would not account
+    /// for (moved or copied by hand), and revert refuses.
+    pub marker: &'static str,
+}
+
+impl Inventory {
+    pub fn new<P: ParsedSource>(files: &[P], parts: Vec<Part>, marker: &'static str) -> Inventory {
+        Inventory {
+            files: files.iter().map(|p| p.source().clone()).collect(),
+            parts,
+            marker,
+        }
+    }
+}
+
 pub const CHECK_START: &[&str] = &["hook.start"];
 pub const CHECK_COMPLETE: &[&str] = &["hook.complete"];
 pub const CHECK_HOOKS: &[&str] = &["hook.start", "hook.heartbeat", "hook.complete"];

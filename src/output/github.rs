@@ -2,10 +2,12 @@
 //! to the working directory, which is the checkout in a workflow); the text report goes to
 //! stderr, where it shows in the log without being read as commands.
 
-use super::{Context, Printer, SmokeResult, Streams, apply_summary, init_summary, smoke_text};
+use super::{
+    Context, Printer, SmokeResult, Streams, apply_summary, init_summary, revert_summary, smoke_text,
+};
 use crate::error::Error;
 use crate::init::InitOutcome;
-use crate::ops::{ApplyOutcome, VerifyOutcome};
+use crate::ops::{ApplyOutcome, RevertOutcome, VerifyOutcome};
 use crate::report::Status;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
@@ -132,6 +134,16 @@ impl Printer for Github {
             s.out.flush()?;
         }
         init_summary(s, outcome, dry_run);
+        Ok(())
+    }
+
+    fn revert(&self, s: &mut Streams, outcome: &RevertOutcome, dry_run: bool) -> io::Result<()> {
+        // nothing to annotate; the dry run's diff is still its stdout
+        if dry_run {
+            s.out.write_all(outcome.diff.as_bytes())?;
+            s.out.flush()?;
+        }
+        revert_summary(s, outcome);
         Ok(())
     }
 

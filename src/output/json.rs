@@ -1,10 +1,10 @@
 //! JSON: exactly one document on stdout, whatever happened (a refusal is
 //! `{"ok": false, "error": {...}}`); a dry run's diff is its `diff` field.
 
-use super::{Context, Printer, SmokeResult, Streams, apply_summary, init_summary};
+use super::{Context, Printer, SmokeResult, Streams, apply_summary, init_summary, revert_summary};
 use crate::error::Error;
 use crate::init::InitOutcome;
-use crate::ops::{ApplyOutcome, VerifyOutcome};
+use crate::ops::{ApplyOutcome, RevertOutcome, VerifyOutcome};
 use serde_json::{Value, json};
 use std::io;
 
@@ -83,6 +83,14 @@ impl Printer for Json {
         doc["ok"] = Value::Bool(true);
         emit(s, &doc)?;
         init_summary(s, outcome, dry_run);
+        Ok(())
+    }
+
+    fn revert(&self, s: &mut Streams, outcome: &RevertOutcome, _dry_run: bool) -> io::Result<()> {
+        let mut doc = serde_json::to_value(outcome).expect("outcome serializes");
+        doc["ok"] = Value::Bool(true);
+        emit(s, &doc)?;
+        revert_summary(s, outcome);
         Ok(())
     }
 

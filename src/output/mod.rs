@@ -10,7 +10,7 @@ mod text;
 
 use crate::error::Error;
 use crate::init::InitOutcome;
-use crate::ops::{ApplyOutcome, VerifyOutcome};
+use crate::ops::{ApplyOutcome, RevertOutcome, VerifyOutcome};
 use crate::smoke::report::SmokeReport;
 use std::io::{self, Write};
 use std::path::Path;
@@ -55,6 +55,7 @@ pub trait Printer {
         smoke: Option<&SmokeResult>,
     ) -> io::Result<()>;
     fn init(&self, s: &mut Streams, outcome: &InitOutcome, dry_run: bool) -> io::Result<()>;
+    fn revert(&self, s: &mut Streams, outcome: &RevertOutcome, dry_run: bool) -> io::Result<()>;
     fn error(&self, s: &mut Streams, cx: &Context, e: &Error) -> io::Result<()>;
 }
 
@@ -87,6 +88,29 @@ fn apply_summary(s: &mut Streams, outcome: &ApplyOutcome) {
         "acp-patch: {verb} {} pieces into {} files ({} agent)",
         outcome.placed.len(),
         outcome.files.len(),
+        outcome.language.replace('+', " and ")
+    ));
+}
+
+/// The human summary of a revert, on stderr (every format prints it).
+fn revert_summary(s: &mut Streams, outcome: &RevertOutcome) {
+    if outcome.nothing_to_revert() {
+        s.say("acp-patch: nothing to revert: no piece acp-patch inserts is in place");
+        return;
+    }
+    for p in &outcome.removed {
+        s.say(&format!("  {}:{}  {}", p.file, p.line, p.piece));
+    }
+    let verb = if outcome.written {
+        "removed"
+    } else {
+        "would remove"
+    };
+    s.say(&format!(
+        "acp-patch: {verb} {} pieces from {} files ({} deleted; {} agent)",
+        outcome.removed.len(),
+        outcome.files.len(),
+        outcome.deleted.len(),
         outcome.language.replace('+', " and ")
     ));
 }

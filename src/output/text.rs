@@ -1,9 +1,11 @@
 //! Plain text: diffs and reports on stdout, everything else on stderr.
 
-use super::{Context, Printer, SmokeResult, Streams, apply_summary, init_summary, smoke_text};
+use super::{
+    Context, Printer, SmokeResult, Streams, apply_summary, init_summary, revert_summary, smoke_text,
+};
 use crate::error::Error;
 use crate::init::InitOutcome;
-use crate::ops::{ApplyOutcome, VerifyOutcome};
+use crate::ops::{ApplyOutcome, RevertOutcome, VerifyOutcome};
 use std::io;
 
 pub struct Text;
@@ -47,6 +49,15 @@ impl Printer for Text {
             s.out.flush()?;
         }
         init_summary(s, outcome, dry_run);
+        Ok(())
+    }
+
+    fn revert(&self, s: &mut Streams, outcome: &RevertOutcome, dry_run: bool) -> io::Result<()> {
+        if dry_run {
+            s.out.write_all(outcome.diff.as_bytes())?;
+            s.out.flush()?;
+        }
+        revert_summary(s, outcome);
         Ok(())
     }
 

@@ -10,6 +10,8 @@
 //!    known to be a valid agent);
 //! 7. each `[[smoke]]` run: unpatched fails exactly `unpatched_fails`, patched fails exactly
 //!    `patched_fails` (default: none).
+//! 8. `revert` on the applied tree gives `before/` back byte for byte (its dry-run diff too,
+//!    by `git apply`), and a second revert has nothing to revert.
 //!
 //! `ACP_PATCH_BLESS=1` rewrites the snapshots (and `after/` where the case keeps one).
 
@@ -208,6 +210,31 @@ fn run_case(case: &str) {
         let r = toolchain.smoke(case, &applied, &format!("smoke-{i}-applied"), &args);
         assert_failing_exactly(case, "patched", &r, &s.patched_fails);
     }
+
+    // 8. revert: before/ byte for byte
+    let reverted = copy_to(&applied, case, "reverted");
+    let dry = run(&["revert", "--dry-run"], &reverted);
+    assert_eq!(dry.code, 0, "{case}: revert --dry-run:\n{}", dry.stderr);
+    assert_eq!(
+        applied_snapshot,
+        snapshot_tree(&reverted),
+        "{case}: a revert dry run wrote something"
+    );
+    let patch = work_dir(case, "revert-diff").join("revert.diff");
+    std::fs::write(&patch, &dry.stdout).unwrap();
+    let by_git = copy_to(&applied, case, "git-revert");
+    git(&by_git, &["apply", path_str(&patch)]);
+    assert_same_tree(&by_git, &before);
+    let r = run(&["revert"], &reverted);
+    assert_eq!(r.code, 0, "{case}: revert:\n{}", r.stderr);
+    assert_same_tree(&reverted, &before);
+    let again = run(&["revert"], &reverted);
+    assert_eq!(again.code, 0, "{case}: second revert:\n{}", again.stderr);
+    assert!(
+        again.stderr.contains("nothing to revert"),
+        "{case}: second revert: {}",
+        again.stderr
+    );
 }
 
 fn assert_failing_exactly(case: &str, tree: &str, run: &crate::smoke::Run, expected: &[String]) {

@@ -3,9 +3,11 @@
 mod cli;
 mod fixtures;
 mod hostile;
+mod property;
 mod python;
 mod python_real;
 mod python_templates;
+mod revert;
 mod rust_agents;
 mod smoke;
 mod smoke_browser;

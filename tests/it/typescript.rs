@@ -35,7 +35,7 @@ pub(crate) fn link_node_modules(dir: &Path, name: &str) {
 }
 
 /// `tsc --noEmit -p dir` with the provisioned TypeScript: it must typecheck.
-fn tsc(dir: &Path, deps: &str) {
+pub(crate) fn tsc(dir: &Path, deps: &str) {
     let _turn = cpu_lock();
     let tsc = node_modules(deps).join("typescript/bin/tsc");
     let out = Command::new("node")

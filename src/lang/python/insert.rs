@@ -309,7 +309,8 @@ impl<'a> Builder<'a> {
         self.push(checks, label, top.file, offset, text, present);
     }
 
-    /// `import name` after the last top-level import, unless the module has it.
+    /// `import name` after the last top-level import, unless the module has it. The line
+    /// apply adds carries a comment, so revert takes out that one and never the agent's own.
     pub(super) fn ensure_import(
         &mut self,
         checks: &'static [&'static str],
@@ -318,16 +319,23 @@ impl<'a> Builder<'a> {
     ) {
         let f = &self.files[file];
         let root = f.tree.root_node();
-        if imports_module(root, &f.file.text, module) {
+        let src = f.file.text.as_str();
+        let eol = f.file.style.eol;
+        let text = format!("import {module}{ADDED_IMPORT}{eol}");
+        if imports_module(root, src, module) {
+            let added = named_children(root).into_iter().find(|n| {
+                n.kind() == "import_statement"
+                    && text_of_line(src, n.start_byte()) == text.trim_end_matches(['\r', '\n'])
+            });
+            if let Some(added) = added {
+                let start = line_start(src, added.start_byte());
+                self.push(checks, "import", file, start, text, Some(line(added)));
+            }
             return;
         }
-        let eol = f.file.style.eol;
-        let (offset, text) = match last_top_level_import(root) {
-            Some(imp) => (
-                line_end_after(&f.file.text, imp.end_byte()),
-                format!("import {module}{eol}"),
-            ),
-            None => (0, format!("import {module}{eol}")),
+        let offset = match last_top_level_import(root) {
+            Some(imp) => line_end_after(src, imp.end_byte()),
+            None => 0,
         };
         self.push(checks, "import", file, offset, text, None);
     }
@@ -361,14 +369,38 @@ impl<'a> Builder<'a> {
                 })
             }) || defined_at(f, name).is_some()
         };
+        let mut sorted = names.to_vec();
+        sorted.sort();
+        let eol = f.file.style.eol;
         let missing: Vec<&str> = names.iter().copied().filter(|n| !has(n)).collect();
         if missing.is_empty() {
-            let line = imports
-                .iter()
-                .find(|i| text(**i, src).contains(names[0]))
-                .map(|i| line(*i))
-                .unwrap_or(1);
-            self.push(checks, "import", file, 0, String::new(), Some(line));
+            // the line as apply writes it is apply's (revert takes it out); any other form
+            // is the agent's own and stays
+            let found = imports.iter().find(|i| text(**i, src).contains(names[0]));
+            let (line, offset, text) = match found {
+                Some(i) => {
+                    let module = i
+                        .child_by_field_name("module_name")
+                        .map(|m| text(m, src))
+                        .unwrap_or("");
+                    let own = format!("from {module} import {}", sorted.join(", "));
+                    let ours = text(*i, src) == own
+                        && text_of_line(src, i.start_byte()).trim_start() == own;
+                    let start = line_start(src, i.start_byte());
+                    let indent = indent_at(src, i.start_byte());
+                    (
+                        line(*i),
+                        start,
+                        if ours {
+                            format!("{indent}{own}{eol}")
+                        } else {
+                            String::new()
+                        },
+                    )
+                }
+                None => (1, 0, String::new()),
+            };
+            self.push(checks, "import", file, offset, text, Some(line));
             return Ok(());
         }
         let p = &self.files[provider];
@@ -403,9 +435,9 @@ impl<'a> Builder<'a> {
                 .expect("from-import has a module"),
             src,
         );
+        // only the names still missing: a tree patched by an older acp-patch keeps its line
         let mut sorted = missing;
         sorted.sort();
-        let eol = f.file.style.eol;
         let code = format!("from {module} import {}{eol}", sorted.join(", "));
         let offset = line_end_after(src, existing.end_byte());
         let indent = indent_at(src, existing.start_byte()).to_string();
@@ -519,6 +551,15 @@ fn block_defined_at(p: &Parsed, code: &str, defines: &str) -> Option<usize> {
             .filter_map(|name| defined_at(p, name))
             .min()
     })
+}
+
+/// The comment on an `import` line apply adds (see `ensure_import`).
+const ADDED_IMPORT: &str = "  # added by acp-patch";
+
+/// The text of the line holding `offset`, without its line ending.
+fn text_of_line(src: &str, offset: usize) -> &str {
+    let start = line_start(src, offset);
+    src[start..line_end_after(src, offset)].trim_end_matches(['\r', '\n'])
 }
 
 /// The line of a top-level `def name` in a parsed file.

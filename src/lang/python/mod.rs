@@ -26,6 +26,11 @@ use std::collections::HashSet;
 
 pub struct Python;
 
+/// Text every piece apply inserts holds (the runtime module, its import, the engine-level
+/// `_acp_progress_*` helpers): verify requires files holding it to parse, revert refuses a
+/// tree that still holds it once every piece is out.
+const MARKER: &str = "acp_progress";
+
 /// Report rows of the engine-level shape: the shared ones plus the placement proof.
 const ENGINE_CHECKS: &[&str] = &[
     "hook.start",
@@ -282,6 +287,12 @@ impl Language for Python {
         crate::compile::python(project, files)
     }
 
+    fn inventory(&self, project: &Project) -> Result<parts::Inventory> {
+        let files = self.files(project)?;
+        let analysis = self.analyze(project, &files)?;
+        Ok(parts::Inventory::new(&files, analysis.parts, MARKER))
+    }
+
     fn verify(&self, project: &Project) -> Result<Report> {
         let files = self.files(project)?;
         let analysis = self.analyze(project, &files)?;
@@ -304,7 +315,7 @@ impl Language for Python {
                     .iter()
                     .any(|d| syntax::name_of(*d, &p.file.text) == name)
             },
-            marker: "acp_progress",
+            marker: MARKER,
         };
         let root = project.root.display().to_string();
         parts::report(

@@ -1,8 +1,10 @@
 //! The agent's `Cargo.toml`: which `agent-client-protocol` it uses (from `Cargo.lock` when
-//! there is one), and the dependency edits the inserted code needs (tokio's `time`
-//! feature, `serde_json`), made with `toml_edit` so the rest of the file stays as it is.
+//! there is one), and the dependencies the inserted code needs (tokio's `time` feature,
+//! `serde_json`): a marked table appended to the file, so the agent's own lines stay as they
+//! are and revert can take it out again.
 
 use crate::error::{Error, Result};
+use crate::project::Project;
 use crate::source::SourceFile;
 use std::path::Path;
 use toml_edit::{DocumentMut, Item, Value};
@@ -21,12 +23,11 @@ pub struct Manifest {
 
 impl Manifest {
     /// `None` when the folder has no `Cargo.toml` that depends on the SDK.
-    pub fn load(root: &Path) -> Result<Option<Manifest>> {
+    /// (Read through the project, so revert's in-memory re-plan sees its reverted text.)
+    pub fn load(project: &Project) -> Result<Option<Manifest>> {
+        let root = project.root.as_path();
         let path = root.join("Cargo.toml");
-        if !path.is_file() {
-            return Ok(None);
-        }
-        let Some(file) = SourceFile::read(root, &path)? else {
+        let Some(file) = project.read_source(&path)? else {
             return Ok(None);
         };
         let doc: DocumentMut =
@@ -55,104 +56,92 @@ impl Manifest {
         }))
     }
 
-    /// The manifest text with every dependency the inserted code needs; `None` when it has them.
-    pub fn with_needed_deps(&self) -> Option<String> {
-        let mut doc: DocumentMut = self.file.text.parse().ok()?;
-        let mut changed = false;
-        let deps = doc.get_mut("dependencies")?.as_table_like_mut()?;
-        match deps.get_mut("tokio") {
-            Some(Item::Value(Value::String(_))) | None => {
-                // `tokio = "1"` (default features off: nothing runs) or no tokio at all
-                if deps.get("tokio").is_none() {
-                    let mut t = toml_edit::InlineTable::new();
-                    t.insert("version", "1".into());
-                    let mut f = toml_edit::Array::new();
-                    f.push("rt");
-                    f.push("time");
-                    t.insert("features", Value::Array(f));
-                    deps.insert("tokio", Item::Value(Value::InlineTable(t)));
-                    changed = true;
-                } else if let Some(Item::Value(v)) = deps.get_mut("tokio") {
-                    let version = v.as_str().unwrap_or("1").to_string();
-                    let mut t = toml_edit::InlineTable::new();
-                    t.insert("version", version.as_str().into());
-                    let mut f = toml_edit::Array::new();
-                    f.push("time");
-                    t.insert("features", Value::Array(f));
-                    *v = Value::InlineTable(t);
-                    changed = true;
-                }
+    /// The dependency lines the inserted code needs beyond the agent's `[dependencies]`
+    /// (tokio's `time` feature, serde_json); empty when it has them.
+    fn needed_lines(&self) -> Vec<String> {
+        let Ok(doc) = self.file.text.parse::<DocumentMut>() else {
+            return Vec::new();
+        };
+        let Some(deps) = doc.get("dependencies").and_then(Item::as_table_like) else {
+            return Vec::new();
+        };
+        let mut lines = Vec::new();
+        let has_timer = |item: &Item| {
+            item.as_table_like()
+                .and_then(|t| t.get("features"))
+                .and_then(Item::as_array)
+                .is_some_and(|a| {
+                    a.iter()
+                        .any(|v| matches!(v.as_str(), Some("time" | "full")))
+                })
+        };
+        match deps.get("tokio") {
+            None => lines.push(r#"tokio = { version = "1", features = ["rt", "time"] }"#.into()),
+            Some(item) if !has_timer(item) => {
+                lines.push(r#"tokio = { version = "1", features = ["time"] }"#.into())
             }
-            Some(item) => {
-                if let Some(t) = item.as_table_like_mut() {
-                    match t.get_mut("features") {
-                        Some(f) => {
-                            if let Some(arr) = f.as_array_mut()
-                                && !arr
-                                    .iter()
-                                    .any(|v| matches!(v.as_str(), Some("time" | "full")))
-                            {
-                                arr.push("time");
-                                changed = true;
-                            }
-                        }
-                        None => {
-                            let mut f = toml_edit::Array::new();
-                            f.push("time");
-                            t.insert("features", Item::Value(Value::Array(f)));
-                            changed = true;
-                        }
-                    }
-                }
-            }
+            Some(_) => {}
         }
         if deps.get("serde_json").is_none() {
-            deps.insert("serde_json", Item::Value("1".into()));
-            changed = true;
+            lines.push(r#"serde_json = "1""#.into());
         }
-        changed.then(|| doc.to_string())
+        lines
     }
 
-    /// The needed dependency edits as one insertion `(offset, text)`, or an error when
-    /// `toml_edit` would change more than it adds.
+    /// The needed dependencies as one insertion `(offset, text)`: a table of their own
+    /// appended to the manifest, `[target.'cfg(all())'.dependencies]` (true on every target;
+    /// cargo unifies its features with the agent's own tokio), under a comment that names it.
+    /// The agent's lines stay as they are, and revert finds the table again by its comment
+    /// (a feature added to the agent's own list could not be told from one it had).
     pub fn insertion(&self) -> Result<Option<(usize, String)>> {
-        let Some(new) = self.with_needed_deps() else {
+        let lines = self.needed_lines();
+        if lines.is_empty() {
             return Ok(None);
-        };
-        let old = &self.file.text;
-        let prefix = old
-            .bytes()
-            .zip(new.bytes())
-            .take_while(|(a, b)| a == b)
-            .count();
-        let max_suffix = old.len().min(new.len()) - prefix;
-        let suffix = old
-            .bytes()
-            .rev()
-            .zip(new.bytes().rev())
-            .take(max_suffix)
-            .take_while(|(a, b)| a == b)
-            .count();
-        if prefix + suffix != old.len() {
+        }
+        let text = &self.file.text;
+        let taken = text.parse::<DocumentMut>().ok().is_some_and(|doc| {
+            doc.get("target")
+                .and_then(Item::as_table_like)
+                .is_some_and(|t| t.contains_key("cfg(all())"))
+        });
+        if taken && self.block_line().is_none() {
             return Err(Error::Unsupported {
                 file: self.file.rel.clone(),
-                line: self.file.line_of(prefix),
-                message: "cannot add tokio's `time` feature (and serde_json) without rewriting other lines; add them by hand".into(),
+                line: 1,
+                message: format!(
+                    "already has a `{BLOCK_TABLE}` table; add {} to it by hand",
+                    lines.join(" and ")
+                ),
             });
         }
-        let mut at = prefix;
-        while !old.is_char_boundary(at) {
-            at -= 1;
+        let eol = self.file.style.eol;
+        let mut block = format!(
+            "{eol}{BLOCK_MARKER}; acp-patch revert removes this table{eol}{BLOCK_TABLE}{eol}"
+        );
+        for l in &lines {
+            block.push_str(l);
+            block.push_str(eol);
         }
-        let text = new[at..new.len() - (old.len() - at)].to_string();
-        let text = if self.file.style.eol == "\r\n" {
-            text.replace("\r\n", "\n").replace('\n', "\r\n")
-        } else {
-            text
-        };
-        Ok(Some((at, text)))
+        if !text.is_empty() && !text.ends_with('\n') {
+            // keep "no final newline": the new lines go before the end, not after it
+            block = format!("{eol}{}", block.trim_end_matches(['\r', '\n']));
+        }
+        Ok(Some((text.len(), block)))
+    }
+
+    /// The line of the dependency table apply appended, if it is there.
+    pub fn block_line(&self) -> Option<usize> {
+        self.file
+            .text
+            .lines()
+            .position(|l| l.starts_with(BLOCK_MARKER))
+            .map(|i| i + 1)
     }
 }
+
+/// The comment that opens the dependency table apply appends (and names it for revert).
+const BLOCK_MARKER: &str = "# acp-patch: dependencies of the inserted progress code";
+const BLOCK_TABLE: &str = "[target.'cfg(all())'.dependencies]";
 
 /// `(dependency key, version requirement)` of the SDK in `[dependencies]`.
 fn sdk_dependency(doc: &DocumentMut) -> Option<(String, String)> {
@@ -220,13 +209,19 @@ mod tests {
     }
 
     #[test]
-    fn adds_time_feature_as_one_insertion() {
+    fn adds_a_marked_dependency_table_and_finds_it_again() {
         let m = manifest(
             "[dependencies]\nserde_json = \"1\"\ntokio = { version = \"1\", features = [\"rt\"] } # keep\n",
         );
         let (at, text) = m.insertion().unwrap().unwrap();
-        assert_eq!(text, ", \"time\"");
-        assert_eq!(&m.file.text[at - 4..at], "\"rt\"");
+        assert_eq!(at, m.file.text.len());
+        assert_eq!(
+            text,
+            "\n# acp-patch: dependencies of the inserted progress code; acp-patch revert removes this table\n[target.'cfg(all())'.dependencies]\ntokio = { version = \"1\", features = [\"time\"] }\n"
+        );
+        let patched = manifest(&format!("{}{text}", m.file.text));
+        assert_eq!(patched.block_line(), Some(5));
+        assert_eq!(patched.insertion().unwrap().unwrap().1, text);
         let m = manifest(
             "[dependencies]\nserde_json = \"1\"\ntokio = { version = \"1\", features = [\"full\"] }\n",
         );

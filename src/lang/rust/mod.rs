@@ -76,7 +76,7 @@ impl Rust {
 
     fn analyze(&self, project: &Project) -> Result<Analysis> {
         let mut files = self.parse_all(project);
-        let manifest = Manifest::load(&project.root)?.ok_or_else(|| Error::NoAgent {
+        let manifest = Manifest::load(project)?.ok_or_else(|| Error::NoAgent {
             root: project.root.clone(),
             detail: format!("no Cargo.toml depending on {}", manifest::SDK),
         })?;
@@ -181,6 +181,11 @@ impl Language for Rust {
         dir: &std::path::Path,
     ) -> Option<std::result::Result<std::process::Command, String>> {
         Some(crate::compile::cargo_check_command(&project.root, dir))
+    }
+
+    fn inventory(&self, project: &Project) -> Result<parts::Inventory> {
+        let a = self.analyze(project)?;
+        Ok(parts::Inventory::new(&a.files, a.parts, "acp_progress_"))
     }
 
     fn verify(&self, project: &Project) -> Result<Report> {

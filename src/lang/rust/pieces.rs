@@ -238,11 +238,12 @@ impl<'a> Builder<'a> {
                 .filter(|l| !l.trim_start().starts_with("//"))
                 .map(str::trim)
                 .collect();
+            // the new fields copy the list's trailing comma (so revert can tell the two apart)
             let mut text = inline.join(" ");
             if !trailing_comma {
                 text = format!(", {}", text.trim_end_matches(','));
             } else {
-                text = format!(" {}", text.trim_end_matches(','));
+                text = format!(" {}", text);
             }
             self.push(checks, label, file, end, text, present);
             return Ok(());
@@ -253,7 +254,12 @@ impl<'a> Builder<'a> {
             let offset = line_end_after(src, end);
             self.push(checks, label, file, offset, body, present);
         } else {
-            let text = format!(",{}{}", style.eol, body.trim_end_matches(['\r', '\n']));
+            // no trailing comma in the list: none after the new last field either
+            let text = format!(
+                ",{}{}",
+                style.eol,
+                body.trim_end_matches(['\r', '\n']).trim_end_matches(',')
+            );
             self.push(checks, label, file, end, text, present);
         }
         Ok(())
@@ -494,7 +500,7 @@ pub fn build(
     // tokio's `time` feature and serde_json for the inserted code.
     if let Some((mfile, m)) = manifest {
         let (offset, text, present) = match m.insertion()? {
-            Some((offset, text)) => (offset, text, None),
+            Some((offset, text)) => (offset, text, m.block_line()),
             None => (0, String::new(), Some(manifest_line(&m.file.text))),
         };
         b.push(

@@ -93,6 +93,12 @@ impl Language for TypeScript {
         Some(crate::compile::tsc_command(dir))
     }
 
+    fn inventory(&self, project: &Project) -> Result<parts::Inventory> {
+        let files = self.parse_all(project);
+        let parts = self.analyze(project, &files)?;
+        Ok(parts::Inventory::new(&files, parts, "acpProgress"))
+    }
+
     fn verify(&self, project: &Project) -> Result<Report> {
         let files = self.parse_all(project);
         let parts = self.analyze(project, &files)?;

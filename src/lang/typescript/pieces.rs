@@ -195,6 +195,7 @@ impl<'a> Builder<'a> {
                 }
                 self.before(checks, label, *first, code, "\u{0}")?;
                 self.parts.last_mut().expect("just pushed").present = present;
+                self.opened_from_empty(block, code);
             }
             None => {
                 // `{}`: open the block
@@ -221,6 +222,23 @@ impl<'a> Builder<'a> {
             }
         }
         Ok(())
+    }
+
+    /// A block apply opened from `{}` holds just the inserted lines between its braces: the
+    /// last part's text is then that whole inside, so revert gives `{}` back. (An empty
+    /// block written over two lines looks the same once patched; it comes back as `{}`.)
+    fn opened_from_empty(&mut self, block: Node, code: &str) {
+        let src = self.src();
+        if statements(block).len() != 1 || self.parts.last().is_none_or(|p| p.present.is_none()) {
+            return;
+        }
+        let style = &self.files[self.file].file.style;
+        let indent = indent_at(src, block.start_byte()).to_string();
+        let inner = format!("{indent}{}", style.indent_unit);
+        let text = format!("{}{}{indent}", style.eol, self.render(code, &inner));
+        if src[block.start_byte() + 1..block.end_byte() - 1] == text {
+            self.parts.last_mut().expect("checked").text = text;
+        }
     }
 
     /// A top-level block before the class's top-level statement (and its comments).
@@ -360,7 +378,9 @@ pub fn build<'a>(files: &'a [Parsed], project: &'a Project, s: &Sites<'a>) -> Re
         .map(|(_, n)| line(*n));
     let plist = ctor.child_by_field_name("parameters").expect("parameters");
     let param = restyle("agentProgressCallback?: AcpProgressCallback", b.style);
-    let (offset, inserted) = match params.last() {
+    // (a list that holds only the callback parameter was empty before apply)
+    let only_ours = params.len() == 1 && present.is_some();
+    let (offset, inserted) = match params.last().filter(|_| !only_ours) {
         None => (plist.start_byte() + 1, param),
         Some((_, last)) => {
             if text(*last, src).starts_with("...") {
@@ -402,6 +422,7 @@ pub fn build<'a>(files: &'a [Parsed], project: &'a Project, s: &Sites<'a>) -> Re
                 .map(|n| line(*n));
             b.after(CHECK_STORED, "callback stored", *last, &store, "\u{0}")?;
             b.parts.last_mut().expect("pushed").present = present;
+            b.opened_from_empty(cbody, &store);
         }
         None => b.top(
             CHECK_STORED,

@@ -1,0 +1,473 @@
+//! `acp-patch revert`: after apply (once or twice) the tree comes back byte for byte — on
+//! every fixture, Hermes 0.19.0 and 0.14.0 and pi-acp 0.0.34; the dry run is a diff `git
+//! apply` takes; hand-edited or moved inserted code is refused with its file:line and
+//! nothing written; the ambiguity traps (an import the agent had vs. one apply added, the
+//! Cargo.toml additions, blocks inserted several times, parameters, `{}` bodies).
+
+use crate::support::*;
+use std::path::{Path, PathBuf};
+
+/// Every `fixtures/<lang>/<case>/before` tree.
+fn fixture_trees() -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for lang in ["python", "typescript", "rust"] {
+        for e in std::fs::read_dir(fixture(lang)).unwrap() {
+            let before = e.unwrap().path().join("before");
+            if before.is_dir() {
+                out.push(before);
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+fn apply_ok(root: &Path) -> Run {
+    let run = acp_patch(&["apply", path_str(root)], None);
+    assert_eq!(run.code, 0, "apply {}: {}", root.display(), run.stderr);
+    run
+}
+
+fn revert_ok(root: &Path) -> Run {
+    let run = acp_patch(&["revert", path_str(root)], None);
+    assert_eq!(run.code, 0, "revert {}: {}", root.display(), run.stderr);
+    run
+}
+
+/// apply, apply again, revert: the original tree byte for byte; a second revert has nothing
+/// to do. `original` is the tree before apply.
+fn round_trip(original: &Path) {
+    let dir = copy_tree(original);
+    let root = dir.path();
+    apply_ok(root);
+    let again = apply_ok(root);
+    assert!(again.stderr.contains("nothing to do"), "{}", again.stderr);
+    let run = revert_ok(root);
+    assert!(run.stderr.contains("acp-patch: removed "), "{}", run.stderr);
+    assert_same_tree(root, original);
+    let twice = revert_ok(root);
+    assert!(
+        twice.stderr.contains("nothing to revert"),
+        "{}",
+        twice.stderr
+    );
+    assert_same_tree(root, original);
+}
+
+#[test]
+fn every_fixture_comes_back_byte_for_byte_after_apply() {
+    let trees = fixture_trees();
+    assert!(trees.len() >= 7, "{trees:?}");
+    for before in trees {
+        round_trip(&before);
+    }
+}
+
+#[test]
+fn hermes_0_19_0_comes_back_byte_for_byte() {
+    round_trip(&crate::python::hermes("0.19.0"));
+}
+
+#[test]
+fn hermes_0_14_0_comes_back_byte_for_byte() {
+    round_trip(&crate::python::hermes("0.14.0"));
+}
+
+#[test]
+fn pi_acp_0_0_34_comes_back_byte_for_byte() {
+    round_trip(&crate::typescript::pi_acp("0.0.34"));
+}
+
+#[test]
+fn unpatched_tree_has_nothing_to_revert() {
+    let before = fixture("python/asyncio_agent/before");
+    let dir = copy_tree(&before);
+    let run = revert_ok(dir.path());
+    assert!(run.stderr.contains("nothing to revert"), "{}", run.stderr);
+    assert_eq!(run.stdout, "");
+    assert_same_tree(dir.path(), &before);
+}
+
+#[test]
+fn dry_run_prints_a_diff_git_applies_and_writes_nothing() {
+    for case in [
+        "python/callback_agent",
+        "typescript/sdk1_agent",
+        "rust/v1_agent",
+    ] {
+        let before = fixture(case).join("before");
+        let dir = copy_tree(&before);
+        apply_ok(dir.path());
+        let patched = snapshot_tree(dir.path());
+        let dry = acp_patch(&["revert", "--dry-run", path_str(dir.path())], None);
+        assert_eq!(dry.code, 0, "{}", dry.stderr);
+        assert!(dry.stderr.contains("would remove"), "{}", dry.stderr);
+        assert_eq!(patched, snapshot_tree(dir.path()), "a dry run wrote");
+        // the diff takes the patched tree back to the original
+        let diff = dir.path().with_extension("diff");
+        std::fs::write(&diff, &dry.stdout).unwrap();
+        git(dir.path(), &["apply", path_str(&diff)]);
+        let _ = std::fs::remove_file(&diff);
+        assert_same_tree(dir.path(), &before);
+    }
+}
+
+#[test]
+fn json_output_is_one_document_with_the_diff() {
+    let dir = copy_tree(&fixture("rust/trait_agent/before"));
+    apply_ok(dir.path());
+    let run = acp_patch(
+        &[
+            "revert",
+            "--dry-run",
+            "--format",
+            "json",
+            path_str(dir.path()),
+        ],
+        None,
+    );
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let doc: serde_json::Value = serde_json::from_str(&run.stdout).expect("one JSON document");
+    assert_eq!(doc["language"], "rust");
+    assert_eq!(doc["written"], false);
+    assert_eq!(
+        doc["files"],
+        serde_json::json!(["Cargo.toml", "src/agent.rs"])
+    );
+    assert!(
+        doc["diff"]
+            .as_str()
+            .unwrap()
+            .starts_with("diff --git a/Cargo.toml b/Cargo.toml\n")
+    );
+    assert_eq!(doc["removed"].as_array().unwrap().len(), 11);
+
+    let run = acp_patch(&["revert", "--format", "json", path_str(dir.path())], None);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let doc: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
+    assert_eq!(doc["written"], true);
+    assert_same_tree(dir.path(), &fixture("rust/trait_agent/before"));
+}
+
+/// Replaces the first occurrence of `from` in `file`; panics when it is not there.
+fn edit(root: &Path, file: &str, from: &str, to: &str) {
+    let path = root.join(file);
+    let text = std::fs::read_to_string(&path).unwrap();
+    assert!(text.contains(from), "{file} lacks {from:?}");
+    std::fs::write(&path, text.replacen(from, to, 1)).unwrap();
+}
+
+fn line_of(root: &Path, file: &str, needle: &str) -> usize {
+    let text = std::fs::read_to_string(root.join(file)).unwrap();
+    text[..text.find(needle).expect("needle")]
+        .matches('\n')
+        .count()
+        + 1
+}
+
+#[test]
+fn hand_edited_inserted_code_is_refused_with_its_file_and_line() {
+    let dir = copy_tree(&fixture("python/asyncio_agent/before"));
+    let root = dir.path();
+    apply_ok(root);
+    // a line inside the inserted hook functions, edited
+    edit(
+        root,
+        "streamy/agent.py",
+        "agent._acp_progress_started = time.monotonic()",
+        "agent._acp_progress_started = time.time()",
+    );
+    let line = line_of(root, "streamy/agent.py", "time.time()");
+    let edited = snapshot_tree(root);
+    for args in [vec!["revert"], vec!["revert", "--dry-run"]] {
+        let mut args = args.clone();
+        args.push(path_str(root));
+        let run = acp_patch(&args, None);
+        assert_eq!(run.code, 1, "{}", run.stderr);
+        assert!(
+            run.stderr.contains(&format!(
+                "streamy/agent.py:{line}: the hook functions acp-patch inserted was changed by hand"
+            )),
+            "{}",
+            run.stderr
+        );
+        assert!(
+            run.stderr
+                .contains("should read `agent._acp_progress_started = time.monotonic()`"),
+            "{}",
+            run.stderr
+        );
+        assert!(run.stderr.contains("nothing was written"), "{}", run.stderr);
+        assert_eq!(run.stdout, "");
+        assert_eq!(edited, snapshot_tree(root), "a refused revert wrote");
+    }
+    let json = acp_patch(&["revert", "--format", "json", path_str(root)], None);
+    assert_eq!(json.code, 1);
+    let doc: serde_json::Value = serde_json::from_str(&json.stdout).unwrap();
+    // the JSON refusal of every command: {"ok": false, "command", "error": {..., "location"}}
+    assert_eq!(doc["ok"], false);
+    assert_eq!(doc["command"], "revert");
+    assert_eq!(doc["error"]["kind"], "hand_edited");
+    assert_eq!(doc["error"]["location"]["file"], "streamy/agent.py");
+    assert_eq!(doc["error"]["location"]["line"], line);
+}
+
+#[test]
+fn hand_edited_call_edit_is_refused() {
+    let dir = copy_tree(&fixture("typescript/sdk2_agent/before"));
+    let root = dir.path();
+    apply_ok(root);
+    edit(
+        root,
+        "src/agent.ts",
+        "acpProgressStart(this",
+        "acpProgressStart( this",
+    );
+    let line = line_of(root, "src/agent.ts", "acpProgressStart( this");
+    let run = acp_patch(&["revert", path_str(root)], None);
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    assert!(
+        run.stderr.contains(&format!("src/agent.ts:{line}: ")),
+        "{}",
+        run.stderr
+    );
+}
+
+#[test]
+fn inserted_code_copied_elsewhere_by_hand_is_refused() {
+    let dir = copy_tree(&fixture("python/asyncio_agent/before"));
+    let root = dir.path();
+    apply_ok(root);
+    // a copy of an inserted call in the agent's own code: revert cannot account for it
+    let text = std::fs::read_to_string(root.join("streamy/llm.py")).unwrap();
+    std::fs::write(
+        root.join("streamy/llm.py"),
+        format!("{text}\n# acp: _acp_progress_start(agent)\n"),
+    )
+    .unwrap();
+    let copied = snapshot_tree(root);
+    let run = acp_patch(&["revert", path_str(root)], None);
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    let line = line_of(root, "streamy/llm.py", "# acp: _acp_progress_start");
+    assert!(
+        run.stderr.contains(&format!("streamy/llm.py:{line}: ")),
+        "{}",
+        run.stderr
+    );
+    assert!(
+        run.stderr.contains("moved or copied by hand"),
+        "{}",
+        run.stderr
+    );
+    assert_eq!(copied, snapshot_tree(root));
+}
+
+#[test]
+fn partially_patched_tree_loses_the_pieces_that_are_there() {
+    // one piece taken out by hand (exactly): revert takes out the rest
+    let before = fixture("rust/v1_agent/before");
+    let dir = copy_tree(&before);
+    let root = dir.path();
+    let dry = acp_patch(&["apply", "--dry-run", path_str(root)], None);
+    apply_ok(root);
+    let manifest = std::fs::read_to_string(before.join("Cargo.toml")).unwrap();
+    std::fs::write(root.join("Cargo.toml"), &manifest).unwrap();
+    assert!(dry.stdout.contains("[target.'cfg(all())'.dependencies]"));
+    revert_ok(root);
+    assert_same_tree(root, &before);
+}
+
+#[test]
+fn dirty_git_tree_is_refused_unless_allowed() {
+    let dir = copy_tree(&fixture("typescript/sdk1_agent/before"));
+    let root = dir.path();
+    git(root, &["init", "-q"]);
+    git(root, &["add", "-A"]);
+    git(root, &["commit", "-qm", "agent"]);
+    apply_ok(root);
+    git(root, &["commit", "-qam", "patched"]);
+    std::fs::write(root.join("notes.txt"), "wip\n").unwrap();
+    let run = acp_patch(&["revert", path_str(root)], None);
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    assert!(run.stderr.contains("uncommitted changes"), "{}", run.stderr);
+    assert!(run.stderr.contains("notes.txt"), "{}", run.stderr);
+    let run = acp_patch(&["revert", "--allow-dirty", path_str(root)], None);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    std::fs::remove_file(root.join("notes.txt")).unwrap();
+    let head = acp_patch(&["revert", path_str(root)], None);
+    assert!(head.stderr.contains("nothing to revert"), "{}", head.stderr);
+    assert_same_tree(root, &fixture("typescript/sdk1_agent/before"));
+}
+
+#[test]
+fn read_only_file_is_refused_and_nothing_is_written() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = copy_tree(&fixture("python/callback_agent/before"));
+    let root = dir.path();
+    apply_ok(root);
+    let patched = snapshot_tree(root);
+    let ro = root.join("bridge/server.py");
+    std::fs::set_permissions(&ro, std::fs::Permissions::from_mode(0o444)).unwrap();
+    let run = acp_patch(&["revert", path_str(root)], None);
+    std::fs::set_permissions(&ro, std::fs::Permissions::from_mode(0o644)).unwrap();
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    assert!(run.stderr.contains("read-only"), "{}", run.stderr);
+    assert_eq!(patched, snapshot_tree(root));
+}
+
+// ---- the ambiguity traps -------------------------------------------------------------
+
+#[test]
+fn an_import_apply_added_goes_and_one_the_agent_had_stays() {
+    // the fixture agent imports asyncio itself (kept, see the fixture round trip); here it
+    // does not, so apply adds a marked import and revert takes exactly that line out
+    let dir = copy_tree(&fixture("python/asyncio_agent/before"));
+    let root = dir.path();
+    edit(root, "streamy/agent.py", "import asyncio\n", "");
+    let original = copy_tree(root);
+    let dry = acp_patch(&["apply", "--dry-run", path_str(root)], None);
+    assert!(
+        dry.stdout
+            .contains("\n+import asyncio  # added by acp-patch\n"),
+        "{}",
+        dry.stdout
+    );
+    round_trip(original.path());
+}
+
+#[test]
+fn cargo_toml_additions_go_and_the_agents_own_dependencies_stay() {
+    // tokio with `time` already, serde_json missing: apply appends only serde_json
+    let dir = copy_tree(&fixture("rust/v1_agent/before"));
+    let root = dir.path();
+    edit(root, "Cargo.toml", "serde_json = \"1\"\n", "");
+    edit(root, "Cargo.toml", "\"net\"]", "\"net\", \"time\"]");
+    let dry = acp_patch(&["apply", "--dry-run", path_str(root)], None);
+    assert!(
+        dry.stdout
+            .contains("+[target.'cfg(all())'.dependencies]\n+serde_json = \"1\"\n"),
+        "{}",
+        dry.stdout
+    );
+    round_trip(root);
+    // nothing needed: the manifest is not touched at all
+    edit(
+        root,
+        "Cargo.toml",
+        "[dependencies]\n",
+        "[dependencies]\nserde_json = \"1\"\n",
+    );
+    let dry = acp_patch(&["apply", "--dry-run", path_str(root)], None);
+    assert!(!dry.stdout.contains("Cargo.toml"), "{}", dry.stdout);
+    round_trip(root);
+}
+
+#[test]
+fn crlf_bom_and_no_final_newline_come_back() {
+    for case in [
+        "python/asyncio_agent",
+        "python/callback_agent",
+        "typescript/sdk2_agent",
+        "rust/trait_agent",
+    ] {
+        let dir = copy_tree(&fixture(case).join("before"));
+        let root = dir.path();
+        for path in walk(root) {
+            let Some(ext) = path.extension().and_then(|e| e.to_str()) else {
+                continue;
+            };
+            if !["py", "ts", "rs", "toml"].contains(&ext) {
+                continue;
+            }
+            let text = std::fs::read_to_string(&path).unwrap();
+            let styled = text.replace('\n', "\r\n");
+            let styled = styled.trim_end_matches(['\r', '\n']).to_string();
+            let styled = if ext == "toml" {
+                styled
+            } else {
+                format!("\u{feff}{styled}")
+            };
+            std::fs::write(&path, styled).unwrap();
+        }
+        round_trip(root);
+    }
+}
+
+/// A fixture with one edit made before apply, then the round trip.
+fn round_trip_variant(case: &str, file: &str, from: &str, to: &str) {
+    let dir = copy_tree(&fixture(case).join("before"));
+    edit(dir.path(), file, from, to);
+    round_trip(dir.path());
+}
+
+#[test]
+fn rust_fields_come_back_with_or_without_the_trailing_comma() {
+    let literal = "StreamAgent {
+            history: Mutex::new(HashMap::new()),
+            cancelled: Mutex::new(HashSet::new()),
+            next_session_id: AtomicU64::new(1),
+        }";
+    let one_line = "StreamAgent { history: Mutex::new(HashMap::new()), cancelled: Mutex::new(HashSet::new()), next_session_id: AtomicU64::new(1)";
+    for (from, to) in [
+        (
+            "AtomicU64::new(1),\n        }",
+            "AtomicU64::new(1)\n        }",
+        ),
+        (
+            "    next_session_id: AtomicU64,\n}",
+            "    next_session_id: AtomicU64\n}",
+        ),
+        (literal, &format!("{one_line} }}")),
+        (literal, &format!("{one_line}, }}")),
+    ] {
+        round_trip_variant("rust/v1_agent", "src/agent.rs", from, to);
+    }
+}
+
+#[test]
+fn typescript_constructor_parameters_come_back_in_every_list_shape() {
+    let ctor = "constructor(private readonly conn: acp.AgentSideConnection, llm?: ChatClient) {";
+    for to in [
+        "constructor(private readonly conn: acp.AgentSideConnection, llm?: ChatClient,) {",
+        "constructor(\n    private readonly conn: acp.AgentSideConnection,\n    llm?: ChatClient,\n  ) {",
+        "constructor(\n    private readonly conn: acp.AgentSideConnection,\n    llm?: ChatClient\n  ) {",
+    ] {
+        round_trip_variant("typescript/sdk1_agent", "src/agent.ts", ctor, to);
+    }
+    // an empty list, and an empty body (`{}` comes back as `{}`)
+    round_trip_variant(
+        "typescript/sdk2_agent",
+        "src/agent.ts",
+        "constructor(private readonly llm: ChatClient = new ChatClient()) {}",
+        "private readonly llm: ChatClient = new ChatClient()\n  constructor() {}",
+    );
+}
+
+#[test]
+fn inserted_lines_moved_by_hand_are_refused() {
+    // both lines still read as apply wrote them, but not where apply puts them: apply on the
+    // reverted tree would not give this tree back
+    let dir = copy_tree(&fixture("python/asyncio_agent/before"));
+    let root = dir.path();
+    apply_ok(root);
+    let wiring = "        self.agent_progress_callback = make_agent_progress_cb(self._conn, session_id, asyncio.get_running_loop()) if self._conn else None\n";
+    let begin = "        _acp_text_hold_begin_turn(self, session_id)\n";
+    edit(
+        root,
+        "streamy/agent.py",
+        &format!("{wiring}{begin}"),
+        &format!("{begin}{wiring}"),
+    );
+    let line = line_of(root, "streamy/agent.py", begin);
+    let moved = snapshot_tree(root);
+    let run = acp_patch(&["revert", path_str(root)], None);
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    assert!(
+        run.stderr.contains(&format!(
+            "streamy/agent.py:{line}: revert cannot give back the tree apply started from"
+        )),
+        "{}",
+        run.stderr
+    );
+    assert_eq!(moved, snapshot_tree(root));
+}
