@@ -17,11 +17,13 @@ if [ ! -x "$venv/bin/python" ] || [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; 
 fi
 export ACP_PATCH_TEST_PYTHON="$PWD/$venv/bin/python"
 
-# TypeScript: node_modules for each TypeScript fixture and for the pi-acp test (typescript,
-# tsx, the ACP SDK generations), installed with `npm ci` from the committed lock files into
-# target/ts/<name>, keyed by the lock's hash like the venv.
+# TypeScript: node_modules for each TypeScript fixture with a lock file and for the pi-acp test
+# (typescript, tsx, the ACP SDK generations), installed with `npm ci` from the committed lock
+# files into target/ts/<name>, keyed by the lock's hash like the venv. Fixtures without a lock
+# use another's (case.toml: [compile] deps).
 ts_root=target/ts
-for pkg in fixtures/typescript/sdk2_agent/before fixtures/typescript/sdk1_agent/before fixtures/typescript/pi-acp; do
+for lock in fixtures/typescript/*/before/package-lock.json fixtures/typescript/pi-acp/package-lock.json; do
+  pkg=$(dirname "$lock")
   name=$(basename "$( [ "$(basename "$pkg")" = before ] && dirname "$pkg" || echo "$pkg")")
   dest="$ts_root/$name"
   want=$(cat "$pkg/package.json" "$pkg/package-lock.json" | sha256sum | cut -d' ' -f1)
@@ -35,6 +37,9 @@ for pkg in fixtures/typescript/sdk2_agent/before fixtures/typescript/sdk1_agent/
   fi
 done
 export ACP_PATCH_TEST_TS="$PWD/$ts_root"
+# claude-agent-acp's TypeScript sources and their node_modules, when the caller names them
+# (ACP_PATCH_CLAUDE_SRC / ACP_PATCH_CLAUDE_GIT; npm has only its dist/, CI has no GitHub)
+bash scripts/provision/claude-agent-acp-src.sh >/dev/null
 
 # Real Python agents from PyPI (Python >= 3.12, with uv), each keyed by its pinned lock.
 ACP_PATCH_TEST_MISTRAL_VIBE=$(scripts/provision/python-agent.sh mistral-vibe vibe)

@@ -58,7 +58,14 @@ pub struct PythonPins {
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct TypeScriptPins {
-    /// The method every session update leaves through, e.g. `src/acp/session.ts:PiAcpSession.emit`.
+    /// A prompt handler no SDK binding was found for, e.g. `src/agent.ts:MyAgent.prompt`.
+    pub prompt: Option<String>,
+    /// The field holding the connection the start card goes out on, e.g.
+    /// `src/agent.ts:MyAgent.client` (or, for an agent with its own JSON-RPC writer, the
+    /// function whose writer call to use).
+    pub connection: Option<String>,
+    /// Engine-shaped agents only (pins choose that strategy): the method every session update
+    /// leaves through, e.g. `src/acp/session.ts:PiAcpSession.emit`.
     pub emitter: Option<String>,
     /// The method holding the hand-off to the model, e.g. `src/acp/session.ts:PiAcpSession.startTurn`.
     pub handoff: Option<String>,

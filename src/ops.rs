@@ -306,7 +306,7 @@ pub fn apply(root: &Path, opts: &ApplyOptions) -> Result<ApplyOutcome> {
 pub(crate) fn check_parses(lang: &dyn Language, plan: &Plan) -> Result<()> {
     for fp in plan.files.iter().filter(|f| !f.delete) {
         let new = fp.new_text();
-        if let Some((offset, message)) = lang.syntax_error(&new) {
+        if let Some((offset, message)) = lang.syntax_error_at(&fp.file.path, &new) {
             let line = new[..offset].matches('\n').count() + 1;
             return Err(Error::WouldBreak {
                 file: fp.file.rel.clone(),

@@ -135,7 +135,7 @@ impl Plan {
             }
         }
         out.sort_by(|a, b| (&a.file, a.line).cmp(&(&b.file, b.line)));
-        out.dedup(); // one piece may be several edits on a line (a wrapped call)
+        out.dedup(); // a piece made of several insertions on one line (around an expression) lands once
         out
     }
 

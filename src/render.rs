@@ -31,6 +31,7 @@ const EMBEDDED: &[(&str, &str)] = embedded![
     "typescript/hooks.ts",
     "typescript/text_hold.ts",
     "typescript/sites.ts",
+    "typescript/acp-progress.ts",
 ];
 
 /// Where templates come from: a folder that overrides some (same layout as `templates/`),

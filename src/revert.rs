@@ -108,6 +108,8 @@ type Taken = (usize, usize, &'static str, bool);
 struct Inserted<'a> {
     file: usize,
     line: usize,
+    /// The exact byte offset of the text, when the language knows it (`Part::present_at`).
+    at: Option<usize>,
     text: &'a str,
     label: &'static str,
 }
@@ -123,11 +125,12 @@ fn removal_plan(inv: &Inventory) -> Result<(Plan, Vec<Placed>)> {
         }
         if !inserted
             .iter()
-            .any(|i| i.file == p.file && i.line == line && i.text == p.text)
+            .any(|i| i.file == p.file && i.line == line && i.at == p.present_at && i.text == p.text)
         {
             inserted.push(Inserted {
                 file: p.file,
                 line,
+                at: p.present_at,
                 text: &p.text,
                 label: p.label,
             });
@@ -144,10 +147,19 @@ fn removal_plan(inv: &Inventory) -> Result<(Plan, Vec<Placed>)> {
         let free = |s: usize, e: usize| ranges.iter().all(|r| e <= r.0 || r.1 <= s);
         // the end-of-file form ends at the end, or where the next one of its kind begins
         let at_end = |e: usize| e == file.text.len() || ranges.iter().any(|r| r.3 && r.0 == e);
-        let Some((s, e, eof)) = occurrences(&file.text, ins.text, ins.line)
-            .into_iter()
-            .find(|&(s, e, eof)| free(s, e) && (!eof || at_end(e)))
-        else {
+        // where the language knows the exact offset, the text must be there (a short piece
+        // such as a wrapper's `)` occurs many times on its line); else search around the line
+        let found = match ins.at {
+            Some(at) => file
+                .text
+                .get(at..)
+                .filter(|rest| rest.starts_with(ins.text) && free(at, at + ins.text.len()))
+                .map(|_| (at, at + ins.text.len(), false)),
+            None => occurrences(&file.text, ins.text, ins.line)
+                .into_iter()
+                .find(|&(s, e, eof)| free(s, e) && (!eof || at_end(e))),
+        };
+        let Some((s, e, eof)) = found else {
             return Err(hand_edited(file, ins));
         };
         ranges.push((s, e, ins.label, eof));
@@ -465,6 +477,7 @@ mod tests {
             replaces: 0,
             text: text.into(),
             present,
+            present_at: None,
             anchor_line: 1,
         };
         let inv = Inventory {
@@ -507,6 +520,7 @@ mod tests {
             replaces: 0,
             text: text.into(),
             present: Some(line),
+            present_at: None,
             anchor_line: line,
         };
         let inv = Inventory {
@@ -540,6 +554,7 @@ mod tests {
                 replaces: 0,
                 text: "    _acp_progress_start(self)\n".into(),
                 present: Some(2),
+                present_at: None,
                 anchor_line: 2,
             }],
             marker: "_acp_progress_",

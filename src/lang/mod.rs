@@ -19,6 +19,12 @@ pub trait Language: Sync {
     fn worth_parsing(&self, text: &str) -> bool;
     /// The first syntax error of a text: (byte offset, message).
     fn syntax_error(&self, text: &str) -> Option<(usize, String)>;
+    /// [`Language::syntax_error`] for the text of a file at `path` (a language whose grammar
+    /// depends on the file ending, like TSX, overrides it).
+    fn syntax_error_at(&self, path: &std::path::Path, text: &str) -> Option<(usize, String)> {
+        let _ = path;
+        self.syntax_error(text)
+    }
     /// Whether the tree holds an agent of this language.
     fn detect(&self, project: &Project) -> bool;
     /// Every edit apply would make (empty when all is present).

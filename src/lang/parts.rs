@@ -48,6 +48,10 @@ pub struct Part {
     pub text: String,
     /// 1-based line where the part already is, if present.
     pub present: Option<usize>,
+    /// Byte offset where the present text starts, when the language knows it exactly: revert
+    /// then takes it out there (needed for short pieces such as a wrapper's `)`), instead of
+    /// searching around the `present` line.
+    pub present_at: Option<usize>,
     /// 1-based line of the anchor (where apply would insert).
     pub anchor_line: usize,
 }

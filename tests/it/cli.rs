@@ -121,10 +121,12 @@ fn check_build_typescript_refuses_a_template_tsc_rejects() {
     let dir = ts_agent();
     let templates = tempfile::tempdir().unwrap();
     std::fs::create_dir_all(templates.path().join("typescript")).unwrap();
-    let helpers = std::fs::read_to_string(repo().join("templates/typescript/helpers.ts")).unwrap();
+    // the runtime module of the protocol strategy (what a TypeScript SDK agent gets)
+    let helpers =
+        std::fs::read_to_string(repo().join("templates/typescript/acp-progress.ts")).unwrap();
     // parses (tree-sitter is happy), but does not typecheck
     std::fs::write(
-        templates.path().join("typescript/helpers.ts"),
+        templates.path().join("typescript/acp-progress.ts"),
         format!("{helpers}\nconst acpWrong: number = \"not a number\";\n"),
     )
     .unwrap();

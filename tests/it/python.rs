@@ -170,6 +170,7 @@ fn imports_are_spelled_from_the_package_root_in_a_monorepo() {
 pub(crate) fn hermes(version: &str) -> PathBuf {
     let cache = repo().join("target/hermes").join(version);
     let src = cache.join("src");
+    let _provisioning = crate::support::provision_lock();
     if src.join("acp_adapter").is_dir() {
         return src;
     }

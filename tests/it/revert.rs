@@ -217,13 +217,14 @@ fn hand_edited_call_edit_is_refused() {
     let dir = copy_tree(&fixture("typescript/sdk2_agent/before"));
     let root = dir.path();
     apply_ok(root);
+    // the wrapper around a send, edited by hand
     edit(
         root,
         "src/agent.ts",
-        "acpProgressStart(this",
-        "acpProgressStart( this",
+        "acpProgress.emitter(client)",
+        "acpProgress.emitter( client)",
     );
-    let line = line_of(root, "src/agent.ts", "acpProgressStart( this");
+    let line = line_of(root, "src/agent.ts", "acpProgress.emitter( client)");
     let run = acp_patch(&["revert", path_str(root)], None);
     assert_eq!(run.code, 1, "{}", run.stderr);
     assert!(

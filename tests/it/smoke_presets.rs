@@ -14,6 +14,7 @@ fn claude_agent_acp() -> PathBuf {
     if let Some(p) = std::env::var_os("ACP_PATCH_TEST_CLAUDE_ACP") {
         return PathBuf::from(p);
     }
+    let _provisioning = crate::support::provision_lock();
     let out = Command::new("bash")
         .arg(repo().join("scripts/provision/claude-agent-acp.sh"))
         .output()
@@ -309,6 +310,7 @@ fn pi_acp_0_0_34_with_pi_0_87_1_unpatched_then_patched() {
 fn mistral_vibe_3_0_3() -> PathBuf {
     let cache = repo().join("target/agents/mistral-vibe-src/3.0.3");
     let tree = cache.join("tree");
+    let _provisioning = crate::support::provision_lock();
     if tree.join("vibe/acp/entrypoint.py").is_file() {
         return tree;
     }

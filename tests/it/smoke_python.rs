@@ -38,6 +38,7 @@ pub(crate) fn hermes_venv(version: &str) -> PathBuf {
     let venv = repo().join("target/hermes").join(format!("venv-{version}"));
     let python = venv.join("bin/python");
     let stamp = venv.join(".installed");
+    let _provisioning = crate::support::provision_lock();
     if stamp.is_file() {
         return python;
     }

@@ -1,42 +1,13 @@
-//! The smoke run on our TypeScript fixture agents (2.x and 1.x SDK), unpatched and patched.
+//! Smoke runs of patched TypeScript fixture agents beyond the cases' own runs
+//! (typescript::cases::smoke): verify --smoke, the LLM's error paths, the process group gone.
 
 use crate::smoke::{assert_group_gone, smoke};
 use crate::support::*;
-use crate::typescript::link_node_modules;
-
-fn case(name: &str) {
-    let before = fixture(&format!("typescript/{name}/before"));
-
-    let unpatched = copy_tree(&before);
-    link_node_modules(unpatched.path(), name);
-    let run = smoke(unpatched.path(), &[]);
-    assert_eq!(run.code, 1, "{}\n{}", run.stdout, run.stderr);
-    run.assert_failing(&["think_card", "heartbeat", "complete", "one_thought_block"]);
-    assert_group_gone(&run);
-
-    let patched = copy_tree(&before);
-    let apply = acp_patch(&["apply", patched.path().to_str().unwrap()], None);
-    assert_eq!(apply.code, 0, "{}", apply.stderr);
-    link_node_modules(patched.path(), name);
-    let run = smoke(patched.path(), &[]);
-    assert_eq!(run.code, 0, "{}\n{}", run.stdout, run.stderr);
-    run.assert_failing(&[]);
-    assert_group_gone(&run);
-}
-
-#[test]
-fn sdk2_fixture_unpatched_fails_then_patched_passes_every_check() {
-    case("sdk2_agent");
-}
-
-#[test]
-fn sdk1_fixture_unpatched_fails_then_patched_passes_every_check() {
-    case("sdk1_agent");
-}
+use crate::typescript::{applied, link_node_modules};
 
 #[test]
 fn verify_smoke_on_the_patched_sdk2_fixture() {
-    let dir = copy_tree(&fixture("typescript/sdk2_agent/after"));
+    let dir = applied("sdk2_agent");
     link_node_modules(dir.path(), "sdk2_agent");
     let run = acp_patch(&["verify", "--smoke", dir.path().to_str().unwrap()], None);
     assert_eq!(run.code, 0, "{}\n{}", run.stdout, run.stderr);
@@ -44,18 +15,127 @@ fn verify_smoke_on_the_patched_sdk2_fixture() {
     assert!(run.stdout.contains("PASS think_card"), "{}", run.stdout);
 }
 
-#[test]
-fn sdk1_patched_llm_error_closes_the_card_on_the_error_path() {
-    // the LLM fails after the wait: the card must still complete (from the `catch` block);
-    // the turn itself fails because the agent reports the error, patched or not
-    let dir = copy_tree(&fixture("typescript/sdk1_agent/after"));
-    link_node_modules(dir.path(), "sdk1_agent");
+/// The LLM fails after the wait: the card must still be closed (the turn rejects and the turn
+/// cover closes it); the turn itself fails because the agent reports the error.
+fn llm_error_closes_the_card(name: &str, error: &str, failing: &[&str]) {
+    let dir = applied(name);
+    let deps = if name == "inline_switch" {
+        name
+    } else {
+        "sdk1_agent"
+    };
+    link_node_modules(dir.path(), deps);
     let config = dir.path().join("acp-patch.toml");
-    let mut text = std::fs::read_to_string(&config).unwrap();
-    text.push_str("\n[smoke.script]\ndelay_s = 1.5\n\n[smoke.script.error]\nstatus = 500\n");
-    std::fs::write(&config, text).unwrap();
+    let text = std::fs::read_to_string(&config).unwrap();
+    let text = match text.find("[smoke.script]") {
+        Some(i) => text[..i].to_string(),
+        None => text,
+    };
+    std::fs::write(
+        &config,
+        format!("{text}\n[smoke.script]\ndelay_s = 1.5\n\n[smoke.script.error]\n{error}\n"),
+    )
+    .unwrap();
     let run = smoke(dir.path(), &[]);
     assert_eq!(run.code, 1, "{}\n{}", run.stdout, run.stderr);
-    run.assert_failing(&["turn_ends"]);
+    run.assert_failing(failing);
     assert_group_gone(&run);
+}
+
+#[test]
+fn sdk1_patched_llm_error_closes_the_card() {
+    // nothing came before the error: the card closes marked failed (which `complete` reports)
+    llm_error_closes_the_card("sdk1_agent", "status = 500", &["complete", "turn_ends"]);
+}
+
+#[test]
+fn inline_switch_patched_mid_stream_error_closes_the_card() {
+    // the reasoning before the error closed the card: completed
+    llm_error_closes_the_card("inline_switch", "mid_stream = true", &["turn_ends"]);
+}
+
+// ---- @zed-industries/claude-agent-acp 0.23.1 as npm installs it (compiled JavaScript) ------
+
+/// The installed adapter (scripts/provision/claude-agent-acp.sh) copied into a temporary
+/// folder, its dependencies linked from the install.
+fn claude_dist() -> tempfile::TempDir {
+    let out = std::process::Command::new("bash")
+        .arg(repo().join("scripts/provision/claude-agent-acp.sh"))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let pkg = std::path::PathBuf::from(String::from_utf8_lossy(&out.stdout).trim());
+    let dir = copy_tree(&pkg);
+    let deps = pkg.parent().unwrap().parent().unwrap(); // .../node_modules
+    std::os::unix::fs::symlink(deps, dir.path().join("node_modules")).unwrap();
+    dir
+}
+
+#[test]
+fn claude_agent_acp_0_23_1_from_npm_patched_passes_every_check() {
+    let dir = claude_dist();
+    let root = dir.path();
+    let v = acp_patch(&["verify", path_str(root)], None);
+    assert_eq!(v.code, 1, "{}{}", v.stdout, v.stderr);
+    let fresh = claude_dist();
+    let dry = acp_patch(&["apply", "--dry-run", path_str(fresh.path())], None);
+    assert_eq!(dry.code, 0, "{}", dry.stderr);
+    let run = acp_patch(&["apply", path_str(root)], None);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let placed: String = run
+        .stderr
+        .lines()
+        .filter(|l| l.starts_with("  "))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    assert_snapshot(
+        &fixture("typescript/claude-agent-acp-0.23.1-npm.placed.txt"),
+        &placed,
+    );
+    // the dry run's diff is what apply wrote
+    let diff = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(diff.path(), &dry.stdout).unwrap();
+    git(fresh.path(), &["apply", path_str(diff.path())]);
+    for rel in ["dist/acp-agent.js", "dist/acp-progress.js"] {
+        assert_eq!(
+            std::fs::read(fresh.path().join(rel)).unwrap(),
+            std::fs::read(root.join(rel)).unwrap(),
+            "{rel}"
+        );
+    }
+    for rel in ["dist/acp-agent.js", "dist/acp-progress.js"] {
+        let out = std::process::Command::new("node")
+            .arg("--check")
+            .arg(root.join(rel))
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{rel}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let v = acp_patch(&["verify", path_str(root)], None);
+    assert_eq!(v.code, 0, "{}{}", v.stdout, v.stderr);
+    assert_snapshot(
+        &fixture("typescript/claude-agent-acp-0.23.1-npm.verify-after.txt"),
+        &normalize(&v.stdout, root),
+    );
+    let again = acp_patch(&["apply", path_str(root)], None);
+    assert!(again.stderr.contains("nothing to do"), "{}", again.stderr);
+
+    // end to end, the preset's way (Anthropic Messages, a tool call): every check passes
+    let r = crate::smoke_presets::claude_case(root, &[], &[]);
+    eprintln!(
+        "claude-agent-acp (patched, npm): card {} ms after the prompt",
+        r.fig("think_card", "latency_ms")
+    );
+    let r = crate::smoke_presets::claude_case(root, &["--sessions", "2"], &[]);
+    assert!(r.passed("sessions_isolated"));
+    let r = crate::smoke_presets::claude_case(root, &["--cancel-after", "800"], &[]);
+    assert_eq!(r.report["stop_reason"], "cancelled");
 }

@@ -180,6 +180,14 @@ pub fn cpu_lock() -> std::sync::MutexGuard<'static, ()> {
     LOCK.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
+/// Held while a test provisions something shared under `target/` (a venv, an unpacked wheel):
+/// two tests asking for the same one at once would otherwise build it over each other, and
+/// one of them would use a half-installed venv.
+pub fn provision_lock() -> std::sync::MutexGuard<'static, ()> {
+    static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    LOCK.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
 pub fn path_str(p: &Path) -> &str {
     p.to_str().expect("UTF-8 path")
 }

@@ -113,6 +113,7 @@ impl<'a> Builder<'a> {
             replaces: 0,
             text,
             present,
+            present_at: None,
             anchor_line,
         });
     }

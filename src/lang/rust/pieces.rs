@@ -140,6 +140,7 @@ impl<'a> Builder<'a> {
             replaces: 0,
             text,
             present,
+            present_at: None,
             anchor_line,
         });
     }

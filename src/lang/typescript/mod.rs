@@ -1,17 +1,23 @@
-//! TypeScript agents (on `@agentclientprotocol/sdk` 0.x/1.x `AgentSideConnection` or 2.x
-//! `agent().onRequest(...)`), parsed with tree-sitter-typescript.
+//! TypeScript agents (`@agentclientprotocol/sdk` 0.x/1.x `AgentSideConnection`, 2.x
+//! `agent().onRequest(...)`, `@zed-industries/agent-client-protocol`, or a JSON-RPC loop of
+//! their own), parsed with tree-sitter-typescript (its TSX grammar for `.tsx`).
+//!
+//! Two strategies: engine-shaped agents (pi-acp: a session class hands the turn to an engine
+//! and settles it later) keep the engine strategy in `engine/`; every other agent gets the
+//! protocol strategy in `protocol/`.
 
-mod locate;
-mod pieces;
+mod engine;
+mod protocol;
 mod style;
 pub(crate) mod syntax;
 
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::lang::Language;
 use crate::lang::parts::{self, Naming, Parsed, Part};
 use crate::plan::Plan;
 use crate::project::Project;
 use crate::report::Report;
+use syntax::*;
 
 pub struct TypeScript;
 
@@ -20,13 +26,53 @@ const SDKS: &[&str] = &[
     "@zed-industries/agent-client-protocol",
 ];
 
+/// Words a file must hold to take part in an agent (a cheap test that saves parsing).
+const WORDS: &[&str] = &[
+    "prompt",
+    "session",
+    "AgentSideConnection",
+    "acpProgress",
+    "agentProgressCallback",
+];
+
+/// Files parsed with the TSX grammar: `.tsx`, and JavaScript (JSX allowed; JavaScript has no
+/// `<T>x` casts, the one thing TSX reads differently).
+fn is_tsx(path: &std::path::Path) -> bool {
+    path.extension()
+        .and_then(|e| e.to_str())
+        .is_some_and(|e| e == "tsx" || JS.contains(&e))
+}
+
+/// JavaScript endings: an agent's files are read as JavaScript only when it has no TypeScript
+/// sources (e.g. an installed package's `dist/`), so compiled output beside sources is never
+/// patched.
+const JS: &[&str] = &["js", "mjs", "cjs", "jsx"];
+const TS: &[&str] = &["ts", "mts", "cts", "tsx"];
+
+pub(crate) fn is_js(rel: &str) -> bool {
+    rel.rsplit('.').next().is_some_and(|e| JS.contains(&e))
+}
+
+/// What the strategies give verify and apply.
+enum Analysis {
+    Engine {
+        files: Vec<Parsed>,
+        parts: Vec<Part>,
+    },
+    Protocol(protocol::Analysis),
+}
+
 impl TypeScript {
     fn parse_all(&self, project: &Project) -> Vec<Parsed> {
-        project
-            .files_with_extension(self.extensions())
-            .filter(|f| !f.rel.ends_with(".d.ts") && self.worth_parsing(&f.text))
+        let sources = |exts: &'static [&'static str]| {
+            project
+                .files_with_extension(exts)
+                .filter(|f| !f.rel.ends_with(".d.ts") && self.worth_parsing(&f.text))
+        };
+        let exts = if sources(TS).next().is_some() { TS } else { JS };
+        sources(exts)
             .map(|f| {
-                let tree = syntax::parse(&f.text);
+                let tree = syntax::parse(&f.text, is_tsx(&f.path));
                 let error = syntax::first_error(&tree);
                 Parsed {
                     file: f.clone(),
@@ -37,20 +83,19 @@ impl TypeScript {
             .collect()
     }
 
-    fn analyze(&self, project: &Project, files: &[Parsed]) -> Result<Vec<Part>> {
-        let sites = match locate::locate(&project.root, files, &project.config.typescript) {
-            Ok(s) => s,
-            Err(
-                e @ (Error::NoAgent { .. } | Error::Unlocatable { .. } | Error::Unsupported { .. }),
-            ) => {
-                return Err(files.iter().find_map(parts::parse_error).unwrap_or(e));
-            }
-            Err(e) => return Err(e),
-        };
-        if let Some(e) = parts::parse_error(&files[sites.file]) {
-            return Err(e);
+    #[cfg(test)]
+    pub(crate) fn parse_for_tests(&self, project: &Project) -> Vec<Parsed> {
+        self.parse_all(project)
+    }
+
+    fn analyze(&self, project: &Project) -> Result<Analysis> {
+        let files = self.parse_all(project);
+        let javascript = files.iter().any(|p| is_js(&p.file.rel));
+        if !javascript && engine::probe(&files, &project.config.typescript) {
+            let parts = engine::analyze(project, &files)?;
+            return Ok(Analysis::Engine { files, parts });
         }
-        pieces::build(files, project, &sites)
+        Ok(Analysis::Protocol(protocol::analyze(project, files)?))
     }
 }
 
@@ -60,29 +105,34 @@ impl Language for TypeScript {
     }
 
     fn extensions(&self) -> &'static [&'static str] {
-        &["ts", "mts", "cts"]
+        &["ts", "mts", "cts", "tsx", "js", "mjs", "cjs", "jsx"]
     }
 
     fn worth_parsing(&self, text: &str) -> bool {
-        text.contains("sessionUpdate")
-            || text.contains("session/update")
-            || text.contains("agentProgressCallback")
+        WORDS.iter().any(|w| text.contains(w))
     }
 
     fn syntax_error(&self, text: &str) -> Option<(usize, String)> {
-        syntax::first_error(&syntax::parse(text))
+        syntax::first_error(&syntax::parse(text, false))
+    }
+
+    fn syntax_error_at(&self, path: &std::path::Path, text: &str) -> Option<(usize, String)> {
+        syntax::first_error(&syntax::parse(text, is_tsx(path)))
     }
 
     fn detect(&self, project: &Project) -> bool {
-        project
-            .files_with_extension(self.extensions())
-            .any(|f| SDKS.iter().any(|s| f.text.contains(s)))
+        project.files_with_extension(self.extensions()).any(|f| {
+            SDKS.iter().any(|s| f.text.contains(s))
+                || f.text.contains("\"session/prompt\"")
+                || f.text.contains("'session/prompt'")
+        })
     }
 
     fn plan(&self, project: &Project) -> Result<Plan> {
-        let files = self.parse_all(project);
-        let parts = self.analyze(project, &files)?;
-        parts::plan(&files, &parts)
+        match self.analyze(project)? {
+            Analysis::Engine { files, parts } => parts::plan(&files, &parts),
+            Analysis::Protocol(a) => parts::plan(&a.files, &a.parts),
+        }
     }
 
     fn build_check(
@@ -94,36 +144,64 @@ impl Language for TypeScript {
     }
 
     fn inventory(&self, project: &Project) -> Result<parts::Inventory> {
-        let files = self.parse_all(project);
-        let parts = self.analyze(project, &files)?;
-        Ok(parts::Inventory::new(&files, parts, "acpProgress"))
+        Ok(match self.analyze(project)? {
+            Analysis::Engine { files, parts } => {
+                parts::Inventory::new(&files, parts, "acpProgress")
+            }
+            Analysis::Protocol(a) => parts::Inventory::new(&a.files, a.parts, protocol::NS),
+        })
     }
 
     fn verify(&self, project: &Project) -> Result<Report> {
-        let files = self.parse_all(project);
-        let parts = self.analyze(project, &files)?;
-        let naming = Naming {
-            language: self.name(),
-            checks: parts::CHECKS,
-            shape: "emitter".into(),
-            callback: "agentProgressCallback",
-            defines: &defined_names,
-            has_function: &|p, name| {
-                syntax::top_level_functions(p.tree.root_node(), &p.file.text)
-                    .iter()
-                    .any(|(n, _)| n == name)
-            },
-            marker: "acpProgress",
-        };
         let root = project.root.display().to_string();
-        parts::report(
-            &root,
-            &files,
-            &parts,
-            &pieces::hook_calls(&files),
-            &[],
-            &naming,
-        )
+        let has_function = |p: &Parsed, name: &str| {
+            top_level_functions(p.tree.root_node(), &p.file.text)
+                .iter()
+                .any(|(n, _)| n == name)
+        };
+        match self.analyze(project)? {
+            Analysis::Engine { files, parts } => {
+                let naming = Naming {
+                    language: self.name(),
+                    checks: parts::CHECKS,
+                    shape: "engine".into(),
+                    callback: "agentProgressCallback",
+                    defines: &defined_names,
+                    has_function: &has_function,
+                    marker: "acpProgress",
+                };
+                parts::report(&root, &files, &parts, &hook_calls(&files), &[], &naming)
+            }
+            Analysis::Protocol(a) => {
+                let naming = Naming {
+                    language: self.name(),
+                    checks: parts::PROTOCOL_CHECKS,
+                    shape: "protocol".into(),
+                    callback: "agentProgressCallback",
+                    defines: &protocol::defined_names,
+                    has_function: &has_function,
+                    marker: protocol::NS,
+                };
+                // one set of hook calls per runtime module (a monorepo's agents have one each,
+                // every one checked current byte for byte): count the first module's, and any
+                // call outside the modules
+                let mut calls = hook_calls(&a.files);
+                let first_module = a
+                    .files
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, p)| protocol::is_runtime_module(&p.file.text))
+                    .min_by_key(|(_, p)| p.file.rel.clone())
+                    .map(|(i, _)| i);
+                for state in calls.iter_mut() {
+                    state.retain(|(f, _)| {
+                        Some(*f) == first_module
+                            || !protocol::is_runtime_module(&a.files[*f].file.text)
+                    });
+                }
+                parts::report(&root, &a.files, &a.parts, &calls, &a.findings, &naming)
+            }
+        }
     }
 }
 
@@ -138,4 +216,47 @@ fn defined_names(block: &str) -> Vec<String> {
         .filter_map(|l| l.split(['(', '<']).next())
         .map(str::to_string)
         .collect()
+}
+
+/// The callback's call sites per state: `cb("start"|"heartbeat"|"complete", ...)` where `cb`
+/// is `x.agentProgressCallback` or a `const` holding it.
+pub fn hook_calls(files: &[Parsed]) -> [Vec<(usize, usize)>; 3] {
+    let mut out: [Vec<(usize, usize)>; 3] = Default::default();
+    for (i, p) in files.iter().enumerate() {
+        let src = p.file.text.as_str();
+        if !src.contains("agentProgressCallback") {
+            continue;
+        }
+        let root = p.tree.root_node();
+        let holders: Vec<&str> = descendants(root, "variable_declarator")
+            .into_iter()
+            .filter(|d| {
+                d.child_by_field_name("value")
+                    .is_some_and(|v| text(v, src).ends_with(".agentProgressCallback"))
+            })
+            .filter_map(|d| d.child_by_field_name("name").map(|n| text(n, src)))
+            .collect();
+        for c in descendants(root, "call_expression") {
+            let Some(state) = arguments(c).first().and_then(|a| string_value(*a, src)) else {
+                continue;
+            };
+            let Some(k) = ["start", "heartbeat", "complete"]
+                .iter()
+                .position(|s| *s == state)
+            else {
+                continue;
+            };
+            let (obj, name) = callee(c, src);
+            let is_cb = (!obj.is_empty() && name == "agentProgressCallback")
+                || (obj.is_empty() && holders.contains(&name));
+            if is_cb {
+                out[k].push((i, line(c)));
+            }
+        }
+    }
+    out
+}
+
+fn line(n: tree_sitter::Node) -> usize {
+    n.start_position().row + 1
 }

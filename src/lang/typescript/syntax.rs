@@ -1,13 +1,19 @@
 //! Small helpers over the tree-sitter TypeScript tree.
 
-pub use crate::lang::tree::{descendants, first_error, named_children, text};
+pub use crate::lang::tree::{descendants, first_error, named_children, text, walk};
 use tree_sitter::{Node, Parser, Tree};
 
-/// Parses TypeScript (`.ts`, `.mts`, `.cts`; TSX is not handled).
-pub fn parse(text: &str) -> Tree {
+/// Parses TypeScript (`.ts`, `.mts`, `.cts`) or, with `tsx`, TSX (`.tsx`: JSX allowed, `<T>x`
+/// casts not).
+pub fn parse(text: &str, tsx: bool) -> Tree {
     let mut parser = Parser::new();
+    let language = if tsx {
+        tree_sitter_typescript::LANGUAGE_TSX
+    } else {
+        tree_sitter_typescript::LANGUAGE_TYPESCRIPT
+    };
     parser
-        .set_language(&tree_sitter_typescript::LANGUAGE_TYPESCRIPT.into())
+        .set_language(&language.into())
         .expect("the TypeScript grammar matches the tree-sitter version");
     parser
         .parse(mask_grammar_gaps(text).as_ref(), None)
@@ -251,6 +257,6 @@ mod tests {
         let masked = mask_grammar_gaps(src);
         assert_eq!(masked.len(), src.len());
         assert!(masked.contains("_.Y[]"));
-        assert_eq!(first_error(&parse(src)), None);
+        assert_eq!(first_error(&parse(src, false)), None);
     }
 }

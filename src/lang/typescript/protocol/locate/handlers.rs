@@ -1,0 +1,397 @@
+//! The prompt and cancel handlers: SDK-bound classes, registered functions, dispatchers, pins.
+
+use super::*;
+
+/// The function a hand-rolled dispatcher calls for `method` (`case "session/prompt": return
+/// this.prompt(msg.params)`, `if (msg.method === "session/prompt") ...`).
+pub(super) fn dispatched<'a>(files: &'a [Parsed], method: &str) -> Vec<(usize, Node<'a>)> {
+    let mut out = Vec::new();
+    for (i, p) in files.iter().enumerate() {
+        if !is_agent_file(p) {
+            continue;
+        }
+        let src = p.file.text.as_str();
+        let root = p.tree.root_node();
+        let mut arms = Vec::new();
+        for case in descendants(root, "switch_case") {
+            if case
+                .child_by_field_name("value")
+                .and_then(|v| method_named(v, src, root))
+                .is_some_and(|m| m == method)
+            {
+                arms.push(case);
+            }
+        }
+        for cond in descendants(root, "if_statement") {
+            let Some(c) = cond.child_by_field_name("condition") else {
+                continue;
+            };
+            let compares = descendants(c, "binary_expression").into_iter().any(|b| {
+                let op = b.child_by_field_name("operator").map(|o| text(o, src));
+                matches!(op, Some("===" | "=="))
+                    && [
+                        b.child_by_field_name("left"),
+                        b.child_by_field_name("right"),
+                    ]
+                    .into_iter()
+                    .flatten()
+                    .any(|side| method_named(side, src, root).is_some_and(|m| m == method))
+            });
+            if compares && let Some(then) = cond.child_by_field_name("consequence") {
+                arms.push(then);
+            }
+        }
+        for arm in arms {
+            let target = descendants(arm, "call_expression")
+                .into_iter()
+                .find_map(|c| {
+                    let (obj, name) = callee(c, src);
+                    if obj == "this" {
+                        let class = enclosing_class(c)?;
+                        let (f, m) = member(files, i, class, name)?;
+                        Some((f, member_function(m)?))
+                    } else if obj.is_empty() {
+                        top_level_functions(root, src)
+                            .into_iter()
+                            .find(|(n, _)| n == name)
+                            .map(|(_, d)| (i, d))
+                    } else {
+                        None
+                    }
+                });
+            if let Some(t) = target
+                && !out.contains(&t)
+            {
+                out.push(t);
+            }
+        }
+    }
+    out
+}
+
+/// Every handler the SDK (or the agent's own dispatcher) calls for `session/prompt` and
+/// `session/cancel`, each with its cover; `pins` narrows them (and may name a prompt
+/// method the SDK binding was not found for).
+pub fn handlers<'a>(
+    files: &'a [Parsed],
+    sends: &[Send<'a>],
+    pins: &crate::config::TypeScriptPins,
+) -> Result<Vec<Handler<'a>>> {
+    let mut out: Vec<Handler> = Vec::new();
+    let push = |out: &mut Vec<Handler<'a>>, h: Handler<'a>| {
+        let same = |o: &Handler| o.file == h.file && o.line == h.line && o.role == h.role;
+        if !out.iter().any(same) {
+            out.push(h);
+        }
+    };
+    // SDK 0.x/1.x: the class the AgentSideConnection factory builds
+    let bound = sdk_classes(files);
+    for &(file, class, index, _, _) in &bound {
+        let conn = match pinned_connection(files, file, class, pins)? {
+            Some(c) => Some(c),
+            None => stored_connection(files, file, class, index)
+                .or_else(|| used_connection(files, file, class, sends)),
+        };
+        if let (Some(c), 1) = (&conn, bound.len())
+            && let Some(field) = c.text.strip_prefix("this.")
+        {
+            let src = files[file].file.text.as_str();
+            let at = if c.file == file { c.line } else { line(class) };
+            let pin = candidate(files, file, at, &format!("{}.{field}", name_of(class, src)));
+            crate::init::record("connection", "typescript.connection", &[&pin], Some(&pin));
+        }
+        for (role, method) in [(Role::Prompt, "prompt"), (Role::Cancel, "cancel")] {
+            let Some((f, m)) = member(files, file, class, method) else {
+                continue;
+            };
+            let Some(func) = member_function(m) else {
+                continue;
+            };
+            push(
+                &mut out,
+                Handler {
+                    file: f,
+                    role,
+                    name: qualified(files, f, func),
+                    line: line(m),
+                    cover: body_cover(files, f, func, conn.clone())?,
+                },
+            );
+        }
+    }
+    // SDK 2.x: `.onRequest(session/prompt, fn)`, `.onNotification(session/cancel, fn)`
+    for (i, p) in files.iter().enumerate() {
+        if !is_agent_file(p) {
+            continue;
+        }
+        let src = p.file.text.as_str();
+        let root = p.tree.root_node();
+        for c in descendants(root, "call_expression") {
+            let (obj, name) = callee(c, src);
+            let role = match name {
+                "onRequest" => Role::Prompt,
+                "onNotification" => Role::Cancel,
+                _ => continue,
+            };
+            let args = arguments(c);
+            let want = if role == Role::Prompt {
+                "session/prompt"
+            } else {
+                "session/cancel"
+            };
+            if obj.is_empty()
+                || args.len() < 2
+                || method_named(args[0], src, root).is_none_or(|m| m != want)
+            {
+                continue;
+            }
+            let expr = *args.last().expect("two arguments");
+            let fun = if role == Role::Prompt {
+                "handler"
+            } else {
+                "cancelHandler"
+            };
+            let (inner, wrapped) = match unwrap_ns(expr, fun, src) {
+                Some(inner) => (inner, true),
+                None => (expr, false),
+            };
+            let name = match inner.kind() {
+                "identifier" | "member_expression" => text(inner, src).to_string(),
+                // a pin names it `file:session_prompt` (pins name no `/`)
+                _ => want.replace('/', "_"),
+            };
+            push(
+                &mut out,
+                Handler {
+                    file: i,
+                    role,
+                    name,
+                    line: line(expr),
+                    cover: Cover::Value { expr, wrapped },
+                },
+            );
+        }
+    }
+    // no SDK: the agent's own dispatcher
+    for (role, method) in [
+        (Role::Prompt, "session/prompt"),
+        (Role::Cancel, "session/cancel"),
+    ] {
+        for (f, func) in dispatched(files, method) {
+            let conn = match role {
+                Role::Prompt => raw_connection(files, f, func, sends, pins)?,
+                Role::Cancel => None, // a cancel sends nothing
+            };
+            push(
+                &mut out,
+                Handler {
+                    file: f,
+                    role,
+                    name: qualified(files, f, func),
+                    line: line(func),
+                    cover: body_cover(files, f, func, conn)?,
+                },
+            );
+        }
+    }
+    let selected = select(files, out, sends, pins)?;
+    if let Some(pin) = &pins.connection {
+        let used = selected.iter().any(|h| {
+            matches!(&h.cover, Cover::Body { conn: Some(c), .. }
+                if c.origin.starts_with("pinned") || c.origin.starts_with("the agent's own writer"))
+        });
+        if !used {
+            let mut seen = Vec::new();
+            for (file, class, ..) in sdk_classes(files) {
+                seen.extend(field_candidates(files, file, class));
+            }
+            seen.dedup();
+            return Err(Error::Unlocatable {
+                site: "connection",
+                detail: format!(
+                    "the pin `connection = \"{pin}\"` matches nothing: it must name `file:Class.field` of a class whose prompt is covered, a field set before a prompt; candidates: {}",
+                    if seen.is_empty() {
+                        "none".to_string()
+                    } else {
+                        seen.join(", ")
+                    }
+                ),
+                pin_key: "typescript.connection",
+            });
+        }
+    }
+    Ok(selected)
+}
+
+/// Every method named `prompt` of a class in the tree: what a `prompt` pin may name when no
+/// SDK binding was found.
+pub(super) fn prompt_methods<'a>(files: &'a [Parsed]) -> Vec<(usize, Node<'a>, Node<'a>)> {
+    let mut out = Vec::new();
+    for (i, p) in files.iter().enumerate() {
+        if !is_agent_file(p) {
+            continue;
+        }
+        let src = p.file.text.as_str();
+        for class in classes(p.tree.root_node()) {
+            for m in class_members(class) {
+                if member_name(m, src) == "prompt"
+                    && let Some(f) = member_function(m)
+                {
+                    out.push((i, m, f));
+                }
+            }
+        }
+    }
+    out
+}
+
+/// Every function-valued member of every class of the agent's files (what a `prompt` pin may
+/// name besides the methods called `prompt`).
+pub(super) fn class_functions<'a>(files: &'a [Parsed]) -> Vec<(usize, Node<'a>, Node<'a>)> {
+    let mut out = Vec::new();
+    for (i, p) in files.iter().enumerate() {
+        if !is_agent_file(p) {
+            continue;
+        }
+        for class in classes(p.tree.root_node()) {
+            for m in class_members(class) {
+                if let Some(f) = member_function(m) {
+                    out.push((i, m, f));
+                }
+            }
+        }
+    }
+    out
+}
+
+/// The prompt pin: keeps the handlers it names, or adds the method it names.
+pub(super) fn select<'a>(
+    files: &'a [Parsed],
+    mut found: Vec<Handler<'a>>,
+    sends: &[Send<'a>],
+    pins: &crate::config::TypeScriptPins,
+) -> Result<Vec<Handler<'a>>> {
+    let Some(pin) = pins.prompt.as_ref().map(|p| Pin::parse(p)) else {
+        let prompts: Vec<&Handler> = found.iter().filter(|h| h.role == Role::Prompt).collect();
+        if let [one] = prompts[..] {
+            // `acp-patch init` lists the site with the pin that holds apply to it
+            let c = candidate(files, one.file, one.line, &one.name);
+            crate::init::record("prompt handler", "typescript.prompt", &[&c], Some(&c));
+        }
+        if !prompts.is_empty() {
+            return Ok(found);
+        }
+        let candidates: Vec<Candidate> = prompt_methods(files)
+            .into_iter()
+            .map(|(f, m, func)| candidate(files, f, line(m), &qualified(files, f, func)))
+            .collect();
+        let detail = "no `new AgentSideConnection((conn) => new X(conn), ...)`, no `.onRequest(\"session/prompt\", ...)` and no dispatcher of `\"session/prompt\"` was found".to_string();
+        return Err(if candidates.is_empty() {
+            // nothing to pin either: these files are no agent (a client, say)
+            Error::NoAgent {
+                root: files
+                    .first()
+                    .and_then(|p| {
+                        let path = p.file.path.to_string_lossy();
+                        path.strip_suffix(p.file.rel.as_str())
+                            .map(|r| std::path::PathBuf::from(r.trim_end_matches('/')))
+                    })
+                    .unwrap_or_default(),
+                detail: format!("TypeScript: {detail}"),
+            }
+        } else {
+            Error::Ambiguous {
+                site: "prompt handler (none is bound to the SDK)",
+                candidates,
+                pin_key: "typescript.prompt",
+            }
+        });
+    };
+    let matches = |file: usize, name: &str| {
+        files[file].file.rel == pin.file && pin.name.as_ref().is_none_or(|n| n == name)
+    };
+    let seen: Vec<Candidate> = found
+        .iter()
+        .filter(|h| h.role == Role::Prompt)
+        .map(|h| candidate(files, h.file, h.line, &h.name))
+        .chain(
+            prompt_methods(files)
+                .into_iter()
+                .map(|(f, m, func)| candidate(files, f, line(m), &qualified(files, f, func))),
+        )
+        .collect();
+    let keep: Vec<bool> = found
+        .iter()
+        .map(|h| h.role == Role::Cancel || matches(h.file, &h.name))
+        .collect();
+    let any_prompt = found
+        .iter()
+        .zip(&keep)
+        .any(|(h, k)| *k && h.role == Role::Prompt);
+    let mut kept: Vec<Handler> = found
+        .drain(..)
+        .zip(keep)
+        .filter_map(|(h, k)| k.then_some(h))
+        .collect();
+    if !any_prompt {
+        // a prompt method no SDK binding was found for
+        let pinned = prompt_methods(files)
+            .into_iter()
+            .chain(class_functions(files))
+            .find(|(f, _, func)| matches(*f, &qualified(files, *f, *func)));
+        let Some((f, m, func)) = pinned else {
+            let mut names: Vec<String> = seen
+                .iter()
+                .map(|c| format!("{}:{} ({})", c.location.file, c.name, c.location.line))
+                .collect();
+            names.dedup();
+            return Err(Error::Unlocatable {
+                site: "prompt handler",
+                detail: format!(
+                    "the pin `prompt = \"{}{}\"` matches nothing: no prompt handler {} in {}; candidates seen: {}",
+                    pin.file,
+                    pin.name
+                        .as_ref()
+                        .map(|n| format!(":{n}"))
+                        .unwrap_or_default(),
+                    pin.name
+                        .as_ref()
+                        .map(|n| format!("named `{n}`"))
+                        .unwrap_or_else(|| "at all".into()),
+                    pin.file,
+                    if names.is_empty() {
+                        "none".into()
+                    } else {
+                        names.join(", ")
+                    }
+                ),
+                pin_key: "typescript.prompt",
+            });
+        };
+        let class = enclosing_class(m).expect("members are in classes");
+        let conn = match pinned_connection(files, f, class, pins)? {
+            Some(c) => Some(c),
+            None => used_connection(files, f, class, sends),
+        };
+        kept.push(Handler {
+            file: f,
+            role: Role::Prompt,
+            name: qualified(files, f, func),
+            line: line(m),
+            cover: body_cover(files, f, func, conn)?,
+        });
+        if let Some((cf, cm)) = member(files, f, class, "cancel")
+            && let Some(cfunc) = member_function(cm)
+        {
+            let conn = None;
+            kept.push(Handler {
+                file: cf,
+                role: Role::Cancel,
+                name: qualified(files, cf, cfunc),
+                line: line(cm),
+                cover: body_cover(files, cf, cfunc, conn)?,
+            });
+        }
+    }
+    Ok(kept)
+}

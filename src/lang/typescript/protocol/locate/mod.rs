@@ -1,0 +1,254 @@
+//! What the protocol fixes in every TypeScript agent, found in its tree:
+//! - the prompt handlers the SDK calls (`prompt` of the class built in
+//!   `new AgentSideConnection((conn) => new X(conn), stream)`, the function registered with
+//!   `.onRequest("session/prompt" | methods.agent.session.prompt, fn)`, or the function a
+//!   hand-rolled dispatcher calls for `"session/prompt"`), and the `session/cancel` ones;
+//! - the connection each handler's start card goes out on;
+//! - every send of a session update (`x.sessionUpdate(...)`, `x.notify("session/update", ...)`,
+//!   or a JSON-RPC `session/update` message handed to the agent's own writer).
+
+mod classes;
+mod connection;
+mod handlers;
+mod sends;
+
+use classes::sdk_classes;
+pub use connection::field_candidates;
+use connection::{pinned_connection, raw_connection, stored_connection, used_connection};
+pub use handlers::handlers;
+pub use sends::sends;
+
+use super::NS;
+use super::scope::*;
+use crate::config::Pin;
+use crate::error::{Candidate, Error, Location, Result};
+use crate::lang::parts::Parsed;
+use crate::lang::typescript::syntax::*;
+use tree_sitter::Node;
+
+pub(super) fn line(n: Node) -> usize {
+    n.start_position().row + 1
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Role {
+    Prompt,
+    Cancel,
+}
+
+/// How a handler is covered.
+#[derive(Debug, Clone)]
+pub enum Cover<'a> {
+    /// The function's code is wrapped (`turn(conn, sessionId, () => { ... })`) or, for cancel,
+    /// begins with `cancel(sessionId)`.
+    Body {
+        func: Node<'a>,
+        conn: Option<Conn>,
+        session_id: String,
+    },
+    /// The function value handed to the SDK is wrapped (`handler(fn)` / `cancelHandler(fn)`):
+    /// the SDK's context carries the client and the params.
+    Value { expr: Node<'a>, wrapped: bool },
+}
+
+/// The connection a start card goes out on, as the handler spells it.
+#[derive(Debug, Clone)]
+pub struct Conn {
+    pub text: String,
+    /// Where it comes from, for the report.
+    pub origin: String,
+    pub file: usize,
+    pub line: usize,
+}
+
+#[derive(Debug, Clone)]
+pub struct Handler<'a> {
+    pub file: usize,
+    pub role: Role,
+    /// What a pin names: `Class.method`, a function's name, or the method (`session/prompt`).
+    pub name: String,
+    pub line: usize,
+    pub cover: Cover<'a>,
+}
+
+/// One send of a session update.
+#[derive(Debug, Clone)]
+pub struct Send<'a> {
+    pub file: usize,
+    pub call: Node<'a>,
+    /// The expression the emitter wraps: the receiver (`this.client`), or the writer function.
+    pub target: Node<'a>,
+    pub wrapped: bool,
+    /// A hand-rolled writer: the call's text with the `{ sessionId, update }` params replaced by
+    /// [`RAW_PARAMS`] (what the start card's connection becomes), when it has them.
+    pub raw_template: Option<String>,
+}
+
+/// The parameter of the start card's writer for an agent without an SDK:
+/// `(acpParams: never) => this.write({ jsonrpc: "2.0", method: "session/update", params: acpParams })`.
+pub const RAW_PARAMS: &str = "acpParams";
+
+/// Every file acp-patch never patches: tests, the runtime module itself.
+pub fn is_agent_file(p: &Parsed) -> bool {
+    let rel = p.file.rel.as_str();
+    let name = rel.rsplit('/').next().unwrap_or(rel);
+    let test_dir = rel.split('/').rev().skip(1).any(|d| {
+        matches!(
+            d,
+            "test" | "tests" | "spec" | "__tests__" | "__mocks__" | "e2e"
+        )
+    });
+    !(test_dir
+        || name.contains(".test.")
+        || name.contains(".spec.")
+        || super::is_runtime_module(&p.file.text))
+}
+
+/// The protocol method a node names: a string (`"session/prompt"`), a constant
+/// (`methods.agent.session.prompt`, `AGENT_METHODS.session_prompt`) or a module-level
+/// `const` holding the string.
+pub fn method_named(node: Node, src: &str, root: Node) -> Option<String> {
+    match node.kind() {
+        "string" => string_value(node, src).map(str::to_string),
+        "member_expression" => {
+            let prop = node
+                .child_by_field_name("property")
+                .map(|p| text(p, src))
+                .unwrap_or("");
+            let obj = node.child_by_field_name("object")?;
+            if let Some(rest) = prop.strip_prefix("session_") {
+                return Some(format!("session/{rest}"));
+            }
+            let obj_prop = if obj.kind() == "member_expression" {
+                obj.child_by_field_name("property")
+                    .map(|p| text(p, src))
+                    .unwrap_or("")
+            } else {
+                text(obj, src)
+            };
+            (obj_prop == "session").then(|| format!("session/{prop}"))
+        }
+        "identifier" => {
+            let name = text(node, src);
+            descendants(root, "variable_declarator")
+                .into_iter()
+                .filter(|d| {
+                    d.child_by_field_name("name")
+                        .is_some_and(|n| text(n, src) == name)
+                })
+                .find_map(|d| d.child_by_field_name("value"))
+                .and_then(|v| string_value(v, src))
+                .map(str::to_string)
+        }
+        _ => None,
+    }
+}
+
+/// `acpProgress.<fn>(x)`: the inner expression, if `node` is that call.
+pub fn unwrap_ns<'t>(node: Node<'t>, fun: &str, src: &str) -> Option<Node<'t>> {
+    (node.kind() == "call_expression" && callee(node, src) == (NS, fun))
+        .then(|| arguments(node).first().copied())
+        .flatten()
+}
+
+pub(super) fn qualified(files: &[Parsed], file: usize, func: Node) -> String {
+    let src = files[file].file.text.as_str();
+    let member = {
+        let mut cur = Some(func);
+        let mut found = None;
+        while let Some(n) = cur {
+            if matches!(n.kind(), "method_definition" | "public_field_definition") {
+                found = Some(n);
+                break;
+            }
+            if matches!(
+                n.kind(),
+                "function_declaration" | "generator_function_declaration"
+            ) {
+                return name_of(n, src).to_string();
+            }
+            cur = n.parent();
+        }
+        found
+    };
+    match member {
+        Some(m) => {
+            let class = enclosing_class(m).map(|c| name_of(c, src)).unwrap_or("");
+            format!("{class}.{}", member_name(m, src))
+        }
+        None => {
+            // `const prompt = async (...) => ...`
+            func.parent()
+                .filter(|p| p.kind() == "variable_declarator")
+                .and_then(|p| p.child_by_field_name("name"))
+                .map(|n| text(n, src).to_string())
+                .unwrap_or_else(|| format!("<function at line {}>", line(func)))
+        }
+    }
+}
+
+/// The session id of a request, as the handler spells it: `params.sessionId`, or `sessionId`
+/// when the request is destructured.
+pub(super) fn session_id_of(func: Node, src: &str) -> Option<String> {
+    let params = func
+        .child_by_field_name("parameters")
+        .map(named_children)
+        .unwrap_or_default();
+    let first = match params.first() {
+        Some(p) => *p,
+        None => func.child_by_field_name("parameter")?,
+    };
+    let pattern = first.child_by_field_name("pattern").unwrap_or(first);
+    match pattern.kind() {
+        "identifier" => Some(format!("{}.sessionId", text(pattern, src))),
+        "object_pattern" => named_children(pattern)
+            .into_iter()
+            .find_map(|p| match p.kind() {
+                "shorthand_property_identifier_pattern" if text(p, src) == "sessionId" => {
+                    Some("sessionId".to_string())
+                }
+                "pair_pattern"
+                    if p.child_by_field_name("key")
+                        .is_some_and(|k| text(k, src) == "sessionId") =>
+                {
+                    p.child_by_field_name("value")
+                        .filter(|v| v.kind() == "identifier")
+                        .map(|v| text(v, src).to_string())
+                }
+                _ => None,
+            }),
+        _ => None,
+    }
+}
+
+pub(super) fn body_cover<'a>(
+    files: &'a [Parsed],
+    file: usize,
+    func: Node<'a>,
+    conn: Option<Conn>,
+) -> Result<Cover<'a>> {
+    let src = files[file].file.text.as_str();
+    let session_id = session_id_of(func, src).ok_or_else(|| Error::Unsupported {
+        file: files[file].file.rel.clone(),
+        line: line(func),
+        message: format!(
+            "`{}` takes no request parameter acp-patch can read the session id from; name it (`params`) or destructure `sessionId`",
+            qualified(files, file, func)
+        ),
+    })?;
+    Ok(Cover::Body {
+        func,
+        conn,
+        session_id,
+    })
+}
+
+pub(super) fn candidate(files: &[Parsed], file: usize, line: usize, name: &str) -> Candidate {
+    Candidate {
+        location: Location {
+            file: files[file].file.rel.clone(),
+            line,
+        },
+        name: name.to_string(),
+    }
+}

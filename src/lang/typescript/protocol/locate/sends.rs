@@ -1,0 +1,215 @@
+//! Every send of a session update: the SDK's calls, and JSON-RPC messages handed to a writer.
+
+use super::*;
+
+/// Every SDK send of a session update in the agent's files, wrapped or not.
+pub fn sends(files: &[Parsed]) -> Result<Vec<Send<'_>>> {
+    let mut out: Vec<Send> = Vec::new();
+    for (i, p) in files.iter().enumerate() {
+        if !is_agent_file(p) {
+            continue;
+        }
+        let src = p.file.text.as_str();
+        let root = p.tree.root_node();
+        for c in descendants(root, "call_expression") {
+            let Some(f) = c.child_by_field_name("function") else {
+                continue;
+            };
+            if f.kind() != "member_expression" {
+                continue;
+            }
+            let prop = f.child_by_field_name("property").map(|p| text(p, src));
+            let Some(obj) = f.child_by_field_name("object") else {
+                continue;
+            };
+            let args = arguments(c);
+            let sdk = match prop {
+                Some("sessionUpdate") => obj.kind() != "super",
+                _ => args
+                    .first()
+                    .and_then(|a| method_named(*a, src, root))
+                    .is_some_and(|m| m == "session/update"),
+            };
+            if !sdk {
+                continue;
+            }
+            let (target, wrapped) = match unwrap_ns(obj, "emitter", src) {
+                Some(inner) => (inner, true),
+                None => (obj, false),
+            };
+            out.push(Send {
+                file: i,
+                call: c,
+                target,
+                wrapped,
+                raw_template: None,
+            });
+        }
+        // `conn.sessionUpdate.bind(conn)` (and `.call` / `.apply`): the bound function sends
+        for m in descendants(root, "member_expression") {
+            let prop = m.child_by_field_name("property").map(|p| text(p, src));
+            let Some(parent) = m.parent().filter(|p| p.kind() == "member_expression") else {
+                continue;
+            };
+            let how = parent.child_by_field_name("property").map(|p| text(p, src));
+            if prop != Some("sessionUpdate")
+                || !matches!(how, Some("bind" | "call" | "apply"))
+                || parent
+                    .parent()
+                    .is_none_or(|c| c.kind() != "call_expression")
+            {
+                continue;
+            }
+            let Some(obj) = m
+                .child_by_field_name("object")
+                .filter(|o| o.kind() != "super")
+            else {
+                continue;
+            };
+            let call = parent.parent().expect("checked");
+            let (target, wrapped) = match unwrap_ns(obj, "emitter", src) {
+                Some(inner) => (inner, true),
+                None => (obj, false),
+            };
+            out.push(Send {
+                file: i,
+                call,
+                target,
+                wrapped,
+                raw_template: None,
+            });
+        }
+        // hand-rolled: `{ jsonrpc: "2.0", method: "session/update", params }` given to a writer
+        for obj in descendants(root, "object") {
+            let is_update = named_children(obj).into_iter().any(|pair| {
+                pair.kind() == "pair"
+                    && pair
+                        .child_by_field_name("key")
+                        .is_some_and(|k| text(k, src).trim_matches(['"', '\'']) == "method")
+                    && pair
+                        .child_by_field_name("value")
+                        .and_then(|v| method_named(v, src, root))
+                        .is_some_and(|m| m == "session/update")
+            });
+            if !is_update || in_inserted_connection(obj, src) {
+                continue;
+            }
+            let Some(call) = writer_call(obj, src) else {
+                return Err(Error::Unsupported {
+                    file: p.file.rel.clone(),
+                    line: line(obj),
+                    message: "this `session/update` message is not handed straight to a writer call (`write(message)`, `send(JSON.stringify(message))`), so acp-patch cannot route it through the emitter; pass the object literal to the call that writes it".into(),
+                });
+            };
+            if out.iter().any(|s| s.call == call) {
+                continue;
+            }
+            let f = call
+                .child_by_field_name("function")
+                .expect("calls have callees");
+            let (target, wrapped) = match f.kind() {
+                "member_expression" => {
+                    let o = f.child_by_field_name("object").expect("member object");
+                    match unwrap_ns(o, "emitter", src) {
+                        Some(inner) => (inner, true),
+                        None => (o, false),
+                    }
+                }
+                _ => match unwrap_ns(f, "emitter", src) {
+                    Some(inner) => (inner, true),
+                    None => (f, false),
+                },
+            };
+            let raw_template = object_property(obj, "params", src).map(|params| {
+                let before = &src[call.start_byte()..params.start_byte()];
+                let after = &src[params.end_byte()..call.end_byte()];
+                let with = if params.kind() == "shorthand_property_identifier" {
+                    format!("params: {RAW_PARAMS}")
+                } else {
+                    RAW_PARAMS.to_string()
+                };
+                let call_text = format!("{before}{with}{after}");
+                // the writer, as it would be written without the emitter
+                let call_text = if wrapped {
+                    let t = &src[target.start_byte()..target.end_byte()];
+                    let open = &src[call.start_byte()..target.start_byte()];
+                    call_text.replacen(&format!("{open}{t})"), t, 1)
+                } else {
+                    call_text
+                };
+                collapse_lines(&call_text)
+            });
+            out.push(Send {
+                file: i,
+                call,
+                target,
+                wrapped,
+                raw_template,
+            });
+        }
+    }
+    out.sort_by_key(|s| (s.file, s.call.start_byte()));
+    Ok(out)
+}
+
+/// Whether a node is inside the connection acp-patch passed to `acpProgress.turn(conn, ...)`
+/// (the start card's writer of an agent without an SDK): that writer is ours, not a send.
+pub(super) fn in_inserted_connection(node: Node, src: &str) -> bool {
+    let mut cur = node;
+    while let Some(parent) = cur.parent() {
+        if parent.kind() == "arguments"
+            && let Some(call) = parent.parent()
+            && callee(call, src) == (NS, "turn")
+            && arguments(call).first() == Some(&cur)
+        {
+            return true;
+        }
+        cur = parent;
+    }
+    false
+}
+
+/// A writer call's text on one line: line breaks (and the indentation after them) become one
+/// space, none after an opening or before a closing bracket.
+pub(super) fn collapse_lines(t: &str) -> String {
+    let mut out = String::with_capacity(t.len());
+    for (k, l) in t.lines().enumerate() {
+        let l = if k == 0 { l.trim_end() } else { l.trim() };
+        if k > 0
+            && !(out.ends_with('(')
+                || out.ends_with('[')
+                || l.starts_with(')')
+                || l.starts_with(']'))
+        {
+            out.push(' ');
+        }
+        out.push_str(l);
+    }
+    out
+}
+
+/// The call a JSON-RPC message literal is handed to: directly, or inside `JSON.stringify(...)`
+/// (and a `+ "\n"`).
+pub(super) fn writer_call<'t>(obj: Node<'t>, src: &str) -> Option<Node<'t>> {
+    let mut cur = obj;
+    loop {
+        let parent = cur.parent()?;
+        match parent.kind() {
+            "arguments" => {
+                let call = parent.parent()?;
+                if callee(call, src) == ("JSON", "stringify") {
+                    cur = call;
+                    continue;
+                }
+                return Some(call);
+            }
+            "binary_expression"
+            | "parenthesized_expression"
+            | "template_substitution"
+            | "template_string"
+            | "as_expression"
+            | "satisfies_expression" => cur = parent,
+            _ => return None,
+        }
+    }
+}

@@ -1,0 +1,221 @@
+//! The parts of the protocol strategy (each an insertion, present or not) and the placement
+//! facts verify proves beyond them: the runtime module, one import per touched file, the
+//! cover of every prompt / cancel handler, the emitter around every send; names read by
+//! inserted code bound where they are read; the turn opening before the handler's first send.
+
+mod covers;
+mod imports;
+
+use covers::{cancel_cover, prompt_cover, value_cover};
+use imports::import_part;
+
+use super::NS;
+use super::locate::{Conn, Cover, Handler, Role, Send};
+use super::scope::*;
+use crate::error::{Error, Result};
+use crate::lang::parts::{Finding, Parsed, Part};
+use crate::lang::typescript::style::{CodeStyle, detect, restyle};
+use crate::lang::typescript::syntax::*;
+use crate::report::Status;
+use crate::source::{indent_at, line_end_after, line_start};
+use tree_sitter::Node;
+
+pub const CHECK_MODULE: &[&str] = &[
+    "runtime",
+    "hook.start",
+    "hook.heartbeat",
+    "hook.complete",
+    "coalescing",
+];
+pub(super) const CHECK_IMPORT: &[&str] = &["bound"];
+pub(super) const CHECK_OPEN: &[&str] = &["hook.start", "connection"];
+pub(super) const CHECK_CLOSE: &[&str] = &["turn_end", "hook.complete"];
+pub(super) const CHECK_CANCEL: &[&str] = &["turn_end"];
+pub(super) const CHECK_SEND: &[&str] = &["sends"];
+
+pub(super) fn line(n: Node) -> usize {
+    n.start_position().row + 1
+}
+
+/// Where the runtime module is and what apply would write there.
+pub struct Module {
+    pub file: usize,
+    pub text: String,
+    /// The file's extension (`ts`, `mts`, `cts`): import specifiers follow it.
+    pub ext: String,
+}
+
+pub struct Built {
+    pub parts: Vec<Part>,
+    pub findings: Vec<Finding>,
+}
+
+pub(super) struct Builder<'a> {
+    files: &'a [Parsed],
+    /// Per file: a CommonJS file (`require`) rather than a module.
+    commonjs: &'a [bool],
+    parts: Vec<Part>,
+    findings: Vec<Finding>,
+}
+
+impl Builder<'_> {
+    #[allow(clippy::too_many_arguments)]
+    fn push(
+        &mut self,
+        checks: &'static [&'static str],
+        label: &'static str,
+        file: usize,
+        offset: usize,
+        text: String,
+        present: Option<usize>,
+    ) {
+        let anchor_line = self.files[file].file.line_of(offset);
+        self.parts.push(Part {
+            checks,
+            label,
+            file,
+            offset,
+            replaces: 0,
+            text,
+            // present: the builder anchors every piece where its text starts
+            present_at: present.map(|_| offset),
+            present,
+            anchor_line,
+        });
+    }
+
+    fn finding(
+        &mut self,
+        check: &'static str,
+        status: Status,
+        file: usize,
+        line: usize,
+        detail: String,
+    ) {
+        self.findings.push(Finding {
+            check,
+            status,
+            file,
+            line,
+            detail,
+        });
+    }
+
+    fn style(&self, file: usize) -> CodeStyle {
+        let p = &self.files[file];
+        detect(p.tree.root_node(), &p.file.text)
+    }
+
+    fn unsupported(&self, file: usize, n: Node, message: String) -> Error {
+        Error::Unsupported {
+            file: self.files[file].file.rel.clone(),
+            line: line(n),
+            message,
+        }
+    }
+}
+
+/// The runtime module: current, or replaced whole; never written over a file of the agent.
+fn module_part(b: &mut Builder, module: &Module) -> Result<()> {
+    let m = &b.files[module.file];
+    if m.file.exists && !super::is_runtime_module(&m.file.text) {
+        return Err(Error::Unsupported {
+            file: m.file.rel.clone(),
+            line: 1,
+            message: "this file is not acp-patch's runtime module, but apply would write the module here; rename it".into(),
+        });
+    }
+    let current = m.file.text == module.text;
+    let replaces = if current { 0 } else { m.file.text.len() };
+    let stale = m.file.exists && !current;
+    b.parts.push(Part {
+        checks: CHECK_MODULE,
+        label: "runtime module",
+        file: module.file,
+        offset: 0,
+        replaces,
+        text: module.text.clone(),
+        present: current.then_some(1),
+        present_at: current.then_some(0),
+        anchor_line: 1,
+    });
+    if stale {
+        b.finding(
+            "runtime",
+            Status::Malformed,
+            module.file,
+            1,
+            "out of date (its text is not what this acp-patch writes); apply replaces it".into(),
+        );
+    }
+    Ok(())
+}
+
+/// The parts of every module, import, cover and wrap; `module_of[file]` is the index in
+/// `modules` of the module a file imports.
+pub fn build(
+    files: &[Parsed],
+    modules: &[Module],
+    module_of: &[usize],
+    commonjs: &[bool],
+    handlers: &[Handler],
+    sends: &[Send],
+) -> Result<Built> {
+    let mut b = Builder {
+        files,
+        commonjs,
+        parts: Vec::new(),
+        findings: Vec::new(),
+    };
+    for module in modules {
+        module_part(&mut b, module)?;
+    }
+    let mut touched: Vec<usize> = handlers
+        .iter()
+        .map(|h| h.file)
+        .chain(sends.iter().map(|s| s.file))
+        .collect();
+    touched.sort();
+    touched.dedup();
+    for f in touched.iter().copied() {
+        if !modules.iter().any(|m| m.file == f) {
+            import_part(&mut b, f, &modules[module_of[f]])?;
+        }
+    }
+    for h in handlers {
+        match (&h.cover, h.role) {
+            (
+                Cover::Body {
+                    func,
+                    conn,
+                    session_id,
+                },
+                Role::Prompt,
+            ) => prompt_cover(&mut b, h, *func, conn, session_id)?,
+            (
+                Cover::Body {
+                    func, session_id, ..
+                },
+                Role::Cancel,
+            ) => cancel_cover(&mut b, h, *func, session_id)?,
+            (Cover::Value { expr, wrapped }, _) => value_cover(&mut b, h, *expr, *wrapped),
+        }
+    }
+    for s in sends {
+        let open = format!("{NS}.emitter(");
+        let present = s.wrapped.then(|| line(s.call));
+        // present: `acpProgress.emitter(target)` around the target
+        let (open_at, close_at) = if s.wrapped {
+            (s.target.start_byte() - open.len(), s.target.end_byte())
+        } else {
+            (s.target.start_byte(), s.target.end_byte())
+        };
+        let label = "emitter around the send";
+        b.push(CHECK_SEND, label, s.file, open_at, open, present);
+        b.push(CHECK_SEND, label, s.file, close_at, ")".into(), present);
+    }
+    Ok(Built {
+        parts: b.parts,
+        findings: b.findings,
+    })
+}
