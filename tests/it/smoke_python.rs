@@ -170,7 +170,7 @@ fn gptme_0_35_1_unpatched_then_patched() {
     let position = |what: &dyn Fn(&str) -> bool| {
         lines
             .iter()
-            .position(|l| l["text"].as_str().is_some_and(|t| what(t)))
+            .position(|l| l["text"].as_str().is_some_and(what))
     };
     let prompt = position(&|t| t.contains("\"session/prompt\""));
     let setup = position(&|t| t.contains("New session"));

@@ -149,25 +149,39 @@ impl<'a> Builder<'a> {
         Ok(())
     }
 
-    /// `acp_progress.emitter(` before a send's receiver and `)` after it.
+    /// `acp_progress.emitter(` before a send's receiver and `)` after it. On a patched tree
+    /// the receiver is the wrapper call: both pieces are there at its exact ends (a `)` occurs
+    /// many times on a line), unless it is spelled otherwise (the agent's own: left alone).
     fn wrap_send(&mut self, file: usize, receiver: tree_sitter::Node, wrapped: bool) {
+        let open = format!("{RUNTIME_NAME}.emitter(");
+        let (start, end) = (receiver.start_byte(), receiver.end_byte());
+        let ours = wrapped && {
+            let src = self.src(file);
+            let args = receiver.child_by_field_name("arguments");
+            let inner = args.and_then(|a| a.named_child(0));
+            args.is_some_and(|a| a.named_child_count() == 1)
+                && inner.is_some_and(|i| src[start..end] == format!("{open}{})", text(i, src)))
+        };
         let present = wrapped.then(|| line(receiver));
-        self.push(
-            CHECK_SENDS,
-            "send wrapped",
-            file,
-            receiver.start_byte(),
-            format!("{RUNTIME_NAME}.emitter("),
-            present,
-        );
-        self.push(
-            CHECK_SENDS,
-            "send wrapped",
-            file,
-            receiver.end_byte(),
-            ")".into(),
-            present,
-        );
+        let pieces = [(start, open), (end, ")".to_string())];
+        for (offset, piece) in pieces {
+            self.push(
+                CHECK_SENDS,
+                "send wrapped",
+                file,
+                offset,
+                if wrapped && !ours {
+                    String::new()
+                } else {
+                    piece.clone()
+                },
+                present,
+            );
+            if ours {
+                let at = if piece == ")" { end - 1 } else { start };
+                self.parts.last_mut().expect("pushed").present_at = Some(at);
+            }
+        }
     }
 
     /// The module-level import of the runtime module, spelled from the package root.
