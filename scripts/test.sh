@@ -41,6 +41,12 @@ export ACP_PATCH_TEST_TS="$PWD/$ts_root"
 # (ACP_PATCH_CLAUDE_SRC / ACP_PATCH_CLAUDE_GIT; npm has only its dist/, CI has no GitHub)
 bash scripts/provision/claude-agent-acp-src.sh >/dev/null
 
+# Real Python agents from PyPI (Python >= 3.12, with uv), each keyed by its pinned lock.
+ACP_PATCH_TEST_MISTRAL_VIBE=$(scripts/provision/python-agent.sh mistral-vibe vibe)
+ACP_PATCH_TEST_GPTME=$(scripts/provision/python-agent.sh gptme gptme)
+ACP_PATCH_TEST_VIBE_PYTHON="$ACP_PATCH_TEST_MISTRAL_VIBE/venv/bin/python"
+export ACP_PATCH_TEST_MISTRAL_VIBE ACP_PATCH_TEST_GPTME ACP_PATCH_TEST_VIBE_PYTHON
+
 # Real agents for the smoke presets, from their registries into target/ (cached by lock hash).
 ACP_PATCH_TEST_CLAUDE_ACP=$(scripts/provision/claude-agent-acp.sh)
 export ACP_PATCH_TEST_CLAUDE_ACP

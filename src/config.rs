@@ -37,8 +37,15 @@ pub struct PythonPins {
     pub prompt: Option<String>,
     /// The function holding the LLM call, e.g. `agent/conversation_loop.py:run_conversation._perform_api_call`.
     pub llm_call: Option<String>,
-    /// The emitter every session update leaves through, e.g. `streamy/agent.py:StreamyAgent._emit`.
+    /// Where the session updates leave: only the SDK sends inside this function are wrapped,
+    /// e.g. `streamy/agent.py:StreamyAgent._emit`.
     pub emitter: Option<String>,
+    /// Where the card's connection comes from: an attribute of the agent holding it
+    /// (`agent.py:MyAgent._conn`) or the method the SDK hands it to (`agent.py:MyAgent.on_connect`).
+    pub connection: Option<String>,
+    /// The executor call of the prompt handler that hands the turn to the engine
+    /// (callback-shaped agents), by its place among them: `server.py:Agent.prompt.run_in_executor#2`.
+    pub handoff: Option<String>,
     /// The module with the tool-call builders (thinking helpers go beside them).
     pub helpers: Option<String>,
     /// The module with the callback factories (the progress factory goes beside them).

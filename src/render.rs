@@ -11,13 +11,13 @@ macro_rules! embedded {
 
 /// Every template shipped in the binary, by path under `templates/`.
 const EMBEDDED: &[(&str, &str)] = embedded![
+    "python/acp_progress.py",
     "python/hooks_thread.py",
-    "python/hooks_asyncio.py",
     "python/helpers.py",
     "python/send.py",
     "python/factory.py",
+    "python/turn_thread.py",
     "python/text_hold_thread.py",
-    "python/text_hold_asyncio.py",
     "python/sites.py",
     "rust/acp_progress.rs",
     "rust/runtime_local.rs",

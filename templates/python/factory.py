@@ -8,6 +8,24 @@ def make_agent_progress_cb(conn, session_id, loop):
     log = logging.getLogger(__name__)
     lock = threading.RLock()  # hooks fire from worker, stream-reader and timer threads
     open_ids = {}  # name -> tool call id of the open card
+    adopted = set()  # names whose open card is the one opened at the prompt's entry, not yet started
+    entry = globals().get("_acp_entry_card")
+    card = entry.get() if entry is not None else None
+    if card is not None and card.get("release") is None:
+        # acp_thinking_turn opened a card when the prompt arrived: the first start keeps it
+
+        def release():
+            """The turn ended: True (and forgotten here) when the entry card is still open."""
+            with lock:
+                adopted.discard("llm_response")
+                if open_ids.get("llm_response") == card["id"]:
+                    del open_ids["llm_response"]
+                    return True
+                return False
+
+        open_ids["llm_response"] = card["id"]
+        adopted.add("llm_response")
+        card["release"] = release
 
     def _send(build, *build_args):
         try:
@@ -19,6 +37,9 @@ def make_agent_progress_cb(conn, session_id, loop):
         # Sends happen under the lock so a card's updates leave in state order across threads.
         with lock:
             if state == "start":
+                if name in adopted:
+                    adopted.discard(name)
+                    return  # the card opened at the prompt's entry stands for this start
                 previous = open_ids.pop(name, None)
                 if previous is not None:
                     _send(build_thinking_complete, previous)

@@ -5,9 +5,6 @@ _acp_progress_start({{AGENT}})
 # site: hook_begin_turn
 from {{MODULE}} import _acp_progress_begin_turn
 _acp_progress_begin_turn({{AGENT}})
-# site: hook_start_emitter
-_acp_progress_start({{AGENT}})
-await _acp_drain_sends({{SESSION_ID}})
 # site: hook_complete
 _acp_progress_complete({{AGENT}})
 # site: callback_store
@@ -18,12 +15,3 @@ _acp_progress_complete({{AGENT}})
 _acp_text_hold = install_acp_text_hold({{AGENT}})
 # site: text_hold_end_turn_callback
 await _acp_text_hold.aend_turn()
-# site: wiring_emitter
-{{AGENT}}.agent_progress_callback = make_agent_progress_cb({{CONN}}, {{SESSION_ID}}, asyncio.get_running_loop()) if {{CONN}} else None
-# site: text_hold_begin_turn
-_acp_text_hold_begin_turn({{AGENT}}, {{SESSION_ID}})
-# site: text_hold_end_turn_emitter
-await _acp_text_hold_end_turn({{AGENT}}, {{SESSION_ID}}, {{AGENT}}.{{EMITTER}})
-# site: text_hold_gate
-if await _acp_text_hold({{AGENT}}, {{SESSION_ID}}, {{UPDATE}}, {{AGENT}}.{{EMITTER}}):
-    return

@@ -82,7 +82,7 @@ fn github_annotation_paths_are_relative_to_the_working_directory() {
     assert_eq!(run.code, 1);
     let first = run.stdout.lines().next().unwrap();
     assert!(
-        first.starts_with("::error file=services/streamy/streamy/agent.py,line=23,"),
+        first.starts_with("::error file=services/streamy/streamy/acp_progress.py,line=1,"),
         "{first}"
     );
 }

@@ -476,14 +476,14 @@ fn kwargs_typed_var_keyword_gets_the_callback_parameter_before_it() {
 fn custom_template_cpython_rejects_is_refused_with_the_compilers_message() {
     let dir = tree(PY);
     let templates = tempfile::tempdir().unwrap();
-    let helpers =
-        std::fs::read_to_string(crate::support::repo().join("templates/python/helpers.py"))
+    let runtime =
+        std::fs::read_to_string(crate::support::repo().join("templates/python/acp_progress.py"))
             .unwrap();
     std::fs::create_dir_all(templates.path().join("python")).unwrap();
     // tree-sitter accepts a parameter after **kwargs; CPython does not
     std::fs::write(
-        templates.path().join("python/helpers.py"),
-        format!("{helpers}\n\ndef build_thinking_extra(**kw, extra=None):\n    return kw\n"),
+        templates.path().join("python/acp_progress.py"),
+        format!("{runtime}\n\ndef build_thinking_extra(**kw, extra=None):\n    return kw\n"),
     )
     .unwrap();
     apply_case(
@@ -491,7 +491,7 @@ fn custom_template_cpython_rejects_is_refused_with_the_compilers_message() {
         &["--templates", path_str(templates.path())],
         1,
         &[
-            AGENT,
+            "streamy/acp_progress.py",
             "does not compile with Python",
             "SyntaxError",
             "nothing was written",
@@ -503,7 +503,7 @@ fn custom_template_cpython_rejects_is_refused_with_the_compilers_message() {
 fn verify_reports_a_patched_file_cpython_rejects() {
     let dir = tree(PY);
     apply_case(dir.path(), &[], 0, &["inserted"]);
-    edit(dir.path(), AGENT, |t| {
+    edit(dir.path(), "streamy/acp_progress.py", |t| {
         t.replacen("def build_thinking_start(", "def build_thinking_start(**kw, x=None) -> None:\n    pass\n\n\ndef _was_build_thinking_start(", 1)
     });
     let v = run(&["verify", path_str(dir.path())]);
@@ -514,9 +514,12 @@ fn verify_reports_a_patched_file_cpython_rejects() {
 
 #[test]
 fn hand_renamed_hook_function_reapply_inserts_no_duplicates() {
-    let dir = tree(PY);
+    // the engine-level shape inserts its hook functions into the agent's own module (the
+    // protocol shape's runtime module, edited by hand, is replaced whole instead)
+    const HOOKS: &str = "engine/loop.py";
+    let dir = tree(CALLBACK);
     apply_case(dir.path(), &[], 0, &["inserted"]);
-    let patched = std::fs::read_to_string(dir.path().join(AGENT)).unwrap();
+    let patched = std::fs::read_to_string(dir.path().join(HOOKS)).unwrap();
     // each hook function renamed in turn (definition and calls): re-apply refuses, naming
     // the missing function, instead of inserting the others again or calling the old name
     for name in [
@@ -525,7 +528,7 @@ fn hand_renamed_hook_function_reapply_inserts_no_duplicates() {
         "_acp_progress_complete",
     ] {
         std::fs::write(
-            dir.path().join(AGENT),
+            dir.path().join(HOOKS),
             patched.replace(name, "_renamed_by_hand"),
         )
         .unwrap();
@@ -660,8 +663,14 @@ fn apply_killed_mid_write_leaves_no_truncated_file_and_the_next_run_cleans_up() 
     // the originals are untouched; only the staged temporary file is there
     let after = state(dir.path());
     let extra: Vec<&String> = after.keys().filter(|k| !before.contains_key(*k)).collect();
-    assert_eq!(extra.len(), 1, "{extra:?}");
-    assert!(extra[0].starts_with("streamy/.acp-patch-tmp-"), "{extra:?}");
+    // one per file apply writes: streamy/agent.py and the new streamy/acp_progress.py
+    assert_eq!(extra.len(), 2, "{extra:?}");
+    assert!(
+        extra
+            .iter()
+            .all(|e| e.starts_with("streamy/.acp-patch-tmp-")),
+        "{extra:?}"
+    );
     for (k, v) in &before {
         assert_eq!(after.get(k), Some(v), "{k} changed");
     }
@@ -669,7 +678,7 @@ fn apply_killed_mid_write_leaves_no_truncated_file_and_the_next_run_cleans_up() 
     let ran = run(&["apply", path_str(dir.path())]);
     assert_eq!(ran.code, 0, "{}", ran.stderr);
     assert!(
-        ran.stderr.contains("removed 1 temporary files"),
+        ran.stderr.contains("removed 2 temporary files"),
         "{}",
         ran.stderr
     );
@@ -816,7 +825,7 @@ fn vendored_copies_under_node_modules_venv_and_gitignored_folders_are_ignored() 
         dir.path(),
         &["--dry-run"],
         0,
-        &["would insert 14 pieces into 1 files"],
+        &["would insert 5 pieces into 2 files"],
     );
     assert!(!ran.stdout.contains("streamy-copy"), "{}", ran.stdout);
 }
@@ -1167,8 +1176,9 @@ fn file_name_with_a_tab_gives_a_diff_git_apply_accepts() {
     let dry = run(&["apply", "--dry-run", path_str(dir.path())]);
     assert_eq!(dry.code, 0, "{}", dry.stderr);
     assert!(
-        dry.stdout
-            .starts_with("diff --git \"a/stre\\tamy/agent.py\" \"b/stre\\tamy/agent.py\""),
+        dry.stdout.starts_with(
+            "diff --git \"a/stre\\tamy/acp_progress.py\" \"b/stre\\tamy/acp_progress.py\""
+        ),
         "{}",
         &dry.stdout[..200]
     );
@@ -1192,7 +1202,7 @@ fn non_ascii_file_name_gives_a_diff_git_apply_accepts() {
     let dry = run(&["apply", "--dry-run", path_str(dir.path())]);
     assert!(
         dry.stdout
-            .starts_with("diff --git \"a/str\\303\\274me/agent.py\""),
+            .starts_with("diff --git \"a/str\\303\\274me/acp_progress.py\""),
         "{}",
         &dry.stdout[..100]
     );
@@ -1293,7 +1303,7 @@ fn json_on_every_path_including_refusals() {
         doc["diff"]
             .as_str()
             .unwrap()
-            .starts_with("diff --git a/streamy/agent.py")
+            .starts_with("diff --git a/streamy/acp_progress.py")
     );
     // verify and init refusals too
     for cmd in ["verify", "init"] {
@@ -1306,9 +1316,10 @@ fn json_on_every_path_including_refusals() {
         );
     }
     let ambiguous = tree(PY);
+    // a second agent class whose sends go through two connections: which one is the card's?
     edit(ambiguous.path(), AGENT, |t| {
         format!(
-            "{t}\n\nclass Other(acp.Agent):\n    async def prompt(self, prompt, session_id, **kwargs):\n        return None\n"
+            "{t}\n\nclass Other(acp.Agent):\n    async def prompt(self, prompt, session_id, **kwargs):\n        await self._a.session_update(session_id=session_id, update=None)\n        await self._b.session_update(session_id=session_id, update=None)\n"
         )
     });
     let ran = run(&["apply", "--format", "json", path_str(ambiguous.path())]);
@@ -1340,7 +1351,7 @@ fn github_format_annotates_an_unlocatable_site_and_keeps_the_report_off_stdout()
         ran.stdout
     );
     assert!(
-        ran.stderr.contains("(python agent, emitter shape)"),
+        ran.stderr.contains("(python agent, protocol shape)"),
         "{}",
         ran.stderr
     );

@@ -5,6 +5,7 @@ mod fixtures;
 mod hostile;
 mod property;
 mod python;
+mod python_real;
 mod python_templates;
 mod revert;
 mod rust_agents;

@@ -167,17 +167,17 @@ fn line_of(root: &Path, file: &str, needle: &str) -> usize {
 
 #[test]
 fn hand_edited_inserted_code_is_refused_with_its_file_and_line() {
-    let dir = copy_tree(&fixture("python/asyncio_agent/before"));
+    // the engine-level shape: a line inside the inserted hook functions, edited
+    let dir = copy_tree(&fixture("python/callback_agent/before"));
     let root = dir.path();
     apply_ok(root);
-    // a line inside the inserted hook functions, edited
     edit(
         root,
-        "streamy/agent.py",
+        "engine/loop.py",
         "agent._acp_progress_started = time.monotonic()",
         "agent._acp_progress_started = time.time()",
     );
-    let line = line_of(root, "streamy/agent.py", "time.time()");
+    let line = line_of(root, "engine/loop.py", "time.time()");
     let edited = snapshot_tree(root);
     for args in [vec!["revert"], vec!["revert", "--dry-run"]] {
         let mut args = args.clone();
@@ -186,7 +186,7 @@ fn hand_edited_inserted_code_is_refused_with_its_file_and_line() {
         assert_eq!(run.code, 1, "{}", run.stderr);
         assert!(
             run.stderr.contains(&format!(
-                "streamy/agent.py:{line}: the hook functions acp-patch inserted was changed by hand"
+                "engine/loop.py:{line}: the hook functions acp-patch inserted was changed by hand"
             )),
             "{}",
             run.stderr
@@ -208,8 +208,37 @@ fn hand_edited_inserted_code_is_refused_with_its_file_and_line() {
     assert_eq!(doc["ok"], false);
     assert_eq!(doc["command"], "revert");
     assert_eq!(doc["error"]["kind"], "hand_edited");
-    assert_eq!(doc["error"]["location"]["file"], "streamy/agent.py");
+    assert_eq!(doc["error"]["location"]["file"], "engine/loop.py");
     assert_eq!(doc["error"]["location"]["line"], line);
+
+    // the protocol shape: the decorator on the prompt handler, edited
+    let dir = copy_tree(&fixture("python/asyncio_agent/before"));
+    let root = dir.path();
+    apply_ok(root);
+    let decorator = "@acp_progress.prompt_handler(lambda self: self._conn)";
+    edit(
+        root,
+        "streamy/agent.py",
+        decorator,
+        "@acp_progress.prompt_handler(lambda self: self.conn)",
+    );
+    let line = line_of(root, "streamy/agent.py", "lambda self: self.conn");
+    let edited = snapshot_tree(root);
+    let run = acp_patch(&["revert", path_str(root)], None);
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    assert!(
+        run.stderr.contains(&format!(
+            "streamy/agent.py:{line}: the prompt handler: start and turn end acp-patch inserted was changed by hand"
+        )),
+        "{}",
+        run.stderr
+    );
+    assert!(
+        run.stderr.contains(&format!("should read `{decorator}`")),
+        "{}",
+        run.stderr
+    );
+    assert_eq!(edited, snapshot_tree(root), "a refused revert wrote");
 }
 
 #[test]
@@ -320,16 +349,16 @@ fn read_only_file_is_refused_and_nothing_is_written() {
 
 #[test]
 fn an_import_apply_added_goes_and_one_the_agent_had_stays() {
-    // the fixture agent imports asyncio itself (kept, see the fixture round trip); here it
-    // does not, so apply adds a marked import and revert takes exactly that line out
-    let dir = copy_tree(&fixture("python/asyncio_agent/before"));
+    // the engine-level shape's builders module imports acp itself (kept, see the fixture
+    // round trip); here it does not, so apply adds a marked import and revert takes exactly
+    // that line out
+    let dir = copy_tree(&fixture("python/callback_agent/before"));
     let root = dir.path();
-    edit(root, "streamy/agent.py", "import asyncio\n", "");
+    edit(root, "bridge/cards.py", "import acp\n", "");
     let original = copy_tree(root);
     let dry = acp_patch(&["apply", "--dry-run", path_str(root)], None);
     assert!(
-        dry.stdout
-            .contains("\n+import asyncio  # added by acp-patch\n"),
+        dry.stdout.contains("\n+import acp  # added by acp-patch\n"),
         "{}",
         dry.stdout
     );
@@ -442,27 +471,72 @@ fn typescript_constructor_parameters_come_back_in_every_list_shape() {
 fn inserted_lines_moved_by_hand_are_refused() {
     // both lines still read as apply wrote them, but not where apply puts them: apply on the
     // reverted tree would not give this tree back
-    let dir = copy_tree(&fixture("python/asyncio_agent/before"));
+    let dir = copy_tree(&fixture("python/callback_agent/before"));
     let root = dir.path();
     apply_ok(root);
-    let wiring = "        self.agent_progress_callback = make_agent_progress_cb(self._conn, session_id, asyncio.get_running_loop()) if self._conn else None\n";
-    let begin = "        _acp_text_hold_begin_turn(self, session_id)\n";
+    let wiring = "        agent.agent_progress_callback = make_agent_progress_cb(conn, session_id, loop) if conn else None\n";
+    let hold = "        _acp_text_hold = install_acp_text_hold(agent)\n";
     edit(
         root,
-        "streamy/agent.py",
-        &format!("{wiring}{begin}"),
-        &format!("{begin}{wiring}"),
+        "bridge/server.py",
+        &format!("{wiring}{hold}"),
+        &format!("{hold}{wiring}"),
     );
-    let line = line_of(root, "streamy/agent.py", begin);
+    let line = line_of(root, "bridge/server.py", hold);
     let moved = snapshot_tree(root);
     let run = acp_patch(&["revert", path_str(root)], None);
     assert_eq!(run.code, 1, "{}", run.stderr);
     assert!(
         run.stderr.contains(&format!(
-            "streamy/agent.py:{line}: revert cannot give back the tree apply started from"
+            "bridge/server.py:{line}: revert cannot give back the tree apply started from"
         )),
         "{}",
         run.stderr
     );
     assert_eq!(moved, snapshot_tree(root));
+
+    // the protocol shape: the runtime module's import, moved below the module's logger
+    let dir = copy_tree(&fixture("python/asyncio_agent/before"));
+    let root = dir.path();
+    apply_ok(root);
+    let import = "from streamy import acp_progress\n";
+    edit(root, "streamy/agent.py", import, "");
+    edit(
+        root,
+        "streamy/agent.py",
+        "logger = ",
+        &format!("{import}logger = "),
+    );
+    let moved = snapshot_tree(root);
+    let run = acp_patch(&["revert", path_str(root)], None);
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    assert!(
+        run.stderr
+            .contains("streamy/agent.py:15: revert cannot give back the tree apply started from"),
+        "{}",
+        run.stderr
+    );
+    assert_eq!(moved, snapshot_tree(root));
+}
+
+#[test]
+fn a_wrapped_send_sharing_its_line_with_other_calls_comes_back() {
+    // the wrapper's `)` is one of several on the line: revert takes out the one apply wrote
+    let dir = copy_tree(&fixture("python/asyncio_agent/before"));
+    let root = dir.path();
+    edit(
+        root,
+        "streamy/agent.py",
+        "        await self._conn.session_update(",
+        "        logger.debug(\"emit\"); await self._conn.session_update(",
+    );
+    let dry = acp_patch(&["apply", "--dry-run", path_str(root)], None);
+    assert!(
+        dry.stdout.contains(
+            "+        logger.debug(\"emit\"); await acp_progress.emitter(self._conn).session_update("
+        ),
+        "{}",
+        dry.stdout
+    );
+    round_trip(root);
 }

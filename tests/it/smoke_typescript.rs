@@ -59,6 +59,7 @@ fn inline_switch_patched_mid_stream_error_closes_the_card() {
 /// The installed adapter (scripts/provision/claude-agent-acp.sh) copied into a temporary
 /// folder, its dependencies linked from the install.
 fn claude_dist() -> tempfile::TempDir {
+    let _provisioning = crate::support::provision_lock();
     let out = std::process::Command::new("bash")
         .arg(repo().join("scripts/provision/claude-agent-acp.sh"))
         .output()
@@ -69,6 +70,7 @@ fn claude_dist() -> tempfile::TempDir {
         String::from_utf8_lossy(&out.stderr)
     );
     let pkg = std::path::PathBuf::from(String::from_utf8_lossy(&out.stdout).trim());
+    drop(_provisioning);
     let dir = copy_tree(&pkg);
     let deps = pkg.parent().unwrap().parent().unwrap(); // .../node_modules
     std::os::unix::fs::symlink(deps, dir.path().join("node_modules")).unwrap();

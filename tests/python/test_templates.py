@@ -21,12 +21,11 @@ import acp
 TEMPLATES = pathlib.Path(__file__).resolve().parents[2] / "templates" / "python"
 ALL = (
     "hooks_thread.py",
-    "hooks_asyncio.py",
     "helpers.py",
     "send.py",
     "factory.py",
+    "turn_thread.py",
     "text_hold_thread.py",
-    "text_hold_asyncio.py",
 )
 WAIT = 5.0  # generous upper bound for anything asynchronous
 
@@ -107,6 +106,11 @@ class Recorder:
     def count(self, state):
         return self.states().count(state)
 
+    def transitions(self):
+        """The states without heartbeats: what a test about opening and closing cards compares
+        (a 50 ms heartbeat may tick between two calls on a loaded machine)."""
+        return [s for s in self.states() if s != "heartbeat"]
+
 
 class StaticContract(unittest.TestCase):
     def test_marker_indent_and_no_stdout(self):
@@ -125,7 +129,7 @@ class StaticContract(unittest.TestCase):
                     self.assertRegex(line, r"^(async def|def|class) ", f"{name}: {line!r}")
 
     def test_exactly_one_literal_call_per_state(self):
-        for name in ("hooks_thread.py", "hooks_asyncio.py"):
+        for name in ("hooks_thread.py",):
             text = (TEMPLATES / name).read_text()
             for state in ("start", "heartbeat", "complete"):
                 self.assertEqual(len(re.findall(rf'callback\("{state}", "llm_response", ', text)), 1, (name, state))
@@ -293,6 +297,7 @@ class ThreadHooks(unittest.TestCase):
         self.assertEqual(self.rec.states(), ["start", "complete"])
 
     def test_complete_idempotent_and_without_start(self):
+        os.environ["ACP_HEARTBEAT_S"] = "60"  # no real tick between the calls, however loaded
         self.ns["_acp_progress_complete"](self.agent)
         self.ns["_acp_progress_start"](self.agent)
         self.ns["_acp_progress_complete"](self.agent)
@@ -300,6 +305,7 @@ class ThreadHooks(unittest.TestCase):
         self.assertEqual(self.rec.states(), ["start", "complete"])
 
     def test_second_start_closes_first_and_stale_timer_is_ignored(self):
+        os.environ["ACP_HEARTBEAT_S"] = "60"  # no real tick between the calls, however loaded
         self.ns["_acp_progress_start"](self.agent)
         old = self.agent._acp_progress_generation
         self.ns["_acp_progress_start"](self.agent)
@@ -313,14 +319,14 @@ class ThreadHooks(unittest.TestCase):
     def test_hand_off_card_covers_the_first_call_then_retries_get_a_new_card(self):
         self.ns["_acp_progress_begin_turn"](self.agent)  # prompt handler hands the turn to the worker
         self.ns["_acp_progress_start"](self.agent)  # the engine's first LLM call keeps that card
-        self.assertEqual(self.rec.states(), ["start"])
+        self.assertEqual(self.rec.transitions(), ["start"])
         self.ns["_acp_progress_start"](self.agent)  # a retry: close and open a new card
-        self.assertEqual(self.rec.states(), ["start", "complete", "start"])
+        self.assertEqual(self.rec.transitions(), ["start", "complete", "start"])
         self.ns["_acp_progress_complete"](self.agent)
         self.ns["_acp_progress_begin_turn"](self.agent)
         self.ns["_acp_progress_complete"](self.agent)  # e.g. the engine failed before calling
         self.ns["_acp_progress_start"](self.agent)  # no hand-off card is open: a fresh one
-        self.assertEqual(self.rec.states(), ["start", "complete", "start", "complete", "start", "complete", "start"])
+        self.assertEqual(self.rec.transitions(), ["start", "complete", "start", "complete", "start", "complete", "start"])
 
     def test_callbacks_raising_never_propagate(self):
         self.agent.agent_progress_callback = rec = Recorder(fail=True)
@@ -354,102 +360,6 @@ class ThreadHooks(unittest.TestCase):
         self.assertEqual(sent[0]["kind"], "think")
         self.assertEqual(sent[-1]["status"], "completed")
         self.assertTrue(all(u["sessionUpdate"] == "tool_call_update" and u["status"] == "in_progress" for u in sent[1:-1]))
-
-
-class AsyncioHooks(unittest.TestCase):
-    def setUp(self):
-        self.addCleanup(env(ACP_HEARTBEAT_S="0.05").stop)
-        self.ns = load("hooks_asyncio.py")
-        self.agent = object.__new__(Bare)
-        self.rec = Recorder()
-        self.agent.agent_progress_callback = self.rec
-
-    def test_heartbeat_task_repeats_and_is_cancelled(self):
-        async def main():
-            self.ns["_acp_progress_start"](self.agent)
-            task = self.agent._acp_heartbeat_task
-            self.assertTrue(await async_wait_until(lambda: self.rec.count("heartbeat") >= 3))
-            self.ns["_acp_progress_complete"](self.agent)
-            await asyncio.sleep(0)
-            self.assertTrue(task.cancelled() or task.done())
-            after = len(self.rec.calls)
-            await asyncio.sleep(0.3)
-            self.assertEqual(len(self.rec.calls), after)
-
-        asyncio.run(main())
-        beats = [c[2]["elapsed"] for c in self.rec.calls if c[0] == "heartbeat"]
-        self.assertEqual(beats, sorted(beats))
-        self.assertGreater(beats[-1], beats[0])
-        self.assertEqual((self.rec.states()[0], self.rec.states()[-1]), ("start", "complete"))
-
-    def test_card_closes_when_the_turn_dies_without_completing_it(self):
-        async def turn():
-            self.ns["_acp_progress_start"](self.agent)
-            raise RuntimeError("the model stream failed")
-
-        async def main():
-            with self.assertRaises(RuntimeError):
-                await asyncio.get_running_loop().create_task(turn())
-            self.assertTrue(await async_wait_until(lambda: self.rec.count("complete") == 1))
-            after = len(self.rec.calls)
-            await asyncio.sleep(0.3)
-            self.assertEqual(len(self.rec.calls), after)  # no heartbeat after the turn is gone
-
-        asyncio.run(main())
-        self.assertEqual(self.rec.states(), ["start", "complete"])
-
-    def test_no_running_loop_skips_heartbeat(self):
-        self.ns["_acp_progress_start"](self.agent)
-        self.assertIsNone(getattr(self.agent, "_acp_heartbeat_task", None))
-        self.ns["_acp_progress_complete"](self.agent)
-        self.ns["_acp_progress_complete"](self.agent)
-        self.assertEqual(self.rec.states(), ["start", "complete"])
-
-    def test_disabled_and_second_start(self):
-        os.environ["ACP_HEARTBEAT_DISABLED"] = "1"
-
-        async def main():
-            self.ns["_acp_progress_start"](self.agent)
-            self.assertIsNone(getattr(self.agent, "_acp_heartbeat_task", None))
-            self.ns["_acp_progress_start"](self.agent)
-            await asyncio.sleep(0.2)
-            self.ns["_acp_progress_complete"](self.agent)
-
-        asyncio.run(main())
-        self.assertEqual(self.rec.states(), ["start", "complete", "start", "complete"])
-
-    def test_second_start_cancels_old_task(self):
-        async def main():
-            self.ns["_acp_progress_start"](self.agent)
-            first = self.agent._acp_heartbeat_task
-            self.ns["_acp_progress_start"](self.agent)
-            await asyncio.sleep(0)
-            self.assertTrue(first.cancelled())
-            self.assertTrue(await async_wait_until(lambda: self.rec.count("heartbeat") >= 1))
-            self.ns["_acp_progress_complete"](self.agent)
-
-        asyncio.run(main())
-        self.assertEqual(self.rec.states()[:3], ["start", "complete", "start"])
-
-    def test_callbacks_raising_never_propagate(self):
-        self.agent.agent_progress_callback = rec = Recorder(fail=True)
-
-        async def main():
-            self.ns["_acp_progress_start"](self.agent)
-            self.assertTrue(await async_wait_until(lambda: rec.count("heartbeat") >= 2))
-            self.ns["_acp_progress_complete"](self.agent)
-
-        asyncio.run(main())
-        self.assertEqual(rec.states()[-1], "complete")
-
-    def test_without_callback_attribute(self):
-        agent = object.__new__(Bare)
-
-        async def main():
-            self.ns["_acp_progress_start"](agent)
-            self.ns["_acp_progress_complete"](agent)
-
-        asyncio.run(main())
 
 
 class FakeConn:
@@ -701,150 +611,6 @@ class ThreadTextHold(unittest.TestCase):
             self.assertEqual(before, "".join(f"<{k}>" for k in range(i + 1)))
 
 
-class AsyncioTextHold(unittest.TestCase):
-    def setUp(self):
-        self.addCleanup(env(ACP_THINK_HOLD_MS="60000", ACP_HEARTBEAT_DISABLED="1").stop)
-
-    def make_owner(self, ns, conn=None):
-        """An emitter-style agent shaped like the fixture, with the inserted statements."""
-        sent = []
-
-        class Owner:
-            async def _emit(self, session_id, update):
-                if "_acp_progress_complete" in ns:
-                    ns["_acp_progress_complete"](self)
-                if await ns["_acp_text_hold"](self, session_id, update, self._emit):
-                    return
-                if conn is not None:
-                    await conn.session_update(session_id=session_id, update=update)
-                else:
-                    sent.append(wire(update))
-
-        owner = object.__new__(Owner)
-        return owner, sent
-
-    @staticmethod
-    def kinds(sent):
-        return [(u["sessionUpdate"], u.get("content", {}).get("text") or u.get("toolCallId")) for u in sent]
-
-    def test_trailing_reasoning_joins_thought_block(self):
-        ns = load("text_hold_asyncio.py")
-        owner, sent = self.make_owner(ns)
-
-        async def main():
-            ns["_acp_text_hold_begin_turn"](owner, "s")
-            await owner._emit("s", acp.update_agent_thought_text("a"))
-            await owner._emit("s", acp.update_agent_message_text("b"))
-            await owner._emit("s", acp.update_agent_thought_text("c"))
-            await owner._emit("s", acp.update_agent_message_text("d"))
-            self.assertEqual(len(sent), 2)
-            await ns["_acp_text_hold_end_turn"](owner, "s", owner._emit)
-            await owner._emit("s", acp.update_agent_message_text("e"))
-
-        asyncio.run(main())
-        self.assertEqual(
-            self.kinds(sent),
-            [("agent_thought_chunk", "a"), ("agent_thought_chunk", "c"), ("agent_message_chunk", "bd"), ("agent_message_chunk", "e")],
-        )
-
-    def test_no_hold_without_reasoning_and_begin_turn_resets(self):
-        ns = load("text_hold_asyncio.py")
-        owner, sent = self.make_owner(ns)
-
-        async def main():
-            await owner._emit("s", acp.update_agent_message_text("x"))  # no begin_turn: tolerated
-            self.assertEqual(len(sent), 1)
-            await owner._emit("s", acp.update_agent_thought_text("r"))
-            await ns["_acp_text_hold_end_turn"](owner, "s", owner._emit)
-            ns["_acp_text_hold_begin_turn"](owner, "s")
-            await owner._emit("s", acp.update_agent_message_text("y"))
-            self.assertEqual(len(sent), 3)
-
-        asyncio.run(main())
-
-    def test_flush_before_tool_calls(self):
-        ns = load("text_hold_asyncio.py")
-        owner, sent = self.make_owner(ns)
-
-        async def main():
-            ns["_acp_text_hold_begin_turn"](owner, "s")
-            await owner._emit("s", acp.update_agent_thought_text("r"))
-            await owner._emit("s", acp.update_agent_message_text("t1"))
-            await owner._emit("s", acp.update_agent_message_text("t2"))
-            await owner._emit("s", acp.start_tool_call("call-1", "Read", kind="read", status="in_progress"))
-            await owner._emit("s", acp.update_agent_message_text("direct"))
-            await owner._emit("s", acp.update_tool_call("call-1", status="completed"))
-
-        asyncio.run(main())
-        self.assertEqual(
-            self.kinds(sent),
-            [("agent_thought_chunk", "r"), ("agent_message_chunk", "t1t2"), ("tool_call", "call-1"),
-             ("agent_message_chunk", "direct"), ("tool_call_update", "call-1")],
-        )
-
-    def test_hold_expires(self):
-        for value in ("30", "0", "bogus"):
-            os.environ["ACP_THINK_HOLD_MS"] = value
-            ns = load("text_hold_asyncio.py")
-            owner, sent = self.make_owner(ns)
-
-            async def main():
-                ns["_acp_text_hold_begin_turn"](owner, "s")
-                await owner._emit("s", acp.update_agent_thought_text("r"))
-                await owner._emit("s", acp.update_agent_message_text("t"))
-                self.assertEqual(len(sent), 1)
-                self.assertTrue(await async_wait_until(lambda: len(sent) == 2))
-                await ns["_acp_text_hold_end_turn"](owner, "s", owner._emit)
-
-            asyncio.run(main())
-            self.assertEqual(self.kinds(sent), [("agent_thought_chunk", "r"), ("agent_message_chunk", "t")], value)
-
-    def test_sessions_are_independent(self):
-        ns = load("text_hold_asyncio.py")
-        owner, sent = self.make_owner(ns)
-
-        async def main():
-            await owner._emit("s1", acp.update_agent_thought_text("r"))
-            await owner._emit("s2", acp.update_agent_message_text("other"))
-            await owner._emit("s1", acp.update_agent_message_text("held"))
-            self.assertEqual(len(sent), 2)
-            await ns["_acp_text_hold_end_turn"](owner, "s1", owner._emit)
-
-        asyncio.run(main())
-        self.assertEqual(len(sent), 3)
-
-    def test_full_turn_with_think_card_and_drain_ordering(self):
-        # Everything the Rust side inserts into the fixture, in one module: the think-card
-        # updates are tasks (sent from the loop thread) and must reach the wire in order.
-        ns = load("hooks_asyncio.py", "helpers.py", "send.py", "factory.py", "text_hold_asyncio.py", send="_acp_send_update")
-        conn = FakeConn(think_delay=0.03)  # the think-card sends are slow
-        owner, _ = self.make_owner(ns, conn)
-
-        async def main():
-            loop = asyncio.get_running_loop()
-            owner.agent_progress_callback = ns["make_agent_progress_cb"](conn, "s", loop)
-            ns["_acp_text_hold_begin_turn"](owner, "s")
-            ns["_acp_progress_start"](owner)
-            await owner._emit("s", acp.update_agent_thought_text("a"))
-            await owner._emit("s", acp.update_agent_message_text("b"))
-            await owner._emit("s", acp.update_agent_thought_text("c"))
-            await owner._emit("s", acp.update_agent_message_text("d"))
-            ns["_acp_progress_complete"](owner)
-            await ns["_acp_text_hold_end_turn"](owner, "s", owner._emit)
-
-        out = io.StringIO()
-        with contextlib.redirect_stdout(out):
-            asyncio.run(main())
-        self.assertEqual(out.getvalue(), "")
-        got = [(u["sessionUpdate"], u.get("status") or u.get("content", {}).get("text")) for _, u in conn.wire]
-        self.assertEqual(
-            got,
-            [("tool_call", "in_progress"), ("tool_call_update", "completed"), ("agent_thought_chunk", "a"),
-             ("agent_thought_chunk", "c"), ("agent_message_chunk", "bd")],
-        )
-        self.assertEqual(conn.wire[0][1]["kind"], "think")
-
-
 class HermesLikeTurn(unittest.TestCase):
     """Threaded hooks + factory + text hold, with the agent on a worker thread and a real loop."""
 
@@ -886,6 +652,98 @@ class HermesLikeTurn(unittest.TestCase):
             got[-4:],
             [("tool_call_update", "completed"), ("agent_thought_chunk", "a"), ("agent_thought_chunk", "c"), ("agent_message_chunk", "bd")],
         )
+
+
+class EntryCard(unittest.TestCase):
+    """The card opened at the prompt's entry (turn_thread.py) and the factory taking it over."""
+
+    def setUp(self):
+        self.addCleanup(env(ACP_HEARTBEAT_DISABLED="1").stop)
+        self.ns = load("helpers.py", "send.py", "factory.py", "turn_thread.py", send="_acp_send_update")
+
+    def agent_class(self, body):
+        ns = self.ns
+
+        class Agent:
+            def __init__(self, conn):
+                self._conn = conn
+
+            @ns["acp_thinking_turn"](lambda self: self._conn)
+            async def prompt(self, prompt, session_id, **kwargs):
+                return await body(self, session_id)
+
+        return Agent
+
+    def run_turn(self, body):
+        conn = FakeConn()
+        agent = self.agent_class(body)(conn)
+        result = asyncio.run(agent.prompt([], "s"))
+        return conn, result
+
+    def kinds(self, conn):
+        return [(u["sessionUpdate"], u.get("status")) for _, u in conn.wire]
+
+    def test_the_card_is_on_the_wire_before_the_handler_runs(self):
+        seen = []
+
+        async def body(agent, sid):
+            seen.append(len(agent._conn.wire))
+            return "end_turn"
+
+        conn, result = self.run_turn(body)
+        self.assertEqual((seen, result), ([1], "end_turn"))
+        # nothing took the card over: the turn's end closes it
+        self.assertEqual(self.kinds(conn), [("tool_call", "in_progress"), ("tool_call_update", "completed")])
+
+    def test_the_factory_takes_the_card_over_and_the_engine_closes_it(self):
+        ns = self.ns
+
+        async def body(agent, sid):
+            loop = asyncio.get_running_loop()
+            callback = ns["make_agent_progress_cb"](agent._conn, sid, loop)
+
+            def engine():
+                callback("start", "llm_response", {})  # the entry card stands for this start
+                callback("complete", "llm_response", {})  # first delta
+                callback("start", "llm_response", {})  # a later model call: a new card
+                callback("complete", "llm_response", {})
+
+            await loop.run_in_executor(None, engine)
+            return "end_turn"
+
+        conn, _ = self.run_turn(body)
+        ids = [u["toolCallId"] for _, u in conn.wire]
+        self.assertEqual(
+            self.kinds(conn),
+            [("tool_call", "in_progress"), ("tool_call_update", "completed"), ("tool_call", "in_progress"), ("tool_call_update", "completed")],
+        )
+        self.assertEqual(ids[0], ids[1])
+        self.assertNotEqual(ids[1], ids[2])
+
+    def test_a_card_still_open_at_the_end_is_closed_once(self):
+        ns = self.ns
+
+        async def body(agent, sid):
+            callback = ns["make_agent_progress_cb"](agent._conn, sid, asyncio.get_running_loop())
+            agent.callback = callback
+            await asyncio.get_running_loop().run_in_executor(None, callback, "start", "llm_response", {})
+            raise RuntimeError("the engine failed before its first delta")
+
+        conn = FakeConn()
+        agent = self.agent_class(body)(conn)
+        with self.assertRaises(RuntimeError):
+            asyncio.run(agent.prompt([], "s"))
+        self.assertEqual(self.kinds(conn), [("tool_call", "in_progress"), ("tool_call_update", "completed")])
+        agent.callback("heartbeat", "llm_response", {"elapsed": 1})  # a late timer: no update
+        agent.callback("complete", "llm_response", {})
+        self.assertEqual(len(conn.wire), 2)
+
+    def test_no_connection_means_no_card(self):
+        conn = FakeConn()
+        Agent = self.agent_class(lambda agent, sid: asyncio.sleep(0, "end_turn"))
+        agent = Agent(None)
+        self.assertEqual(asyncio.run(agent.prompt([], "s")), "end_turn")
+        self.assertEqual(conn.wire, [])
 
 
 if __name__ == "__main__":

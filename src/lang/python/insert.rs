@@ -3,6 +3,7 @@
 //! go and whether it is already there, in the file's own indentation and line endings.
 
 use super::locate::At;
+use super::package::Packages;
 use super::syntax::*;
 use crate::error::{Error, Result};
 use crate::lang::parts::*;
@@ -13,9 +14,12 @@ use tree_sitter::Node;
 
 pub struct Builder<'a> {
     pub(super) files: &'a [Parsed],
-    project: &'a Project,
+    pub(super) project: &'a Project,
+    pub(super) packages: Packages,
     sites: std::collections::HashMap<String, String>,
     pub parts: Vec<Part>,
+    /// Placement facts established while building (e.g. where the connection comes from).
+    pub findings: Vec<Finding>,
 }
 
 pub(super) fn line(n: Node) -> usize {
@@ -64,8 +68,10 @@ impl<'a> Builder<'a> {
         Ok(Builder {
             files,
             project,
+            packages: Packages::new(project, files),
             sites,
             parts: Vec::new(),
+            findings: Vec::new(),
         })
     }
 
@@ -222,6 +228,39 @@ impl<'a> Builder<'a> {
         Ok(())
     }
 
+    /// A decorator line directly above a definition (below its other decorators).
+    pub(super) fn decorator(
+        &mut self,
+        checks: &'static [&'static str],
+        label: &'static str,
+        def: At,
+        code: String,
+        marker: &str,
+    ) -> Result<()> {
+        let src = self.src(def.file);
+        let present = decorators(def.node)
+            .into_iter()
+            .find(|d| text(*d, src).contains(marker))
+            .map(line);
+        if !src[line_start(src, def.node.start_byte())..def.node.start_byte()]
+            .trim()
+            .is_empty()
+        {
+            return Err(self.unsupported(def, "the definition shares its line with other code"));
+        }
+        let eol = self.files[def.file].file.style.eol;
+        let indent = indent_at(src, def.node.start_byte()).to_string();
+        self.push(
+            checks,
+            label,
+            def.file,
+            line_start(src, def.node.start_byte()),
+            format!("{indent}{code}{eol}"),
+            present,
+        );
+        Ok(())
+    }
+
     /// A module-level block before a top-level statement (decorators included).
     pub(super) fn module_before(
         &mut self,
@@ -334,7 +373,8 @@ impl<'a> Builder<'a> {
         let mut sorted = names.to_vec();
         sorted.sort();
         let eol = f.file.style.eol;
-        if names.iter().all(|n| has(n)) {
+        let missing: Vec<&str> = names.iter().copied().filter(|n| !has(n)).collect();
+        if missing.is_empty() {
             // the line as apply writes it is apply's (revert takes it out); any other form
             // is the agent's own and stays
             let found = imports.iter().find(|i| text(**i, src).contains(names[0]));
@@ -396,6 +436,9 @@ impl<'a> Builder<'a> {
                 .expect("from-import has a module"),
             src,
         );
+        // only the names still missing: a tree patched by an older acp-patch keeps its line
+        let mut sorted = missing;
+        sorted.sort();
         let code = format!("from {module} import {}{eol}", sorted.join(", "));
         let offset = line_end_after(src, existing.end_byte());
         let indent = indent_at(src, existing.start_byte()).to_string();

@@ -1,59 +1,234 @@
-//! Python agents (Hermes and agents written on the `agent-client-protocol` SDK), parsed
-//! with tree-sitter.
+//! Python agents, parsed with tree-sitter. Two strategies share the protocol anchors
+//! (`anchors`): the protocol strategy (`protocol`: the runtime module plus small insertions)
+//! for every agent, and the engine-level refinement (`engine`) for callback-shaped agents such
+//! as Hermes. `placement` proves where inserted code sits (with `scope`'s binding analysis);
+//! `package` spells its imports.
 
+mod anchors;
+mod connection;
 mod engine;
 mod insert;
 mod locate;
-mod pieces;
+mod package;
+mod placement;
+mod protocol;
+mod scope;
 pub(crate) mod syntax;
 
 use crate::error::{Error, Result};
 use crate::lang::Language;
-use crate::lang::parts::{self, Naming, Parsed, Part};
+use crate::lang::parts::{self, Finding, Naming, Parsed, Part};
 use crate::plan::Plan;
 use crate::project::Project;
-use crate::report::Report;
+use crate::report::{Report, Status};
+use crate::source::SourceFile;
+use std::collections::HashSet;
 
 pub struct Python;
+
+/// Text every piece apply inserts holds (the runtime module, its import, the engine-level
+/// `_acp_progress_*` helpers): verify requires files holding it to parse, revert refuses a
+/// tree that still holds it once every piece is out.
+const MARKER: &str = "acp_progress";
+
+/// Report rows of the engine-level shape: the shared ones plus the placement proof.
+const ENGINE_CHECKS: &[&str] = &[
+    "hook.start",
+    "hook.heartbeat",
+    "hook.complete",
+    "callback.declared",
+    "callback.stored",
+    "helpers",
+    "factory",
+    "wiring",
+    "coalescing",
+    "bound",
+];
+
+#[allow(clippy::large_enum_variant)] // one per run: boxing buys nothing
+enum Strategy<'a> {
+    Engine(engine::CallbackSites<'a>),
+    Protocol(anchors::Anchors<'a>),
+}
+
+/// What one analysis of the tree gives: the shape, every part, the placement facts
+/// established on the way, and the prompt handlers (file, def).
+struct Analysis<'a> {
+    shape: &'static str,
+    parts: Vec<Part>,
+    findings: Vec<Finding>,
+    prompts: Vec<(usize, tree_sitter::Node<'a>)>,
+}
 
 impl Python {
     fn parse_all(&self, project: &Project) -> Vec<Parsed> {
         project
             .files_with_extension(self.extensions())
             .filter(|f| self.worth_parsing(&f.text))
-            .map(|f| {
-                let tree = syntax::parse(&f.text);
-                let error = syntax::first_error(&tree);
-                Parsed {
-                    file: f.clone(),
-                    tree,
-                    error,
-                }
-            })
+            .map(|f| parsed(f.clone()))
             .collect()
     }
 
-    /// Locates and builds every part; a locate failure caused by a file that does not
-    /// parse is reported as that parse error.
-    fn analyze<'a>(
-        &self,
-        project: &'a Project,
-        files: &'a [Parsed],
-    ) -> Result<(String, Vec<Part>)> {
-        let sites = match locate::locate(&project.root, files, &project.config.python) {
-            Ok(s) => s,
+    /// The parsed files, plus an empty one for the runtime module when the protocol strategy
+    /// will create it.
+    fn files(&self, project: &Project) -> Result<Vec<Parsed>> {
+        let mut files = self.parse_all(project);
+        let new_module = match self.strategy(project, &files)? {
+            Strategy::Protocol(a) => {
+                let rel = protocol::runtime_rel(&files, &a);
+                let style = files[a.handlers[0].prompt.file].file.style.clone();
+                (!files.iter().any(|p| p.file.rel == rel)).then_some((rel, style))
+            }
+            Strategy::Engine(_) => None,
+        };
+        if let Some((rel, mut style)) = new_module {
+            // a file of that name that did not look worth parsing is still the one to judge
+            match project.files.iter().find(|f| f.rel == rel) {
+                Some(existing) => files.push(parsed(existing.clone())),
+                None => {
+                    style.bom = false;
+                    let path = project.root.join(&rel);
+                    files.push(parsed(SourceFile::new_file(path, rel, style)));
+                }
+            }
+        }
+        Ok(files)
+    }
+
+    fn strategy<'a>(&self, project: &Project, files: &'a [Parsed]) -> Result<Strategy<'a>> {
+        let pins = &project.config.python;
+        let anchors = match anchors::locate(&project.root, files, pins) {
+            Ok(a) => a,
+            // a file that does not parse may hide the site: say that first
             Err(e @ (Error::NoAgent { .. } | Error::Unlocatable { .. })) => {
                 return Err(files.iter().find_map(parts::parse_error).unwrap_or(e));
             }
             Err(e) => return Err(e),
         };
-        let shape = match sites.shape {
-            locate::Shape::Callback(_) => "callback",
-            locate::Shape::Emitter(_) => "emitter",
-        };
-        let parts = pieces::build(files, project, &sites)?;
-        Ok((shape.to_string(), parts))
+        if let [h] = anchors.handlers.as_slice() {
+            let attr = match &h.connection {
+                anchors::Connection::Attribute { attr, .. } => Some(attr.as_str()),
+                anchors::Connection::Bind { .. } => None,
+            };
+            if let Some(cb) = engine::locate(files, h.prompt, h.class, attr, pins)? {
+                return Ok(Strategy::Engine(cb));
+            }
+        }
+        Ok(Strategy::Protocol(anchors))
     }
+
+    fn analyze<'a>(&self, project: &'a Project, files: &'a [Parsed]) -> Result<Analysis<'a>> {
+        let mut b = insert::Builder::new(files, project)?;
+        let (shape, prompts) = match self.strategy(project, files)? {
+            Strategy::Engine(cb) => {
+                b.callback_shape(&cb)?;
+                ("callback", vec![(cb.prompt.file, cb.prompt.node)])
+            }
+            Strategy::Protocol(a) => {
+                b.protocol(&a)?;
+                let prompts = a
+                    .handlers
+                    .iter()
+                    .map(|h| (h.prompt.file, h.prompt.node))
+                    .collect();
+                ("protocol", prompts)
+            }
+        };
+        Ok(Analysis {
+            shape,
+            parts: b.parts,
+            findings: b.findings,
+            prompts,
+        })
+    }
+
+    /// Placement facts about the code apply would insert, found on the patched text and
+    /// told at the place apply would insert it.
+    fn planned_findings(&self, files: &[Parsed], parts: &[Part]) -> Result<Vec<Finding>> {
+        if parts.iter().all(|p| p.present.is_some()) {
+            return Ok(vec![]);
+        }
+        let plan = parts::plan(files, parts)?;
+        let mut patched: Vec<Parsed> = files
+            .iter()
+            .map(|p| Parsed {
+                file: p.file.clone(),
+                tree: p.tree.clone(),
+                error: p.error.clone(),
+            })
+            .collect();
+        // (file, byte range in the patched text, the part inserted there)
+        let mut inserted: Vec<(usize, std::ops::Range<usize>, &Part)> = Vec::new();
+        for fp in plan.files.iter().filter(|f| !f.delete) {
+            let Some(i) = files.iter().position(|p| p.file.path == fp.file.path) else {
+                continue;
+            };
+            let mut edits: Vec<&crate::plan::Edit> = fp.edits.iter().collect();
+            edits.sort_by_key(|e| e.offset);
+            let mut shift: isize = 0;
+            for e in edits {
+                let start = (e.offset as isize + shift) as usize;
+                if let Some(part) = parts.iter().find(|p| {
+                    p.file == i && p.offset == e.offset && p.text == e.text && p.present.is_none()
+                }) {
+                    inserted.push((i, start..start + e.text.len(), part));
+                }
+                shift += e.text.len() as isize - e.replaces as isize;
+            }
+            let mut file = fp.file.clone();
+            file.text = fp.new_text();
+            patched[i] = parsed(file);
+        }
+        let ours = defined_by(parts);
+        let mut out = Vec::new();
+        for f in placement::findings(&patched, &ours, &[])
+            .into_iter()
+            .filter(|f| f.status != Status::Ok)
+        {
+            let text = &patched[f.file].file.text;
+            let line_start = line_offset(text, f.line);
+            let line_end = line_offset(text, f.line + 1);
+            let Some((_, _, part)) = inserted.iter().find(|(file, range, _)| {
+                *file == f.file
+                    && range.start < line_end
+                    && line_start < range.end.max(range.start + 1)
+            }) else {
+                continue; // already in the tree: reported by the pass over the tree itself
+            };
+            out.push(Finding {
+                detail: format!("the {} apply would insert: {}", part.label, f.detail),
+                line: part.anchor_line,
+                ..f
+            });
+        }
+        Ok(out)
+    }
+}
+
+fn parsed(file: SourceFile) -> Parsed {
+    let tree = syntax::parse(&file.text);
+    let error = syntax::first_error(&tree);
+    Parsed { file, tree, error }
+}
+
+/// Byte offset of the start of a 1-based line (the text's length past the last line).
+fn line_offset(text: &str, line: usize) -> usize {
+    if line <= 1 {
+        return 0;
+    }
+    text.match_indices('\n')
+        .nth(line - 2)
+        .map(|(i, _)| i + 1)
+        .unwrap_or(text.len())
+}
+
+/// Names of the functions acp-patch's own module-level blocks define.
+fn defined_by(parts: &[Part]) -> HashSet<String> {
+    parts
+        .iter()
+        .filter(|p| p.label != protocol::RUNTIME_LABEL)
+        .flat_map(|p| defined_names(&p.text))
+        .collect()
 }
 
 impl Language for Python {
@@ -66,7 +241,11 @@ impl Language for Python {
     }
 
     fn worth_parsing(&self, text: &str) -> bool {
-        text.contains("acp") || text.contains("_callback") || text.contains("on_first_delta")
+        text.contains("acp")
+            || text.contains("_callback")
+            || text.contains("on_first_delta")
+            || text.contains("session_update")
+            || text.contains("sessionUpdate")
     }
 
     fn syntax_error(&self, text: &str) -> Option<(usize, String)> {
@@ -80,9 +259,24 @@ impl Language for Python {
     }
 
     fn plan(&self, project: &Project) -> Result<Plan> {
-        let files = self.parse_all(project);
-        let (_, parts) = self.analyze(project, &files)?;
-        parts::plan(&files, &parts)
+        let files = self.files(project)?;
+        let analysis = self.analyze(project, &files)?;
+        // never write code that reads a name where it is not bound
+        if let Some(f) = self
+            .planned_findings(&files, &analysis.parts)?
+            .into_iter()
+            .find(|f| f.status != Status::Ok)
+        {
+            return Err(Error::Unsupported {
+                file: files[f.file].file.rel.clone(),
+                line: f.line,
+                message: format!(
+                    "{}; nothing was written (`acp-patch verify` lists the sites; pin them in acp-patch.toml)",
+                    f.detail
+                ),
+            });
+        }
+        parts::plan(&files, &analysis.parts)
     }
 
     fn compile_check(
@@ -94,18 +288,26 @@ impl Language for Python {
     }
 
     fn inventory(&self, project: &Project) -> Result<parts::Inventory> {
-        let files = self.parse_all(project);
-        let (_, parts) = self.analyze(project, &files)?;
-        Ok(parts::Inventory::new(&files, parts, "_acp_progress_"))
+        let files = self.files(project)?;
+        let analysis = self.analyze(project, &files)?;
+        Ok(parts::Inventory::new(&files, analysis.parts, MARKER))
     }
 
     fn verify(&self, project: &Project) -> Result<Report> {
-        let files = self.parse_all(project);
-        let (shape, parts) = self.analyze(project, &files)?;
+        let files = self.files(project)?;
+        let analysis = self.analyze(project, &files)?;
+        let mut findings = analysis.findings;
+        let ours = defined_by(&analysis.parts);
+        findings.extend(placement::findings(&files, &ours, &analysis.prompts));
+        findings.extend(self.planned_findings(&files, &analysis.parts)?);
         let naming = Naming {
             language: self.name(),
-            checks: parts::CHECKS,
-            shape,
+            checks: if analysis.shape == "protocol" {
+                parts::PROTOCOL_CHECKS
+            } else {
+                ENGINE_CHECKS
+            },
+            shape: analysis.shape.to_string(),
             callback: "agent_progress_callback",
             defines: &defined_names,
             has_function: &|p, name| {
@@ -113,15 +315,15 @@ impl Language for Python {
                     .iter()
                     .any(|d| syntax::name_of(*d, &p.file.text) == name)
             },
-            marker: "_acp_progress_",
+            marker: MARKER,
         };
         let root = project.root.display().to_string();
         parts::report(
             &root,
             &files,
-            &parts,
-            &pieces::hook_calls(&files),
-            &[],
+            &analysis.parts,
+            &placement::hook_calls(&files),
+            &findings,
             &naming,
         )
     }

@@ -302,6 +302,53 @@ pub fn last_top_level_import(root: Node) -> Option<Node> {
         .last()
 }
 
+/// The base-class expressions of a class (keyword arguments such as `metaclass=` left out).
+pub fn superclasses(class: Node) -> Vec<Node> {
+    class
+        .child_by_field_name("superclasses")
+        .map(|args| {
+            named_children(args)
+                .into_iter()
+                .filter(|a| !matches!(a.kind(), "keyword_argument" | "comment"))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// The methods defined directly in a class body (decorated ones too).
+pub fn methods(class: Node) -> Vec<Node> {
+    let Some(body) = class.child_by_field_name("body") else {
+        return vec![];
+    };
+    named_children(body)
+        .into_iter()
+        .filter_map(|n| match n.kind() {
+            "function_definition" => Some(n),
+            "decorated_definition" => n
+                .child_by_field_name("definition")
+                .filter(|d| d.kind() == "function_definition"),
+            _ => None,
+        })
+        .collect()
+}
+
+pub fn is_async(def: Node, src: &str) -> bool {
+    text(def, src).starts_with("async")
+}
+
+/// The decorators above a definition, top to bottom.
+pub fn decorators(def: Node) -> Vec<Node> {
+    def.parent()
+        .filter(|p| p.kind() == "decorated_definition")
+        .map(|p| {
+            named_children(p)
+                .into_iter()
+                .filter(|n| n.kind() == "decorator")
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,0 +1,647 @@
+//! What the ACP SDK contract fixes in every Python agent, found on the syntax tree: the agent
+//! classes the SDK calls (handed to `run_agent` / `AgentSideConnection`, or subclasses of the
+//! SDK's `Agent`), their `prompt` and `cancel` handlers, where the SDK hands them the
+//! connection, and every SDK send of a session update wherever it sits.
+
+pub use super::connection::Connection;
+use super::connection::connection;
+use super::locate::{At, candidate};
+use super::syntax::*;
+use crate::config::{Pin, PythonPins};
+use crate::error::{Candidate, Error, Result};
+use crate::lang::parts::Parsed;
+use std::collections::{BTreeMap, HashMap, HashSet};
+use tree_sitter::Node;
+
+/// The first line of the runtime module acp-patch writes; files starting with it are ours.
+pub const RUNTIME_MARKER: &str = "# acp-patch: runtime module";
+/// The runtime module's file name, and the name agent files import it as.
+pub const RUNTIME_FILE: &str = "acp_progress.py";
+pub const RUNTIME_NAME: &str = "acp_progress";
+
+/// SDK methods that put a session update on the wire (>= 0.7, <= 0.6).
+const SEND_METHODS: &[&str] = &["session_update", "sessionUpdate"];
+/// SDK entry points that take the agent (object or factory).
+const RUNNERS: &[&str] = &["run_agent", "AgentSideConnection"];
+
+/// An agent class the SDK calls, with its handlers.
+pub struct Handler<'a> {
+    pub class: At<'a>,
+    pub class_name: String,
+    /// `async def prompt` (own or inherited from a class in the tree).
+    pub prompt: At<'a>,
+    pub cancel: Option<At<'a>>,
+    pub connection: Connection<'a>,
+    /// Extra keyword arguments the agent's sends pass with a literal value (`source="x"`).
+    pub send_kwargs: Vec<(String, String)>,
+}
+
+/// One SDK send of a session update: `<receiver>.session_update(...)`.
+pub struct Send<'a> {
+    pub call: At<'a>,
+    pub receiver: Node<'a>,
+    /// Already `acp_progress.emitter(<receiver>)`.
+    pub wrapped: bool,
+}
+
+pub struct Anchors<'a> {
+    pub handlers: Vec<Handler<'a>>,
+    pub sends: Vec<Send<'a>>,
+}
+
+/// Files that are neither tests nor acp-patch's runtime module: where agent code lives.
+pub fn is_agent_file(p: &Parsed) -> bool {
+    let rel = p.file.rel.as_str();
+    let name = rel.rsplit('/').next().unwrap_or(rel);
+    let in_tests = rel
+        .split('/')
+        .rev()
+        .skip(1)
+        .any(|d| matches!(d, "tests" | "test" | "testing"));
+    !(in_tests
+        || name.starts_with("test_")
+        || name.ends_with("_test.py")
+        || name == "conftest.py"
+        || p.file.text.starts_with(RUNTIME_MARKER))
+}
+
+/// Names a module binds to the SDK (imports anywhere in it, lazy ones included):
+/// local name → the SDK name's last part, and the aliases of the `acp` package itself.
+struct SdkNames {
+    names: HashMap<String, String>,
+    modules: HashSet<String>,
+}
+
+impl SdkNames {
+    fn of(p: &Parsed) -> SdkNames {
+        let src = p.file.text.as_str();
+        let root = p.tree.root_node();
+        let mut names = HashMap::new();
+        let mut modules = HashSet::new();
+        let is_sdk = |m: &str| m == "acp" || m.starts_with("acp.");
+        for n in descendants(root, "import_statement") {
+            for m in named_children(n) {
+                let (module, alias) = match m.kind() {
+                    "aliased_import" => (
+                        m.child_by_field_name("name").map(|x| text(x, src)),
+                        m.child_by_field_name("alias").map(|x| text(x, src)),
+                    ),
+                    _ => (Some(text(m, src)), None),
+                };
+                if module.is_some_and(is_sdk) {
+                    modules.insert(alias.unwrap_or("acp").to_string());
+                }
+            }
+        }
+        for n in descendants(root, "import_from_statement") {
+            let Some(module) = n.child_by_field_name("module_name").map(|m| text(m, src)) else {
+                continue;
+            };
+            if !is_sdk(module) {
+                continue;
+            }
+            let mut c = n.walk();
+            for name in n.children_by_field_name("name", &mut c) {
+                let (orig, local) = match name.kind() {
+                    "aliased_import" => (
+                        name.child_by_field_name("name").map(|x| text(x, src)),
+                        name.child_by_field_name("alias").map(|x| text(x, src)),
+                    ),
+                    _ => (Some(text(name, src)), None),
+                };
+                if let Some(orig) = orig {
+                    let last = orig.rsplit('.').next().unwrap_or(orig).to_string();
+                    names.insert(local.unwrap_or(orig).to_string(), last);
+                }
+            }
+        }
+        SdkNames { names, modules }
+    }
+
+    /// The SDK name an expression refers to (`Agent`, `run_agent`), if it is one.
+    fn resolve(&self, expr: Node, src: &str) -> Option<String> {
+        match expr.kind() {
+            "identifier" => self.names.get(text(expr, src)).cloned(),
+            "attribute" => {
+                let mut root = expr;
+                while root.kind() == "attribute" {
+                    root = root.child_by_field_name("object")?;
+                }
+                if root.kind() != "identifier" || !self.modules.contains(text(root, src)) {
+                    return None;
+                }
+                Some(text(expr.child_by_field_name("attribute")?, src).to_string())
+            }
+            _ => None,
+        }
+    }
+}
+
+/// Every class definition of the agent's files, by name.
+pub(super) struct Classes<'a> {
+    by_name: BTreeMap<String, Vec<At<'a>>>,
+}
+
+impl<'a> Classes<'a> {
+    fn of(files: &'a [Parsed]) -> Classes<'a> {
+        let mut by_name: BTreeMap<String, Vec<At<'a>>> = BTreeMap::new();
+        for (i, p) in files.iter().enumerate() {
+            if !is_agent_file(p) {
+                continue;
+            }
+            for c in descendants(p.tree.root_node(), "class_definition") {
+                by_name
+                    .entry(name_of(c, &p.file.text).to_string())
+                    .or_default()
+                    .push(At { file: i, node: c });
+            }
+        }
+        Classes { by_name }
+    }
+
+    /// Classes of this name, the one in `file` first.
+    fn named(&self, name: &str, file: usize) -> Vec<At<'a>> {
+        let mut all = self.by_name.get(name).cloned().unwrap_or_default();
+        if all.iter().any(|c| c.file == file) {
+            all.retain(|c| c.file == file);
+        }
+        all
+    }
+
+    /// The in-tree classes a class derives from.
+    fn bases(&self, files: &[Parsed], class: At<'a>) -> Vec<At<'a>> {
+        let src = &files[class.file].file.text;
+        superclasses(class.node)
+            .into_iter()
+            .filter_map(|b| {
+                let name = match b.kind() {
+                    "identifier" => text(b, src),
+                    "attribute" => text(b.child_by_field_name("attribute")?, src),
+                    _ => return None,
+                };
+                Some(self.named(name, class.file))
+            })
+            .flatten()
+            .filter(|b| b.node != class.node)
+            .collect()
+    }
+
+    /// A method of a class, its own or inherited from a class in the tree.
+    pub(super) fn method(&self, files: &[Parsed], class: At<'a>, name: &str) -> Option<At<'a>> {
+        let mut seen = HashSet::new();
+        let mut queue = vec![class];
+        while let Some(c) = queue.pop() {
+            if !seen.insert((c.file, c.node.id())) {
+                continue;
+            }
+            let src = &files[c.file].file.text;
+            if let Some(m) = methods(c.node)
+                .into_iter()
+                .find(|m| name_of(*m, src) == name)
+            {
+                return Some(At {
+                    file: c.file,
+                    node: m,
+                });
+            }
+            queue.extend(self.bases(files, c).into_iter().rev());
+        }
+        None
+    }
+}
+
+/// The agent classes the SDK calls: each class handed to a runner (`run_agent(X())`,
+/// `AgentSideConnection(lambda conn: X(conn), ...)`, through a variable, a `cast`, a typed
+/// parameter), and every subclass of the SDK's `Agent`, directly or through classes in the
+/// tree.
+fn bound_classes<'a>(files: &'a [Parsed], classes: &Classes<'a>) -> Vec<At<'a>> {
+    let mut bound: Vec<At<'a>> = Vec::new();
+    let push = |c: At<'a>, bound: &mut Vec<At<'a>>| {
+        if !bound.iter().any(|b| b.node == c.node) {
+            bound.push(c);
+        }
+    };
+    for (i, p) in files.iter().enumerate() {
+        if !is_agent_file(p) {
+            continue;
+        }
+        let sdk = SdkNames::of(p);
+        let src = p.file.text.as_str();
+        for c in descendants(p.tree.root_node(), "class_definition") {
+            if superclasses(c)
+                .iter()
+                .any(|b| sdk.resolve(*b, src).as_deref() == Some("Agent"))
+            {
+                push(At { file: i, node: c }, &mut bound);
+            }
+        }
+        for call in descendants(p.tree.root_node(), "call") {
+            let Some(f) = call.child_by_field_name("function") else {
+                continue;
+            };
+            if !sdk
+                .resolve(f, src)
+                .is_some_and(|n| RUNNERS.contains(&n.as_str()))
+            {
+                continue;
+            }
+            let arg = keyword_arg(call, "agent", src)
+                .or_else(|| keyword_arg(call, "to_agent", src))
+                .and_then(|k| k.child_by_field_name("value"))
+                .or_else(|| positional_args(call).first().copied());
+            if let Some(arg) = arg {
+                for name in class_names_of(arg, src, 0) {
+                    for c in classes.named(&name, i) {
+                        push(c, &mut bound);
+                    }
+                }
+            }
+        }
+    }
+    // subclasses of bound classes are bound too
+    loop {
+        let before = bound.len();
+        for list in classes.by_name.values() {
+            for c in list {
+                if classes
+                    .bases(files, *c)
+                    .iter()
+                    .any(|b| bound.iter().any(|x| x.node == b.node))
+                {
+                    push(*c, &mut bound);
+                }
+            }
+        }
+        if bound.len() == before {
+            break;
+        }
+    }
+    bound.sort_by_key(|c| (c.file, c.node.start_byte()));
+    bound
+}
+
+/// Class names an expression constructs: `X(...)`, `cast(T, x)`, `lambda conn: X(conn)`, or a
+/// name assigned one of those (or annotated with a class) in the enclosing function or module.
+fn class_names_of(expr: Node, src: &str, depth: usize) -> Vec<String> {
+    if depth > 4 {
+        return vec![];
+    }
+    match expr.kind() {
+        "call" => {
+            let name = callee_name(expr, src);
+            if name == "cast" {
+                return positional_args(expr)
+                    .last()
+                    .map(|a| class_names_of(*a, src, depth + 1))
+                    .unwrap_or_default();
+            }
+            vec![name.to_string()]
+        }
+        "lambda" => expr
+            .child_by_field_name("body")
+            .map(|b| class_names_of(b, src, depth + 1))
+            .unwrap_or_default(),
+        "parenthesized_expression" | "await" => expr
+            .named_child(0)
+            .map(|b| class_names_of(b, src, depth + 1))
+            .unwrap_or_default(),
+        "identifier" => {
+            let name = text(expr, src);
+            let scope = enclosing_function(expr);
+            // the class itself, handed over as the connection's factory
+            let mut out = vec![name.to_string()];
+            if let Some(f) = scope {
+                for (n, param) in parameters(f, src) {
+                    if n == name
+                        && let Some(t) = param.child_by_field_name("type")
+                    {
+                        out.extend(
+                            descendants(t, "identifier")
+                                .into_iter()
+                                .map(|i| text(i, src).to_string()),
+                        );
+                    }
+                }
+            }
+            let body = scope
+                .and_then(|f| f.child_by_field_name("body"))
+                .unwrap_or_else(|| top_level(expr).parent().unwrap_or(expr));
+            for a in descendants_same_scope(body, "assignment") {
+                if a.child_by_field_name("left")
+                    .is_some_and(|l| l.kind() == "identifier" && text(l, src) == name)
+                    && let Some(r) = a.child_by_field_name("right")
+                {
+                    out.extend(class_names_of(r, src, depth + 1));
+                }
+            }
+            out
+        }
+        _ => vec![],
+    }
+}
+
+/// Every SDK send of a session update in the agent's files.
+fn sends<'a>(files: &'a [Parsed]) -> Vec<Send<'a>> {
+    let mut out = Vec::new();
+    for (i, p) in files.iter().enumerate() {
+        let src = p.file.text.as_str();
+        if !is_agent_file(p) || !SEND_METHODS.iter().any(|m| src.contains(m)) {
+            continue;
+        }
+        for call in descendants(p.tree.root_node(), "call") {
+            let Some(f) = call
+                .child_by_field_name("function")
+                .filter(|f| f.kind() == "attribute")
+            else {
+                continue;
+            };
+            let method = f.child_by_field_name("attribute").map(|a| text(a, src));
+            let Some(receiver) = f.child_by_field_name("object") else {
+                continue;
+            };
+            if !method.is_some_and(|m| SEND_METHODS.contains(&m))
+                || (receiver.kind() == "call" && callee_name(receiver, src) == "super")
+            {
+                continue;
+            }
+            out.push(Send {
+                call: At {
+                    file: i,
+                    node: call,
+                },
+                receiver,
+                wrapped: is_emitter_call(receiver, src),
+            });
+        }
+    }
+    out
+}
+
+/// `acp_progress.emitter(x)`.
+pub fn is_emitter_call(node: Node, src: &str) -> bool {
+    node.kind() == "call"
+        && callee_name(node, src) == "emitter"
+        && callee_object(node, src) == Some(RUNTIME_NAME)
+}
+
+/// The function (qualified name) a node is in, or `<module>`.
+pub fn function_name(node: Node, src: &str) -> String {
+    enclosing_function(node)
+        .map(|f| qualified_name(f, src))
+        .unwrap_or_else(|| "<module>".into())
+}
+
+/// Every `async def prompt` of a class in a module that mentions the SDK: the candidates when
+/// no class is bound to the SDK, and what a `prompt` pin chooses from.
+fn prompt_methods<'a>(files: &'a [Parsed]) -> Vec<(At<'a>, String)> {
+    let mut out = Vec::new();
+    for (i, p) in files.iter().enumerate() {
+        let src = p.file.text.as_str();
+        if !is_agent_file(p) || !src.contains("acp") {
+            continue;
+        }
+        for c in descendants(p.tree.root_node(), "class_definition") {
+            for m in methods(c) {
+                if name_of(m, src) == "prompt" && is_async(m, src) {
+                    out.push((At { file: i, node: m }, qualified_name(m, src)));
+                }
+            }
+        }
+    }
+    out
+}
+
+fn class_of(def: Node) -> Option<Node> {
+    def.parent()
+        .and_then(|n| {
+            if n.kind() == "decorated_definition" {
+                n.parent()
+            } else {
+                Some(n)
+            }
+        })
+        .and_then(|b| b.parent())
+        .filter(|c| c.kind() == "class_definition")
+}
+
+pub fn locate<'a>(
+    root: &std::path::Path,
+    files: &'a [Parsed],
+    pins: &PythonPins,
+) -> Result<Anchors<'a>> {
+    let classes = Classes::of(files);
+    let bound = bound_classes(files, &classes);
+    // (class, prompt) of every bound class that has one
+    let mut found: Vec<(At<'a>, At<'a>)> = Vec::new();
+    for c in &bound {
+        if let Some(p) = classes.method(files, *c, "prompt")
+            && is_async(p.node, &files[p.file].file.text)
+            && !found.iter().any(|(_, q)| q.node == p.node)
+        {
+            found.push((*c, p));
+        }
+    }
+    if let Some(pin) = &pins.prompt {
+        let pin = Pin::parse(pin);
+        let all = prompt_methods(files);
+        let hit: Vec<&(At, String)> = all
+            .iter()
+            .filter(|(at, name)| pin.matches(&files[at.file].file.rel, Some(name)))
+            .collect();
+        let Some((at, _)) = hit.first() else {
+            return Err(pin_mismatch(
+                files,
+                "ACP prompt handler",
+                "prompt",
+                &pin,
+                &all,
+            ));
+        };
+        let class = class_of(at.node).map(|n| At {
+            file: at.file,
+            node: n,
+        });
+        found = vec![(class.expect("a prompt method is in a class"), *at)];
+    } else if found.is_empty() {
+        let all = prompt_methods(files);
+        let chosen = super::locate::choose(
+            files,
+            all,
+            None,
+            "ACP prompt handler",
+            "prompt",
+            || "no class is handed to `acp.run_agent` / `AgentSideConnection` or derives from `acp.Agent`, and no class in a module that imports `acp` has an `async def prompt`".into(),
+        )
+        .map_err(|e| match e {
+            Error::Unlocatable { detail, .. } => Error::NoAgent {
+                root: root.to_path_buf(),
+                detail,
+            },
+            e => e,
+        })?;
+        let class = class_of(chosen.node).expect("a prompt method is in a class");
+        found = vec![(
+            At {
+                file: chosen.file,
+                node: class,
+            },
+            chosen,
+        )];
+    }
+    // what `acp-patch init` lists: every prompt handler apply patches (a pin holds it to one)
+    let cands: Vec<Candidate> = found
+        .iter()
+        .map(|(_, p)| candidate(files, *p, qualified_name(p.node, &files[p.file].file.text)))
+        .collect();
+    crate::init::record(
+        "ACP prompt handler",
+        "prompt",
+        &cands.iter().collect::<Vec<_>>(),
+        if cands.len() == 1 {
+            cands.first()
+        } else {
+            None
+        },
+    );
+    let sends = sends(files);
+    let sends = match &pins.emitter {
+        Some(pin) => {
+            let pin = Pin::parse(pin);
+            let kept: Vec<Send> = sends
+                .iter()
+                .filter(|s| {
+                    let p = &files[s.call.file];
+                    pin.matches(&p.file.rel, Some(&function_name(s.call.node, &p.file.text)))
+                })
+                .map(|s| Send {
+                    call: s.call,
+                    receiver: s.receiver,
+                    wrapped: s.wrapped,
+                })
+                .collect();
+            if kept.is_empty() {
+                let seen: Vec<(At, String)> = sends
+                    .iter()
+                    .map(|s| {
+                        (
+                            s.call,
+                            function_name(s.call.node, &files[s.call.file].file.text),
+                        )
+                    })
+                    .collect();
+                return Err(pin_mismatch(
+                    files,
+                    "session-update emitter",
+                    "emitter",
+                    &pin,
+                    &seen,
+                ));
+            }
+            kept
+        }
+        None => sends,
+    };
+    let mut handlers = Vec::new();
+    for (class, prompt) in found {
+        let connection = connection(files, &classes, class, &sends, pins)?;
+        let class_src = &files[class.file].file.text;
+        handlers.push(Handler {
+            class,
+            class_name: name_of(class.node, class_src).to_string(),
+            prompt,
+            cancel: classes
+                .method(files, class, "cancel")
+                .filter(|c| is_async(c.node, &files[c.file].file.text)),
+            connection,
+            send_kwargs: send_kwargs(files, class, &sends),
+        });
+    }
+    Ok(Anchors { handlers, sends })
+}
+
+/// A pin that matched nothing: what it looked for and what there was.
+pub(super) fn pin_mismatch(
+    files: &[Parsed],
+    site: &'static str,
+    pin_key: &'static str,
+    pin: &Pin,
+    seen: &[(At, String)],
+) -> Error {
+    let mut cands: Vec<Candidate> = seen
+        .iter()
+        .map(|(at, name)| candidate(files, *at, name.clone()))
+        .collect();
+    cands.dedup_by(|a, b| a.location.file == b.location.file && a.name == b.name);
+    let looked = match &pin.name {
+        Some(n) => format!("`{n}` in {}", pin.file),
+        None => pin.file.clone(),
+    };
+    let saw = if cands.is_empty() {
+        "none at all".to_string()
+    } else {
+        cands
+            .iter()
+            .map(|c| format!("{}:{}", c.location.file, c.name))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    Error::Unlocatable {
+        site,
+        detail: format!(
+            "the pin `{pin_key}` in acp-patch.toml matches nothing: it looks for {looked}; the candidates are: {saw}"
+        ),
+        pin_key,
+    }
+}
+
+/// Literal extra keywords of the sends in the class (else in the whole tree), the most
+/// common value of each.
+fn send_kwargs(files: &[Parsed], class: At, sends: &[Send]) -> Vec<(String, String)> {
+    let in_class: Vec<&Send> = sends
+        .iter()
+        .filter(|s| {
+            s.call.file == class.file && class.node.byte_range().contains(&s.call.node.start_byte())
+        })
+        .collect();
+    let pool: Vec<&Send> = if in_class.is_empty() {
+        sends.iter().collect()
+    } else {
+        in_class
+    };
+    let mut counts: BTreeMap<String, BTreeMap<String, usize>> = BTreeMap::new();
+    for s in pool {
+        let src = &files[s.call.file].file.text;
+        let Some(args) = s.call.node.child_by_field_name("arguments") else {
+            continue;
+        };
+        for k in named_children(args) {
+            if k.kind() != "keyword_argument" {
+                continue;
+            }
+            let name = name_of(k, src);
+            let Some(v) = k.child_by_field_name("value") else {
+                continue;
+            };
+            if matches!(name, "session_id" | "update" | "sessionId")
+                || !matches!(v.kind(), "string" | "integer" | "float" | "true" | "false")
+                || (v.kind() == "string" && !descendants(v, "interpolation").is_empty())
+            {
+                continue;
+            }
+            *counts
+                .entry(name.to_string())
+                .or_default()
+                .entry(text(v, src).to_string())
+                .or_default() += 1;
+        }
+    }
+    counts
+        .into_iter()
+        .filter_map(|(k, values)| {
+            values
+                .into_iter()
+                .max_by_key(|(v, n)| (*n, std::cmp::Reverse(v.clone())))
+                .map(|(v, _)| (k, v))
+        })
+        .collect()
+}

@@ -1,0 +1,598 @@
+# acp-patch: runtime module, generated — do not edit; acp-patch apply updates it, acp-patch revert removes it
+"""A "Thinking..." card for an ACP agent while it waits for its model, and one thought block.
+
+acp-patch wrote this module beside the agent's prompt handler; the agent's own files only call it:
+
+- ``@acp_progress.prompt_handler(...)`` on each prompt handler the SDK calls: the session's
+    card opens at the prompt's entry; when the handler returns, raises or is cancelled the card
+    closes (failed when it raised), held text goes out and the timers stop;
+- ``@acp_progress.cancel_handler`` on ``cancel``: held text goes out, no new card opens;
+- ``acp_progress.emitter(conn).session_update(...)`` around every SDK send of a session update:
+    the session's card completes before its first real update (message, thought, tool call,
+    plan; bookkeeping such as usage or available commands passes without completing it), answer
+    text is held briefly after reasoning so a trailing reasoning delta joins the thought block,
+    a new card opens when the session goes quiet after a tool call, and the same arguments reach
+    the real connection (everything else about the connection passes through untouched);
+- ``acp_progress.bind(agent, conn)`` where the SDK hands the connection over, for agents that
+    keep it nowhere the prompt handler's decorator can read it.
+
+Everything is kept per session id. Environment: {{PREFIX}}_HEARTBEAT_S (default 30),
+{{PREFIX}}_HEARTBEAT_DISABLED=1, {{PREFIX}}_THINK_HOLD_MS (default 200; 0 = the next tick),
+{{PREFIX}}_THINK_GAP_MS (default 500; 0 = no card after tool calls). Nothing here writes to
+stdout (it carries the protocol); a failing card update is logged at debug level and never
+reaches the agent.
+"""
+
+import asyncio
+import contextvars
+import functools
+import inspect
+import logging
+import os
+import time
+import uuid
+
+_log = logging.getLogger(__name__)
+
+# The turn's real output: the first one of a session completes its card.
+_REAL = frozenset({"agent_message_chunk", "agent_thought_chunk", "tool_call", "tool_call_update", "plan"})
+_CARD = "llm_response"  # the card's name for the progress callback
+_DISABLED = ("1", "true", "yes")
+
+# Sessions whose turn runs in this context: a prompt handler called by another passes through.
+_turns = contextvars.ContextVar("acp_progress_turns", default=frozenset())
+# Set while this module sends: a send made inside it (an agent's own wrapper) passes through.
+_forwarding = contextvars.ContextVar("acp_progress_forwarding", default=False)
+_sessions = {}
+_bound = {}  # id(agent) -> connection, for agents that take no attributes
+_signatures = {}
+
+
+# ---- the card's updates ------------------------------------------------------------------
+
+def build_thinking_start(tool_call_id):
+    """Open a virtual "think" tool call: clients show a spinner card while the model works."""
+    return _tool_update("start_tool_call", "tool_call", tool_call_id, title="Thinking...", kind="think", status="in_progress")
+
+
+def build_thinking_progress(tool_call_id, elapsed):
+    """Heartbeat of the card: a repeated in_progress update with the elapsed time."""
+    return _tool_update("update_tool_call", "tool_call_update", tool_call_id, status="in_progress", title=f"Thinking... ({int(elapsed)}s)")
+
+
+def build_thinking_complete(tool_call_id, failed=False):
+    """Close the card (failed when the turn raised); the title drops the elapsed time."""
+    return _tool_update("update_tool_call", "tool_call_update", tool_call_id, status="failed" if failed else "completed", title="Thinking...")
+
+
+def _tool_update(helper, update_kind, tool_call_id, **fields):
+    import acp
+
+    build = getattr(acp, helper, None)  # the SDK's helpers (since 0.4.9)
+    if build is not None:
+        return build(tool_call_id, **fields) if helper == "update_tool_call" else build(tool_call_id, fields.pop("title"), **fields)
+    return {"sessionUpdate": update_kind, "toolCallId": tool_call_id, **fields}  # older SDKs validate the same JSON
+
+
+def make_agent_progress_cb(connection, session_id, **send_kwargs):
+    """The progress callback of one session: ``await callback(state, name, args)`` with state
+    "start", "heartbeat" (args["elapsed"] seconds) or "complete" (args["failed"]). One card per
+    name; a start closes that name's open card first; heartbeat and complete without one do
+    nothing. Updates go out on the connection the session's own sends use, with their extra
+    keywords, and never raise."""
+    open_ids = {}
+
+    async def send(update):
+        session = _sessions.get(session_id)
+        target, kwargs, positional = connection, dict(send_kwargs), False
+        if session is not None:
+            target = session.connection if session.connection is not None else connection
+            kwargs.update(session.send_kwargs)
+            positional = session.positional
+        await _send(target, session_id, update, kwargs, positional)
+
+    async def callback(state, name, args=None):
+        args = args if isinstance(args, dict) else {}
+        if state == "start":
+            previous = open_ids.pop(name, None)
+            if previous is not None:
+                await send(build_thinking_complete(previous))
+            tool_call_id = f"think-{uuid.uuid4().hex[:12]}"
+            open_ids[name] = tool_call_id
+            await send(build_thinking_start(tool_call_id))
+        elif state == "heartbeat":
+            tool_call_id = open_ids.get(name)
+            if tool_call_id is not None:
+                await send(build_thinking_progress(tool_call_id, args.get("elapsed", 0)))
+        elif state == "complete":
+            tool_call_id = open_ids.pop(name, None)
+            if tool_call_id is not None:
+                await send(build_thinking_complete(tool_call_id, failed=bool(args.get("failed"))))
+
+    return callback
+
+
+async def _send(connection, session_id, update, kwargs, positional=False):
+    """One update of ours, shaped like the agent's own sends; a failure is only logged."""
+    token = _forwarding.set(True)
+    try:
+        if hasattr(connection, "session_update"):  # SDK >= 0.7
+            if positional:
+                await connection.session_update(session_id, update, **kwargs)
+            else:
+                await connection.session_update(session_id=session_id, update=update, **kwargs)
+        elif hasattr(connection, "sessionUpdate"):  # SDK <= 0.6
+            import acp
+
+            notify = getattr(acp, "session_notification", None)
+            notification = notify(session_id, update) if notify else acp.SessionNotification(sessionId=session_id, update=update)
+            await connection.sessionUpdate(notification)
+    except Exception:
+        _log.debug("ACP thinking-card update failed", exc_info=True)
+    finally:
+        _forwarding.reset(token)
+
+
+# ---- per-session state -------------------------------------------------------------------
+
+class _Session:
+    def __init__(self, session_id):
+        self.id = session_id
+        self.lock = None  # orders this session's updates; made on the loop that uses it
+        self.loop = None
+        self.connection = None  # what the agent's sends go through (else the handler's)
+        self.send_kwargs = {}  # extra keywords the agent's sends pass, e.g. source=
+        self.positional = False  # the agent passes (session_id, update) positionally
+        self.agent_progress_callback = None
+        self.open = False
+        self.generation = 0
+        self.started = 0.0
+        self.heartbeat = None
+        self.turns = 0
+        self.cancelled = False
+        self.reasoning = False  # reasoning seen since the last flush
+        self.held = []  # held text sends: [send, args, kwargs, update, where]
+        self.hold_timer = None
+        self.gap_timer = None
+        self.gap_token = None
+        self.tasks = set()
+
+    def guard(self):
+        loop = asyncio.get_running_loop()
+        if self.lock is None or self.loop is not loop:
+            self.lock, self.loop = asyncio.Lock(), loop
+        return self.lock
+
+    def spawn(self, coro):
+        task = asyncio.get_running_loop().create_task(coro)
+        self.tasks.add(task)  # a strong reference until it ends
+        task.add_done_callback(self.tasks.discard)
+        return task
+
+
+def _session(session_id):
+    session = _sessions.get(session_id)
+    if session is None:
+        session = _sessions.setdefault(session_id, _Session(session_id))
+    return session
+
+
+def _env_number(name, default):
+    raw = os.environ.get(f"{{PREFIX}}_{name}", "").strip()
+    try:
+        value = float(raw) if raw else default
+    except ValueError:
+        value = default
+    return value if 0 <= value < float("inf") else default  # negative, NaN or infinite: the default
+
+
+def _heartbeat_interval():
+    if os.environ.get("{{PREFIX}}_HEARTBEAT_DISABLED", "").strip().lower() in _DISABLED:
+        return None
+    interval = _env_number("HEARTBEAT_S", 30.0)
+    return interval if interval > 0 else 30.0
+
+
+# ---- the three hooks ---------------------------------------------------------------------
+
+async def _progress_start(session):
+    """Hook A (prompt entry, or a silent gap after a tool call): open the card, start its heartbeat."""
+    await _progress_complete(session)  # a new start closes the open card first
+    callback = getattr(session, "agent_progress_callback", None)
+    if callback is None:
+        return
+    session.generation += 1
+    session.open = True
+    session.started = time.monotonic()
+    try:
+        await callback("start", _CARD, {})
+    except Exception:
+        _log.debug("agent_progress_callback(start) failed", exc_info=True)
+    interval = _heartbeat_interval()
+    if interval is not None:
+        session.heartbeat = session.spawn(_progress_heartbeat(session, session.generation, interval))
+
+
+async def _progress_heartbeat(session, generation, interval):
+    """Hook C (a task on the loop): every interval, the elapsed time, until the card closes."""
+    while True:
+        await asyncio.sleep(interval)
+        async with session.guard():
+            if generation != session.generation or not session.open:
+                return  # stale: completed, or a newer card opened
+            callback = getattr(session, "agent_progress_callback", None)
+            if callback is None:
+                return
+            try:
+                await callback("heartbeat", _CARD, {"elapsed": time.monotonic() - session.started})
+            except Exception:
+                _log.debug("agent_progress_callback(heartbeat) failed", exc_info=True)
+
+
+async def _progress_complete(session, failed=False):
+    """Hook B (the session's first real update, a cancel, the turn's end): close the card. Idempotent."""
+    task, session.heartbeat = session.heartbeat, None
+    if task is not None and task is not asyncio.current_task():
+        task.cancel()
+    if not session.open:
+        return
+    session.open = False
+    session.generation += 1
+    callback = getattr(session, "agent_progress_callback", None)
+    if callback is None:
+        return
+    try:
+        await callback("complete", _CARD, {"failed": failed})
+    except Exception:
+        _log.debug("agent_progress_callback(complete) failed", exc_info=True)
+
+
+# ---- the turn ----------------------------------------------------------------------------
+
+def prompt_handler(connection=None, **send_kwargs):
+    """Decorator for an ACP prompt handler (``async def prompt``). ``connection(agent)`` returns
+    the connection the SDK handed over (else the one ``bind`` recorded); ``send_kwargs`` are the
+    extra keywords the agent's own sends pass, used for the card's first updates."""
+
+    def decorate(handler):
+        @functools.wraps(handler)
+        async def prompt(self, *args, **kwargs):
+            session_id = _session_id_of(handler, self, args, kwargs)
+            active = _turns.get()
+            if session_id is None or session_id in active:
+                return await handler(self, *args, **kwargs)  # no session, or an outer handler has the turn
+            token = _turns.set(active | {session_id})
+            session = _session(session_id)
+            try:
+                await _begin_turn(session, self, _connection_of(self, connection), send_kwargs)
+                try:
+                    result = await handler(self, *args, **kwargs)
+                except asyncio.CancelledError:
+                    await _end_turn(session, failed=False)
+                    raise
+                except BaseException:
+                    await _end_turn(session, failed=True)
+                    raise
+                await _end_turn(session, failed=False)
+                return result
+            finally:
+                _turns.reset(token)
+
+        return prompt
+
+    return decorate
+
+
+def cancel_handler(handler):
+    """Decorator for the agent's ``cancel``: held text goes out at once and no new card opens
+    for the session; its open card keeps its heartbeat until the turn ends (the prompt handler
+    returns or is cancelled), since the agent is still working until then."""
+
+    @functools.wraps(handler)
+    async def cancel(self, *args, **kwargs):
+        session = _sessions.get(_session_id_of(handler, self, args, kwargs))
+        if session is not None:
+            try:
+                async with session.guard():
+                    if session.turns:
+                        session.cancelled = True
+                        _disarm_gap(session)
+                        await _flush(session)
+            except Exception:
+                _log.debug("ACP progress cancel failed", exc_info=True)
+        return await handler(self, *args, **kwargs)
+
+    return cancel
+
+
+def bind(agent, connection):
+    """Record the connection the SDK hands the agent (``on_connect`` / the connection factory)."""
+    try:
+        agent._acp_progress_connection = connection
+    except Exception:
+        _bound[id(agent)] = connection
+
+
+async def _begin_turn(session, agent, connection, send_kwargs):
+    try:
+        async with session.guard():
+            session.turns += 1
+            session.cancelled = False
+            session.reasoning = False
+            if connection is None and session.connection is None:
+                return  # nothing to send the card on
+            callback = make_agent_progress_cb(connection, session.id, **send_kwargs)
+            session.agent_progress_callback = callback
+            try:
+                agent.agent_progress_callback = callback
+            except Exception:
+                pass
+            if session.connection is None:
+                session.connection = connection
+            for key, value in send_kwargs.items():
+                session.send_kwargs.setdefault(key, value)
+            if not session.open:
+                await _progress_start(session)
+    except Exception:
+        _log.debug("ACP progress turn start failed", exc_info=True)
+
+
+async def _end_turn(session, failed):
+    try:
+        async with session.guard():
+            session.turns = max(0, session.turns - 1)
+            if session.turns:
+                return  # another prompt of this session still runs
+            _disarm_gap(session)
+            await _flush(session)
+            await _progress_complete(session, failed=failed)
+            session.cancelled = False
+    except Exception:
+        _log.debug("ACP progress turn end failed", exc_info=True)
+
+
+def _session_id_of(handler, agent, args, kwargs):
+    """The session id among a handler's arguments: `session_id` (SDK >= 0.7) or a request's."""
+    for key in ("session_id", "sessionId"):
+        if isinstance(kwargs.get(key), str):
+            return kwargs[key]
+    signature = _signatures.get(handler)
+    if signature is None:
+        try:
+            signature = _signatures.setdefault(handler, inspect.signature(handler))
+        except (TypeError, ValueError):
+            signature = False
+    if signature:
+        try:
+            arguments = signature.bind_partial(agent, *args, **kwargs).arguments
+        except TypeError:
+            arguments = {}
+        for key in ("session_id", "sessionId"):
+            if isinstance(arguments.get(key), str):
+                return arguments[key]
+    for value in list(args) + list(kwargs.values()):
+        for key in ("session_id", "sessionId"):
+            found = value.get(key) if isinstance(value, dict) else getattr(value, key, None)
+            if isinstance(found, str):
+                return found
+    return None
+
+
+def _connection_of(agent, connection):
+    if callable(connection):
+        try:
+            found = connection(agent)
+        except Exception:
+            found = None
+        if found is not None:
+            return getattr(found, "_acp_connection", found)  # unwrap an emitter
+    found = getattr(agent, "_acp_progress_connection", None)
+    return found if found is not None else _bound.get(id(agent))
+
+
+# ---- the emitter -------------------------------------------------------------------------
+
+def emitter(connection):
+    """The connection as the agent's sends should use it: `session_update` / `sessionUpdate`
+    do the session's card, text hold and gap bookkeeping, then forward the same arguments."""
+    if connection is None or isinstance(connection, _Emitter):
+        return connection
+    return _Emitter(connection)
+
+
+class _Emitter:
+    __slots__ = ("_acp_connection",)
+
+    def __init__(self, connection):
+        object.__setattr__(self, "_acp_connection", connection)
+
+    def __getattr__(self, name):
+        if name == "_acp_connection":
+            raise AttributeError(name)
+        return getattr(self._acp_connection, name)
+
+    def __setattr__(self, name, value):
+        setattr(self._acp_connection, name, value)
+
+    def __bool__(self):
+        return bool(self._acp_connection)
+
+    def session_update(self, *args, **kwargs):
+        return _relay(self._acp_connection, "session_update", args, kwargs)
+
+    def sessionUpdate(self, *args, **kwargs):
+        return _relay(self._acp_connection, "sessionUpdate", args, kwargs)
+
+
+def _relay(connection, method, args, kwargs):
+    send = getattr(connection, method)
+    sent = send(*args, **kwargs)
+    if _forwarding.get() or not inspect.isawaitable(sent):
+        return sent  # ours, nested in one of ours, or a send that is already done
+    try:
+        session_id, update, where = _unpack(args, kwargs)
+    except Exception:
+        return sent
+    if not isinstance(session_id, str):
+        return sent
+    return _gate(_session(session_id), connection, send, args, kwargs, sent, update, where)
+
+
+async def _gate(session, connection, send, args, kwargs, sent, update, where):
+    try:
+        async with session.guard():
+            session.connection = connection
+            extra = {k: v for k, v in kwargs.items() if k not in ("session_id", "sessionId", "update")}
+            if extra:
+                session.send_kwargs = extra
+            session.positional = where == ("pos", 1)
+            kind = _field(update, "session_update", "sessionUpdate")
+            if kind in _REAL:
+                _disarm_gap(session)
+                await _progress_complete(session)
+                if kind == "agent_thought_chunk":
+                    session.reasoning = True  # goes out at once, even while text is held
+                elif (
+                    kind == "agent_message_chunk"
+                    and session.turns
+                    and (session.held or session.reasoning)
+                    and inspect.iscoroutine(sent)
+                ):
+                    _hold(session, [send, args, kwargs, update, where], sent)
+                    return None
+                else:
+                    await _flush(session)
+                if kind == "tool_call_update" and _status(update) in ("completed", "failed"):
+                    _arm_gap(session)
+            # bookkeeping (usage, commands, modes, session info, ...) passes as it is: it neither
+            # completes the card nor ends a hold (agents send usage after every chunk)
+    except Exception:
+        _log.debug("ACP progress bookkeeping failed", exc_info=True)
+    return await _forward(sent)
+
+
+async def _forward(sent):
+    token = _forwarding.set(True)
+    try:
+        return await sent
+    finally:
+        _forwarding.reset(token)
+
+
+def _unpack(args, kwargs):
+    """(session id, update, where the update is) of a send's arguments."""
+    if "update" in kwargs:
+        session_id = kwargs.get("session_id", kwargs.get("sessionId", args[0] if args else None))
+        return session_id, kwargs["update"], ("kw", "update")
+    if len(args) >= 2:
+        return args[0], args[1], ("pos", 1)
+    if len(args) == 1 and isinstance(kwargs.get("session_id"), str):
+        return kwargs["session_id"], args[0], ("pos", 0)
+    if len(args) == 1:  # SDK <= 0.6: one SessionNotification
+        notification = args[0]
+        return _field(notification, "session_id", "sessionId"), _field(notification, "update", "update"), ("note", 0)
+    return None, None, None
+
+
+def _field(value, snake, camel):
+    if isinstance(value, dict):
+        return value.get(camel, value.get(snake))
+    found = getattr(value, snake, None)
+    return found if found is not None else getattr(value, camel, None)
+
+
+def _status(update):
+    status = _field(update, "status", "status")
+    return getattr(status, "value", status)
+
+
+# ---- the text hold -----------------------------------------------------------------------
+
+def _hold(session, entry, sent):
+    """Hold one text send (re-made at the flush); text following it merges into it."""
+    sent.close()  # never awaited: the flush sends it (merged) again
+    if session.held:
+        last = session.held[-1]
+        merged = _merge_text(last[3], entry[3])
+        if merged is not None:
+            last[:] = _with_update(last, merged)
+            return
+    session.held.append(entry)
+    if len(session.held) == 1:
+        held = session.held
+        delay = _env_number("THINK_HOLD_MS", 200.0) / 1000.0
+        loop = asyncio.get_running_loop()
+        session.hold_timer = loop.call_later(delay, lambda: session.spawn(_expire(session, held)))
+
+
+async def _expire(session, held):
+    async with session.guard():
+        if session.held is held:  # not flushed meanwhile
+            await _flush(session)
+
+
+async def _flush(session):
+    """Send held text now, in order; after it text streams directly until reasoning comes again."""
+    session.reasoning = False
+    timer, session.hold_timer = session.hold_timer, None
+    if timer is not None:
+        timer.cancel()
+    held, session.held = session.held, []
+    for send, args, kwargs, _update, _where in held:
+        try:
+            await _forward(send(*args, **kwargs))
+        except Exception:
+            _log.debug("ACP held text send failed", exc_info=True)
+
+
+def _merge_text(first, second):
+    """One message chunk with both texts, or None when they are not both plain text."""
+    a, b = _field(first, "content", "content"), _field(second, "content", "content")
+    if _field(a, "type", "type") != "text" or _field(b, "type", "type") != "text":
+        return None
+    text = (_field(a, "text", "text") or "") + (_field(b, "text", "text") or "")
+    try:
+        if isinstance(first, dict):
+            return {**first, "content": {**a, "text": text}}
+        return first.model_copy(update={"content": a.model_copy(update={"text": text})})
+    except Exception:
+        return None
+
+
+def _with_update(entry, update):
+    send, args, kwargs, _old, where = entry
+    args, kwargs = list(args), dict(kwargs)
+    if where[0] == "kw":
+        kwargs[where[1]] = update
+    elif where[0] == "pos":
+        args[where[1]] = update
+    else:  # a notification holding the update
+        note = args[0]
+        args[0] = {**note, "update": update} if isinstance(note, dict) else note.model_copy(update={"update": update})
+    return [send, tuple(args), kwargs, update, where]
+
+
+# ---- the silent gap after a tool call ----------------------------------------------------
+
+def _arm_gap(session):
+    _disarm_gap(session)
+    delay = _env_number("THINK_GAP_MS", 500.0) / 1000.0
+    if not session.turns or session.cancelled or delay <= 0:
+        return
+    token = session.gap_token = object()
+    loop = asyncio.get_running_loop()
+    session.gap_timer = loop.call_later(delay, lambda: session.spawn(_gap(session, token)))
+
+
+def _disarm_gap(session):
+    timer, session.gap_timer, session.gap_token = session.gap_timer, None, None
+    if timer is not None:
+        timer.cancel()
+
+
+async def _gap(session, token):
+    async with session.guard():
+        if session.gap_token is not token or not session.turns or session.cancelled or session.open:
+            return
+        session.gap_timer = session.gap_token = None
+        await _progress_start(session)

@@ -1,0 +1,576 @@
+"""Unit tests of the runtime module acp-patch writes into protocol-anchored Python agents
+(templates/python/acp_progress.py), against the real `acp` SDK.
+
+Run from the repository root: `$ACP_PATCH_TEST_PYTHON -m unittest discover -s tests/python -v`.
+Each test renders the template the way the Rust side does ({{PREFIX}} -> ACP) into a fresh module.
+"""
+
+import asyncio
+import os
+import pathlib
+import re
+import time
+import types
+import unittest
+from unittest import mock
+
+import acp
+
+TEMPLATE = pathlib.Path(__file__).resolve().parents[2] / "templates" / "python" / "acp_progress.py"
+WAIT = 5.0
+
+
+def load_runtime():
+    module = types.ModuleType("acp_progress_under_test")
+    text = TEMPLATE.read_text().replace("{{PREFIX}}", "ACP")
+    exec(compile(text, str(TEMPLATE), "exec"), module.__dict__)
+    return module
+
+
+def wire(update):
+    if isinstance(update, dict):
+        return update
+    return update.model_dump(mode="json", by_alias=True, exclude_none=True)
+
+
+class Conn:
+    """An SDK connection double: records what goes on the wire, keyword arguments included."""
+
+    def __init__(self, fail=False, delay=0.0):
+        self.sent = []  # (session_id, wire dict, extra kwargs)
+        self.fail = fail
+        self.delay = delay
+        self.other = "passes through"
+
+    async def session_update(self, session_id, update, **kwargs):
+        if self.delay:
+            await asyncio.sleep(self.delay)
+        if self.fail and str(wire(update).get("toolCallId", "")).startswith("think-"):
+            raise ConnectionError("card sends fail")
+        self.sent.append((session_id, wire(update), kwargs))
+
+    def kinds(self, session_id=None):
+        return [describe(u) for s, u, _ in self.sent if session_id in (None, s)]
+
+
+class LegacyConn:
+    """SDK <= 0.6: sessionUpdate(SessionNotification)."""
+
+    def __init__(self):
+        self.sent = []
+
+    async def sessionUpdate(self, notification):
+        self.sent.append((notification.session_id, wire(notification.update), {}))
+
+
+def describe(u):
+    kind = u.get("sessionUpdate")
+    if u.get("kind") == "think" or str(u.get("toolCallId", "")).startswith("think-"):
+        return "card:" + u.get("status", "?")
+    if kind in ("agent_message_chunk", "agent_thought_chunk"):
+        return ("text:" if kind == "agent_message_chunk" else "thought:") + u["content"]["text"]
+    if kind in ("tool_call", "tool_call_update"):
+        return f"{kind}:{u.get('status', '?')}"
+    return kind
+
+
+def text(t):
+    return acp.update_agent_message_text(t)
+
+
+def thought(t):
+    return acp.update_agent_thought_text(t)
+
+
+def env(**values):
+    patch = mock.patch.dict(os.environ)
+    patch.start()
+    for key in list(os.environ):
+        if key.startswith("ACP_"):
+            del os.environ[key]
+    os.environ.update({k: v for k, v in values.items() if v is not None})
+    return patch
+
+
+def run(coro):
+    return asyncio.run(coro)
+
+
+class Agent:
+    """An SDK-bound agent using the runtime like a patched agent does."""
+
+    def __init__(self, rt, conn, script=None, send_kwargs=None):
+        self.rt = rt
+        self._conn = conn
+        self.script = script or (lambda agent, session_id: asyncio.sleep(0))
+        self.send_kwargs = send_kwargs or {}
+
+    async def send(self, session_id, update):
+        await self.rt.emitter(self._conn).session_update(session_id=session_id, update=update, **self.send_kwargs)
+
+
+def decorate(rt, **send_kwargs):
+    class Patched(Agent):
+        @rt.prompt_handler(lambda self: self._conn, **send_kwargs)
+        async def prompt(self, prompt, session_id, **kwargs):
+            await self.script(self, session_id)
+            return "end_turn"
+
+        @rt.cancel_handler
+        async def cancel(self, session_id, **kwargs):
+            self.cancelled = session_id
+
+    return Patched
+
+
+class StaticContract(unittest.TestCase):
+    def test_marker_placeholders_and_no_stdout(self):
+        raw = TEMPLATE.read_text()
+        self.assertTrue(raw.startswith("# acp-patch: runtime module, generated"), raw[:80])
+        self.assertNotIn("\r", raw)
+        self.assertNotIn("\t", raw)
+        self.assertNotRegex(raw, r"\bprint\(|sys\.stdout")
+        self.assertEqual(set(re.findall(r"\{\{(\w+)\}\}", raw)), {"PREFIX"})
+        for line in raw.splitlines():
+            self.assertEqual((len(line) - len(line.lstrip(" "))) % 4, 0, line)
+
+    def test_exactly_one_callback_call_per_state(self):
+        raw = TEMPLATE.read_text()
+        for state in ("start", "heartbeat", "complete"):
+            self.assertEqual(len(re.findall(rf'callback\("{state}", _CARD, ', raw)), 1, state)
+
+    def test_imports_no_sdk_at_module_level(self):
+        # agents that import `acp` lazily (an optional dependency) must import this module freely
+        raw = TEMPLATE.read_text()
+        top = [l for l in raw.splitlines() if l.startswith(("import ", "from "))]
+        self.assertFalse([l for l in top if "acp" in l], top)
+
+
+class Cards(unittest.TestCase):
+    def setUp(self):
+        self.env = env(ACP_HEARTBEAT_DISABLED="1")
+        self.rt = load_runtime()
+
+    def tearDown(self):
+        self.env.stop()
+
+    def test_card_opens_at_entry_and_completes_before_the_first_real_update(self):
+        conn = Conn()
+
+        async def script(agent, sid):
+            self.assertEqual(conn.kinds(), ["card:in_progress"])  # on the wire before the body runs
+            await agent.send(sid, acp.update_agent_message_text("hi"))
+
+        agent = decorate(self.rt)(self.rt, conn, script)
+        self.assertEqual(run(agent.prompt([], "s1")), "end_turn")
+        self.assertEqual(conn.kinds(), ["card:in_progress", "card:completed", "text:hi"])
+        ids = {u["toolCallId"] for _, u, _ in conn.sent if "toolCallId" in u}
+        self.assertEqual(len(ids), 1)
+        self.assertEqual(conn.sent[0][1]["kind"], "think")
+        self.assertEqual(conn.sent[0][1]["title"], "Thinking...")
+        self.assertTrue(callable(agent.agent_progress_callback))
+
+    def test_bookkeeping_passes_without_completing(self):
+        conn = Conn()
+
+        async def script(agent, sid):
+            await agent.send(sid, acp.schema.AvailableCommandsUpdate(session_update="available_commands_update", available_commands=[]))
+            await agent.send(sid, {"sessionUpdate": "usage_update", "used": 1, "size": 2})
+            self.assertEqual(conn.kinds()[-1], "usage_update")
+            self.assertNotIn("card:completed", conn.kinds())
+            await agent.send(sid, thought("r"))
+
+        run(decorate(self.rt)(self.rt, conn, script).prompt([], "s"))
+        self.assertEqual(
+            conn.kinds(),
+            ["card:in_progress", "available_commands_update", "usage_update", "card:completed", "thought:r"],
+        )
+
+    def test_sessions_get_their_own_cards_concurrently(self):
+        conn = Conn()
+
+        async def main():
+            both = asyncio.Event()
+            seen = []
+
+            async def script(agent, sid):
+                seen.append(sid)
+                if len(seen) == 2:
+                    both.set()
+                await asyncio.wait_for(both.wait(), WAIT)  # both cards are open at once
+                await agent.send(sid, thought(f"r-{sid}"))
+                await agent.send(sid, text(f"t-{sid}"))
+
+            agent = decorate(self.rt)(self.rt, conn, script)
+            await asyncio.gather(agent.prompt([], "a"), agent.prompt([], "b"))
+
+        with env(ACP_HEARTBEAT_DISABLED="1", ACP_THINK_HOLD_MS="0"):
+            run(main())
+        for sid in ("a", "b"):
+            self.assertEqual(conn.kinds(sid), ["card:in_progress", "card:completed", f"thought:r-{sid}", f"text:t-{sid}"])
+            ids = {u["toolCallId"] for s, u, _ in conn.sent if s == sid and "toolCallId" in u}
+            self.assertEqual(len(ids), 1)
+        ids_a = {u["toolCallId"] for s, u, _ in conn.sent if s == "a" and "toolCallId" in u}
+        ids_b = {u["toolCallId"] for s, u, _ in conn.sent if s == "b" and "toolCallId" in u}
+        self.assertFalse(ids_a & ids_b)
+
+    def test_turn_end_on_return_raise_and_cancel(self):
+        for outcome, status in (("return", "completed"), ("raise", "failed"), ("cancel", "completed")):
+            self.rt = load_runtime()
+            conn = Conn()
+
+            async def script(agent, sid, outcome=outcome):
+                if outcome == "raise":
+                    raise ValueError("boom")
+                if outcome == "cancel":
+                    raise asyncio.CancelledError()
+
+            agent = decorate(self.rt)(self.rt, conn, script)
+            if outcome == "return":
+                run(agent.prompt([], "s"))
+            elif outcome == "raise":
+                with self.assertRaises(ValueError):
+                    run(agent.prompt([], "s"))
+            else:
+                with self.assertRaises(asyncio.CancelledError):
+                    run(agent.prompt([], "s"))
+            self.assertEqual(conn.kinds(), ["card:in_progress", f"card:{status}"], outcome)
+
+    def cancelled_turn(self, steps, wait_before_cancel):
+        conn = Conn()
+
+        async def main():
+            release = asyncio.Event()
+
+            async def script(agent, sid):
+                for step in steps:
+                    await agent.send(sid, step)
+                await release.wait()
+
+            agent = decorate(self.rt)(self.rt, conn, script)
+            turn = asyncio.ensure_future(agent.prompt([], "s"))
+            await asyncio.sleep(wait_before_cancel)
+            await agent.cancel("s")
+            self.assertEqual(agent.cancelled, "s")
+            at_cancel = conn.kinds()
+            await asyncio.sleep(0.15)  # past the gap
+            after = conn.kinds()
+            release.set()
+            await turn
+            return at_cancel, after
+
+        return conn, main
+
+    def test_cancel_flushes_held_text_and_the_card_closes_with_the_turn(self):
+        conn, main = self.cancelled_turn([acp.start_tool_call("t", "x"), thought("r"), text("held")], 0.05)
+        with env(ACP_HEARTBEAT_DISABLED="1", ACP_THINK_HOLD_MS="10000"):
+            at_cancel, _ = run(main())
+        self.assertEqual(at_cancel[-1], "text:held")
+
+    def test_no_gap_card_after_a_cancel(self):
+        conn, main = self.cancelled_turn([thought("r"), acp.update_tool_call("t1", status="completed")], 0.01)
+        with env(ACP_HEARTBEAT_DISABLED="1", ACP_THINK_GAP_MS="50"):
+            _, after = run(main())
+        self.assertEqual(after, ["card:in_progress", "card:completed", "thought:r", "tool_call_update:completed"])
+
+    def test_an_open_card_keeps_its_heartbeat_until_the_cancelled_turn_ends(self):
+        conn, main = self.cancelled_turn([], 0.05)
+        with env(ACP_HEARTBEAT_S="0.05"):
+            _, after = run(main())
+        self.assertNotIn("card:completed", after)
+        self.assertGreaterEqual(after.count("card:in_progress"), 2)  # the start and a heartbeat
+        self.assertEqual(conn.kinds()[-1], "card:completed")  # closed when the turn ended
+
+    def test_failing_card_sends_never_reach_the_agent(self):
+        conn = Conn(fail=True)
+
+        async def script(agent, sid):
+            await agent.send(sid, text("ok"))
+
+        self.assertEqual(run(decorate(self.rt)(self.rt, conn, script).prompt([], "s")), "end_turn")
+        self.assertEqual(conn.kinds(), ["text:ok"])
+
+    def test_nested_prompt_handler_passes_through(self):
+        conn = Conn()
+        rt = self.rt
+
+        class Inner(Agent):
+            @rt.prompt_handler(lambda self: self._conn)
+            async def prompt(self, prompt, session_id, **kwargs):
+                await self.send(session_id, text("inner"))
+                return "end_turn"
+
+        inner = Inner(rt, conn)
+
+        async def delegate(agent, sid):
+            await inner.prompt([], sid)
+
+        run(decorate(rt)(rt, conn, delegate).prompt([], "s"))
+        self.assertEqual(conn.kinds(), ["card:in_progress", "card:completed", "text:inner"])
+
+    def test_bound_connection_and_request_style_handler(self):
+        conn = Conn()
+        rt = self.rt
+
+        class Legacy:
+            @rt.prompt_handler()
+            async def prompt(self, params):
+                await rt.emitter(self.bridge).session_update(params.session_id, text("x"))
+                return "end_turn"
+
+        agent = Legacy()
+        agent.bridge = conn
+        rt.bind(agent, conn)
+        run(agent.prompt(acp.PromptRequest(session_id="s", prompt=[])))
+        self.assertEqual(conn.kinds(), ["card:in_progress", "card:completed", "text:x"])
+        # positional sends are mirrored by the card's later updates
+        self.assertTrue(rt._sessions["s"].positional)
+
+    def test_no_connection_means_no_card_but_the_turn_runs(self):
+        conn = Conn()
+        rt = self.rt
+
+        class Unwired:
+            @rt.prompt_handler(lambda self: None)
+            async def prompt(self, prompt, session_id):
+                await rt.emitter(conn).session_update(session_id=session_id, update=text("x"))
+                return "end_turn"
+
+        self.assertEqual(run(Unwired().prompt([], "s")), "end_turn")
+        self.assertEqual(conn.kinds(), ["text:x"])
+
+
+class Heartbeat(unittest.TestCase):
+    def setUp(self):
+        self.rt = load_runtime()
+
+    def test_repeats_with_growing_elapsed_and_stops_at_complete(self):
+        conn = Conn()
+
+        async def script(agent, sid):
+            await asyncio.sleep(0.35)
+            await agent.send(sid, text("done"))
+            await asyncio.sleep(0.25)  # no heartbeat after the card closed
+
+        with env(ACP_HEARTBEAT_S="0.1"):
+            run(decorate(self.rt)(self.rt, conn, script).prompt([], "s"))
+        kinds = conn.kinds()
+        beats = [u for _, u, _ in conn.sent if u.get("status") == "in_progress" and u.get("sessionUpdate") == "tool_call_update"]
+        self.assertGreaterEqual(len(beats), 2, kinds)
+        self.assertIn("(0s)", beats[0]["title"])
+        self.assertEqual(kinds[-2:], ["card:completed", "text:done"])
+
+    def test_disabled(self):
+        conn = Conn()
+
+        async def script(agent, sid):
+            await asyncio.sleep(0.25)
+
+        with env(ACP_HEARTBEAT_S="0.05", ACP_HEARTBEAT_DISABLED="1"):
+            run(decorate(self.rt)(self.rt, conn, script).prompt([], "s"))
+        self.assertEqual(conn.kinds(), ["card:in_progress", "card:completed"])
+
+
+class TextHold(unittest.TestCase):
+    def setUp(self):
+        self.rt = load_runtime()
+
+    def turn(self, steps, **environ):
+        conn = Conn()
+
+        async def script(agent, sid):
+            for step in steps:
+                if isinstance(step, (int, float)):
+                    await asyncio.sleep(step)
+                else:
+                    await agent.send(sid, step)
+
+        with env(ACP_HEARTBEAT_DISABLED="1", **environ):
+            run(decorate(self.rt)(self.rt, conn, script).prompt([], "s"))
+        return conn.kinds()[2:]  # after the card's start and complete
+
+    def test_trailing_reasoning_joins_the_thought_block_and_text_merges(self):
+        kinds = self.turn([thought("a"), text("Hel"), thought("b"), text("lo"), 0.4, text("!")])
+        self.assertEqual(kinds, ["thought:a", "thought:b", "text:Hello", "text:!"])
+
+    def test_bookkeeping_neither_completes_nor_ends_a_hold(self):
+        usage = {"sessionUpdate": "usage_update", "used": 1, "size": 2}
+        kinds = self.turn([thought("a"), text("b"), usage, thought("c"), text("d"), usage], ACP_THINK_HOLD_MS="10000")
+        self.assertEqual(kinds, ["thought:a", "usage_update", "thought:c", "usage_update", "text:bd"])
+
+    def test_no_reasoning_holds_nothing(self):
+        kinds = self.turn([text("x"), thought("late"), text("y")], ACP_THINK_HOLD_MS="10000")
+        self.assertEqual(kinds, ["text:x", "thought:late", "text:y"])
+
+    def test_flushed_before_a_tool_call_and_at_turn_end(self):
+        kinds = self.turn(
+            [thought("a"), text("b"), acp.start_tool_call("t", "read", status="pending"), thought("c"), text("d")],
+            ACP_THINK_HOLD_MS="10000",
+            ACP_THINK_GAP_MS="0",
+        )
+        self.assertEqual(kinds, ["thought:a", "text:b", "tool_call:pending", "thought:c", "text:d"])
+
+    def test_zero_hold_flushes_on_the_next_tick(self):
+        kinds = self.turn([thought("a"), text("b"), 0.02, thought("c")], ACP_THINK_HOLD_MS="0")
+        self.assertEqual(kinds, ["thought:a", "text:b", "thought:c"])
+
+    def test_invalid_values_fall_back_to_the_default(self):
+        for bad in ("-1", "nan", "inf", "soon"):
+            self.rt = load_runtime()
+            kinds = self.turn([thought("a"), text("b"), 0.05, thought("c"), 0.3], ACP_THINK_HOLD_MS=bad)
+            self.assertEqual(kinds, ["thought:a", "thought:c", "text:b"], bad)
+
+    def test_awaited_send_resolves_while_text_is_held(self):
+        resolved = []
+
+        async def script(agent, sid):
+            await agent.send(sid, thought("a"))
+            await agent.send(sid, text("b"))
+            resolved.append(time.monotonic())
+
+        conn = Conn()
+        with env(ACP_HEARTBEAT_DISABLED="1", ACP_THINK_HOLD_MS="10000"):
+            t0 = time.monotonic()
+            run(decorate(self.rt)(self.rt, conn, script).prompt([], "s"))
+        self.assertLess(resolved[0] - t0, 1.0)
+        self.assertEqual(conn.kinds()[-1], "text:b")  # flushed at turn end
+
+    def test_dict_updates_and_extra_keywords_are_forwarded_unchanged(self):
+        conn = Conn()
+
+        async def script(agent, sid):
+            await agent.send(sid, {"sessionUpdate": "agent_thought_chunk", "content": {"type": "text", "text": "r"}})
+            await agent.send(sid, {"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": "a"}})
+            await agent.send(sid, {"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": "b"}})
+
+        with env(ACP_HEARTBEAT_DISABLED="1"):
+            run(decorate(self.rt, source="static")(self.rt, conn, script, send_kwargs={"source": "agent"}).prompt([], "s"))
+        self.assertEqual(conn.kinds(), ["card:in_progress", "card:completed", "thought:r", "text:ab"])
+        self.assertEqual([k for _, _, k in conn.sent], [{"source": "static"}] + [{"source": "agent"}] * 3)
+
+
+class Gap(unittest.TestCase):
+    def setUp(self):
+        self.rt = load_runtime()
+
+    def test_a_card_opens_in_the_silence_after_a_tool_call_and_closes_at_the_next_output(self):
+        conn = Conn()
+
+        async def script(agent, sid):
+            await agent.send(sid, acp.start_tool_call("t1", "read", status="in_progress"))
+            await agent.send(sid, acp.update_tool_call("t1", status="completed"))
+            await asyncio.sleep(0.25)
+            await agent.send(sid, text("after"))
+            await agent.send(sid, acp.update_tool_call("t2", status="failed"))
+            await agent.send(sid, text("quick"))  # within the gap: no card
+
+        with env(ACP_HEARTBEAT_DISABLED="1", ACP_THINK_GAP_MS="100"):
+            run(decorate(self.rt)(self.rt, conn, script).prompt([], "s"))
+        self.assertEqual(
+            conn.kinds(),
+            [
+                "card:in_progress",
+                "card:completed",
+                "tool_call:in_progress",
+                "tool_call_update:completed",
+                "card:in_progress",
+                "card:completed",
+                "text:after",
+                "tool_call_update:failed",
+                "text:quick",
+            ],
+        )
+        ids = [u["toolCallId"] for _, u, _ in conn.sent if str(u.get("toolCallId", "")).startswith("think-")]
+        self.assertEqual(len(set(ids)), 2)  # a new card, not the first one again
+
+    def test_zero_disables_and_a_turn_end_disarms(self):
+        for gap in ("0", "100"):
+            self.rt = load_runtime()
+            conn = Conn()
+
+            async def script(agent, sid):
+                await agent.send(sid, acp.update_tool_call("t1", status="completed"))
+
+            async def main():
+                await decorate(self.rt)(self.rt, conn, script).prompt([], "s")
+                await asyncio.sleep(0.2)  # the turn ended: no card after it
+
+            with env(ACP_HEARTBEAT_DISABLED="1", ACP_THINK_GAP_MS=gap):
+                run(main())
+            self.assertEqual(conn.kinds(), ["card:in_progress", "card:completed", "tool_call_update:completed"], gap)
+
+
+class Emitter(unittest.TestCase):
+    def setUp(self):
+        self.env = env(ACP_HEARTBEAT_DISABLED="1")
+        self.rt = load_runtime()
+
+    def tearDown(self):
+        self.env.stop()
+
+    def test_pass_through_of_everything_else(self):
+        conn = Conn()
+        proxy = self.rt.emitter(conn)
+        self.assertEqual(proxy.other, "passes through")
+        proxy.other = "set through"
+        self.assertEqual(conn.other, "set through")
+        self.assertIsNone(self.rt.emitter(None))
+        self.assertIs(self.rt.emitter(proxy), proxy)
+        self.assertTrue(proxy)
+
+    def test_outside_a_turn_sends_are_forwarded_as_is(self):
+        conn = Conn()
+        run(self.rt.emitter(conn).session_update(session_id="s", update=text("x"), source="y"))
+        self.assertEqual(conn.sent, [("s", wire(text("x")), {"source": "y"})])
+
+    def test_sync_sends_are_left_alone(self):
+        class Sync:
+            def __init__(self):
+                self.calls = []
+
+            def session_update(self, *args, **kwargs):
+                self.calls.append((args, kwargs))
+                return "sent"
+
+        sync = Sync()
+        self.assertEqual(self.rt.emitter(sync).session_update("s", text("x"), k=1), "sent")
+        self.assertEqual(len(sync.calls), 1)
+
+    def test_legacy_session_notification(self):
+        conn = LegacyConn()
+        rt = self.rt
+
+        class Old:
+            @rt.prompt_handler(lambda self: conn)
+            async def prompt(self, params):
+                await rt.emitter(conn).sessionUpdate(acp.session_notification(params.session_id, thought("r")))
+                await rt.emitter(conn).sessionUpdate(acp.session_notification(params.session_id, text("a")))
+                await rt.emitter(conn).sessionUpdate(acp.session_notification(params.session_id, text("b")))
+                return "end_turn"
+
+        run(Old().prompt(acp.PromptRequest(session_id="s", prompt=[])))
+        self.assertEqual([describe(u) for _, u, _ in conn.sent], ["card:in_progress", "card:completed", "thought:r", "text:ab"])
+
+    def test_sends_from_worker_threads_and_tasks_keep_their_order(self):
+        conn = Conn()
+
+        async def script(agent, sid):
+            loop = asyncio.get_running_loop()
+
+            def worker():
+                for i in range(5):
+                    future = asyncio.run_coroutine_threadsafe(
+                        agent.rt.emitter(agent._conn).session_update(session_id=sid, update=text(str(i))), loop
+                    )
+                    future.result(WAIT)
+
+            await loop.run_in_executor(None, worker)
+            tasks = [asyncio.create_task(agent.send(sid, text(c))) for c in "abc"]
+            await asyncio.gather(*tasks)
+
+        run(decorate(self.rt)(self.rt, conn, script).prompt([], "s"))
+        self.assertEqual(conn.kinds(), ["card:in_progress", "card:completed"] + [f"text:{c}" for c in "01234abc"])
+
+
+if __name__ == "__main__":
+    unittest.main()
