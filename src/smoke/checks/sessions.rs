@@ -2,10 +2,16 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use super::super::llm::session_tag;
+use super::super::llm::{SESSION_MARKER, session_tag};
 use super::super::wire::{RawLine, updates_with_session};
 use super::card::ms;
 use super::{Check, SESSIONS_ISOLATED};
+
+/// Whether `text` is session `k`'s: the scripted LLM's tag of its answer, or its prompt's
+/// marker (`[smoke session k]`) as an agent answering without a model echoes it.
+fn carries(text: &str, k: u32) -> bool {
+    text.contains(&session_tag(k)) || text.contains(&format!("{SESSION_MARKER}{k}]"))
+}
 
 /// What one session showed, for the isolation check.
 #[derive(Debug, Clone, Default)]
@@ -19,7 +25,8 @@ pub struct SessionText {
 
 /// Every update names a session of the run; no session updates a tool call only another
 /// session started; each session's answer carries its own tag (the scripted LLM tags the
-/// answer of the prompt marked `[smoke session k]` with ` [session k]`) and no other's.
+/// answer of the prompt marked `[smoke session k]` with ` [session k]`; an agent that answers
+/// without a model, e.g. an echo, shows its prompt's marker instead) and no other's.
 pub fn sessions_isolated(lines: &[RawLine], sessions: &[SessionText]) -> Check {
     let known: BTreeSet<&str> = sessions.iter().map(|s| s.session_id.as_str()).collect();
     let mut problems: Vec<String> = Vec::new();
@@ -68,7 +75,7 @@ pub fn sessions_isolated(lines: &[RawLine], sessions: &[SessionText]) -> Check {
             if text.is_empty() {
                 continue;
             }
-            if !text.contains(&session_tag(s.number)) {
+            if !carries(text, s.number) {
                 problems.push(format!(
                     "session {}'s {what} lacks its tag {:?}",
                     s.number,
@@ -76,7 +83,7 @@ pub fn sessions_isolated(lines: &[RawLine], sessions: &[SessionText]) -> Check {
                 ));
             }
             for o in sessions.iter().filter(|o| o.number != s.number) {
-                if text.contains(&session_tag(o.number)) {
+                if carries(text, o.number) {
                     problems.push(format!(
                         "session {}'s {what} shows session {}'s text",
                         s.number, o.number

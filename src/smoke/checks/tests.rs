@@ -436,4 +436,28 @@ fn sessions_isolated_catches_foreign_ids_and_crossed_text() {
 
     let ok = sessions_isolated(&lines[..2], &[texts[1].clone()]);
     assert!(!ok.passed, "session a is not one of the run's");
+
+    // an echo agent's answers carry their prompts' markers: its own passes, another's crosses
+    let echo = |n: u32, text: &str| SessionText {
+        session_id: ["a", "b"][n as usize - 1].into(),
+        number: n,
+        message_text: text.into(),
+        thought_text: String::new(),
+    };
+    let own = [
+        echo(1, "You said: hi [smoke session 1]"),
+        echo(2, "You said: hi [smoke session 2]"),
+    ];
+    assert!(sessions_isolated(&lines[..2], &own).passed);
+    let crossed = [
+        echo(1, "You said: hi [smoke session 2]"),
+        echo(2, "You said: hi [smoke session 2]"),
+    ];
+    let c = sessions_isolated(&lines[..2], &crossed);
+    assert!(!c.passed);
+    assert!(
+        c.evidence.join("\n").contains("session 1's answer lacks its tag"),
+        "{:?}",
+        c.evidence
+    );
 }
