@@ -98,19 +98,13 @@ pub const CHECK_HOLD: &[&str] = &["coalescing"];
 /// module is there and current; every SDK send of a session update goes through its
 /// emitter; the card's connection comes from where the SDK hands it over; the turn's end
 /// closes the card; every name inserted code reads is bound where it reads it.
-#[allow(dead_code)] // until every language has its protocol strategy
 pub const CHECK_RUNTIME: &[&str] = &["runtime"];
-#[allow(dead_code)] // until every language has its protocol strategy
 pub const CHECK_SENDS: &[&str] = &["sends"];
-#[allow(dead_code)] // until every language has its protocol strategy
 pub const CHECK_CONNECTION: &[&str] = &["connection"];
-#[allow(dead_code)] // until every language has its protocol strategy
 pub const CHECK_TURN_END: &[&str] = &["turn_end"];
-#[allow(dead_code)] // until every language has its protocol strategy
 pub const CHECK_BOUND: &[&str] = &["bound"];
 
 /// Report rows of a protocol-anchored agent, in order (`parses` is always added last).
-#[allow(dead_code)] // until every language has its protocol strategy
 pub const PROTOCOL_CHECKS: &[&str] = &[
     "runtime",
     "hook.start",

@@ -456,7 +456,9 @@ fn sessions_isolated_catches_foreign_ids_and_crossed_text() {
     let c = sessions_isolated(&lines[..2], &crossed);
     assert!(!c.passed);
     assert!(
-        c.evidence.join("\n").contains("session 1's answer lacks its tag"),
+        c.evidence
+            .join("\n")
+            .contains("session 1's answer lacks its tag"),
         "{:?}",
         c.evidence
     );
