@@ -302,7 +302,7 @@ fn check_no_leftovers(inventory: &Inventory, revert: &Plan) -> Result<()> {
             Some(fp) => fp.new_text(),
             None => f.text.clone(),
         };
-        if let Some(at) = text.find(inventory.marker) {
+        if let Some(at) = find_marker(&text, inventory.marker) {
             let line = text[..at].matches('\n').count() + 1;
             return Err(Error::HandEdited {
                 file: f.rel.clone(),
@@ -316,6 +316,23 @@ fn check_no_leftovers(inventory: &Inventory, revert: &Plan) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// Where `marker` stands as inserted code spells it: a marker that begins (ends) with a letter
+/// or digit must not be the middle of a longer identifier, so the agent's own
+/// `acp_progress_manager` or `my_acp_progress` is not taken for leftover acp-patch code; a
+/// marker that begins or ends with `_` is a prefix (`_acp_progress_start`) and matches as is.
+fn find_marker(text: &str, marker: &str) -> Option<usize> {
+    let ident = |c: char| c.is_alphanumeric() || c == '_';
+    let word_start = marker.starts_with(|c: char| c.is_alphanumeric());
+    let word_end = marker.ends_with(|c: char| c.is_alphanumeric());
+    text.match_indices(marker).map(|(at, _)| at).find(|&at| {
+        let before = text[..at].chars().next_back();
+        let after = text[at + marker.len()..].chars().next();
+        let inside_a_longer_name =
+            (word_start && before.is_some_and(ident)) || (word_end && after.is_some_and(ident));
+        !inside_a_longer_name
+    })
 }
 
 /// Apply on the reverted tree must give exactly what apply gives on the current tree (the
@@ -434,6 +451,25 @@ fn reverted_project(project: &Project, revert: &Plan) -> Project {
 mod tests {
     use super::*;
     use crate::lang::parts::Part;
+
+    #[test]
+    fn the_agents_own_names_that_contain_the_marker_are_not_leftovers() {
+        // fast-agent-mcp 0.10.48 has its own `acp_progress_manager`
+        let own = "def acp_progress_manager(self):\n    my_acp_progress = 1\n";
+        assert_eq!(find_marker(own, "acp_progress"), None);
+        assert_eq!(
+            find_marker("const acpProgressBar = 1;", "acpProgress"),
+            None
+        );
+        let left = "x = 1\nawait acp_progress.emitter(conn).session_update()\n";
+        assert_eq!(find_marker(left, "acp_progress"), Some(12));
+        assert_eq!(find_marker("mod acp_progress;", "acp_progress"), Some(4));
+        // a prefix marker matches inside the names it begins
+        assert_eq!(
+            find_marker("self._acp_progress_start()", "_acp_progress_"),
+            Some(5)
+        );
+    }
 
     #[test]
     fn finds_the_occurrence_covering_the_line_and_the_end_of_file_form() {

@@ -540,3 +540,26 @@ fn a_wrapped_send_sharing_its_line_with_other_calls_comes_back() {
     );
     round_trip(root);
 }
+
+/// fast-agent-mcp 0.10.48 has its own `acp_progress_manager`: names of the agent's own that
+/// merely contain the marker are not leftover acp-patch code, so revert goes through.
+#[test]
+fn agents_own_names_containing_the_marker_do_not_block_revert() {
+    for (case, file, own) in [
+        (
+            "python/asyncio_agent",
+            "progress_names.py",
+            "def acp_progress_manager():\n    my_acp_progress = 1\n    return my_acp_progress\n",
+        ),
+        (
+            "typescript/sdk2_agent",
+            "src/progress-names.ts",
+            "export const acpProgressBar = 1;\n",
+        ),
+    ] {
+        let dir = copy_tree(&fixture(case).join("before"));
+        std::fs::write(dir.path().join(file), own).unwrap();
+        let original = copy_tree(dir.path());
+        round_trip(original.path());
+    }
+}
