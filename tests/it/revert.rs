@@ -272,13 +272,13 @@ fn inserted_code_copied_elsewhere_by_hand_is_refused() {
     let text = std::fs::read_to_string(root.join("streamy/llm.py")).unwrap();
     std::fs::write(
         root.join("streamy/llm.py"),
-        format!("{text}\n# acp: _acp_progress_start(agent)\n"),
+        format!("{text}\n# acp: acp_progress.emitter(self._conn)\n"),
     )
     .unwrap();
     let copied = snapshot_tree(root);
     let run = acp_patch(&["revert", path_str(root)], None);
     assert_eq!(run.code, 1, "{}", run.stderr);
-    let line = line_of(root, "streamy/llm.py", "# acp: _acp_progress_start");
+    let line = line_of(root, "streamy/llm.py", "# acp: acp_progress.emitter");
     assert!(
         run.stderr.contains(&format!("streamy/llm.py:{line}: ")),
         "{}",
