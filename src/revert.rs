@@ -320,18 +320,19 @@ fn check_no_leftovers(inventory: &Inventory, revert: &Plan) -> Result<()> {
 
 /// Where `marker` stands as inserted code spells it: a marker that begins (ends) with a letter
 /// or digit must not be the middle of a longer identifier, so the agent's own
-/// `acp_progress_manager` or `my_acp_progress` is not taken for leftover acp-patch code; a
-/// marker that begins or ends with `_` is a prefix (`_acp_progress_start`) and matches as is.
+/// `acp_progress_manager` or `my_acp_progress` is not taken for leftover acp-patch code — except
+/// a private name that begins `_` + marker (`_acp_progress_start`, the engine shape's helpers);
+/// a marker that begins or ends with `_` is a prefix and matches as is.
 fn find_marker(text: &str, marker: &str) -> Option<usize> {
     let ident = |c: char| c.is_alphanumeric() || c == '_';
+    let name_starts_at = |i: usize| !text[..i].chars().next_back().is_some_and(ident);
     let word_start = marker.starts_with(|c: char| c.is_alphanumeric());
     let word_end = marker.ends_with(|c: char| c.is_alphanumeric());
     text.match_indices(marker).map(|(at, _)| at).find(|&at| {
-        let before = text[..at].chars().next_back();
         let after = text[at + marker.len()..].chars().next();
-        let inside_a_longer_name =
-            (word_start && before.is_some_and(ident)) || (word_end && after.is_some_and(ident));
-        !inside_a_longer_name
+        let whole = (!word_start || name_starts_at(at)) && !(word_end && after.is_some_and(ident));
+        let private = text[..at].ends_with('_') && name_starts_at(at - 1);
+        whole || private
     })
 }
 
@@ -464,6 +465,11 @@ mod tests {
         let left = "x = 1\nawait acp_progress.emitter(conn).session_update()\n";
         assert_eq!(find_marker(left, "acp_progress"), Some(12));
         assert_eq!(find_marker("mod acp_progress;", "acp_progress"), Some(4));
+        // acp-patch's private helpers begin `_` + marker
+        assert_eq!(
+            find_marker("self._acp_progress_start()", "acp_progress"),
+            Some(6)
+        );
         // a prefix marker matches inside the names it begins
         assert_eq!(
             find_marker("self._acp_progress_start()", "_acp_progress_"),
