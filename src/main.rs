@@ -161,20 +161,6 @@ fn set_mask(how: i32) {
 }
 
 fn main() -> ExitCode {
-    // a closed pipe in code that prints with print! (the smoke report) ends quietly too
-    let default_hook = std::panic::take_hook();
-    std::panic::set_hook(Box::new(move |info| {
-        let message = info
-            .payload()
-            .downcast_ref::<String>()
-            .map(String::as_str)
-            .or_else(|| info.payload().downcast_ref::<&str>().copied())
-            .unwrap_or("");
-        if message.starts_with("failed printing to std") && message.contains("Broken pipe") {
-            std::process::exit(0);
-        }
-        default_hook(info);
-    }));
     let cli = Cli::parse();
     set_mask(libc::SIG_BLOCK);
     // a big stack: parsers recurse, and a hostile file may nest deep
@@ -207,24 +193,28 @@ fn run(cli: &Cli) -> u8 {
         Command::Revert(args) => run_revert(args, &mut streams),
         Command::Smoke(_) => unreachable!("run above"),
     };
-    let result = result.and_then(|code| streams.out.flush().map(|_| code));
-    match result {
-        Ok(code) => code,
-        // the reader closed the pipe (`| head`): it has what it wanted, as ripgrep does
-        Err(e) if e.kind() == io::ErrorKind::BrokenPipe => 0,
+    let (code, printed) = result;
+    match printed.and_then(|()| streams.out.flush()) {
+        Ok(()) => code,
+        // the reader closed the pipe (`| head`): it has what it wanted, as ripgrep does — but
+        // the exit code still states the verdict (a failing gate in a pipeline stays failing)
+        Err(e) if e.kind() == io::ErrorKind::BrokenPipe => code,
         Err(e) => {
             let _ = writeln!(io::stderr(), "acp-patch: error: writing the output: {e}");
-            2
+            code.max(2)
         }
     }
 }
 
-fn refuse(p: &dyn Printer, s: &mut Streams, cx: &Context, e: &Error) -> io::Result<u8> {
-    p.error(s, cx, e)?;
-    Ok(e.exit_code())
+/// A command's verdict (its exit code, known before anything is printed) and how printing
+/// it went: a failed write never changes the verdict into a success.
+type Verdict = (u8, io::Result<()>);
+
+fn refuse(p: &dyn Printer, s: &mut Streams, cx: &Context, e: &Error) -> Verdict {
+    (e.exit_code(), p.error(s, cx, e))
 }
 
-fn run_apply(args: &ApplyArgs, s: &mut Streams) -> io::Result<u8> {
+fn run_apply(args: &ApplyArgs, s: &mut Streams) -> Verdict {
     let printer = args.format.printer();
     let cx = Context {
         command: "apply",
@@ -237,15 +227,12 @@ fn run_apply(args: &ApplyArgs, s: &mut Streams) -> io::Result<u8> {
         check_build: args.check_build,
     };
     match ops::apply(&args.common.path, &opts) {
-        Ok(outcome) => {
-            printer.apply(s, &outcome, args.dry_run)?;
-            Ok(0)
-        }
+        Ok(outcome) => (0, printer.apply(s, &outcome, args.dry_run)),
         Err(e) => refuse(printer.as_ref(), s, &cx, &e),
     }
 }
 
-fn run_verify(args: &VerifyArgs, s: &mut Streams) -> io::Result<u8> {
+fn run_verify(args: &VerifyArgs, s: &mut Streams) -> Verdict {
     let printer = args.format.printer();
     let cx = Context {
         command: "verify",
@@ -254,10 +241,7 @@ fn run_verify(args: &VerifyArgs, s: &mut Streams) -> io::Result<u8> {
     let outcome = match ops::verify(&args.common.path, &args.common.options()) {
         Ok(o) => o,
         // verify's contract: 2 for usage, I/O and parse errors; 1 when a site cannot be found
-        Err(e @ Error::Parse { .. }) => {
-            printer.error(s, &cx, &e)?;
-            return Ok(2);
-        }
+        Err(e @ Error::Parse { .. }) => return (2, printer.error(s, &cx, &e)),
         Err(e) => return refuse(printer.as_ref(), s, &cx, &e),
     };
     let mut code = outcome.exit_code();
@@ -277,26 +261,22 @@ fn run_verify(args: &VerifyArgs, s: &mut Streams) -> io::Result<u8> {
             Err(_) => 2,
         });
     }
-    printer.verify(s, &outcome, smoke.as_ref())?;
-    Ok(code)
+    (code, printer.verify(s, &outcome, smoke.as_ref()))
 }
 
-fn run_init(args: &InitArgs, s: &mut Streams) -> io::Result<u8> {
+fn run_init(args: &InitArgs, s: &mut Streams) -> Verdict {
     let printer = args.format.printer();
     let cx = Context {
         command: "init",
         root: &args.common.path,
     };
     match acp_patch::init::init(&args.common.path, &args.common.options(), args.dry_run) {
-        Ok(outcome) => {
-            printer.init(s, &outcome, args.dry_run)?;
-            Ok(0)
-        }
+        Ok(outcome) => (0, printer.init(s, &outcome, args.dry_run)),
         Err(e) => refuse(printer.as_ref(), s, &cx, &e),
     }
 }
 
-fn run_revert(args: &RevertArgs, s: &mut Streams) -> io::Result<u8> {
+fn run_revert(args: &RevertArgs, s: &mut Streams) -> Verdict {
     let printer = args.format.printer();
     let cx = Context {
         command: "revert",
@@ -308,10 +288,7 @@ fn run_revert(args: &RevertArgs, s: &mut Streams) -> io::Result<u8> {
         allow_dirty: args.allow_dirty,
     };
     match ops::revert(&args.common.path, &opts) {
-        Ok(outcome) => {
-            printer.revert(s, &outcome, args.dry_run)?;
-            Ok(0)
-        }
+        Ok(outcome) => (0, printer.revert(s, &outcome, args.dry_run)),
         Err(e) => refuse(printer.as_ref(), s, &cx, &e),
     }
 }

@@ -21,6 +21,7 @@ pub mod trace;
 pub mod transcript;
 pub mod wire;
 
+use std::io::Write;
 use std::path::PathBuf;
 
 pub use report::SmokeReport;
@@ -202,7 +203,17 @@ pub fn run_cli(args: &SmokeArgs) -> i32 {
     let result = SmokeOptions::from_args(args).and_then(|o| run(&o));
     match result {
         Ok(r) => {
-            print!("{}", report::text(&r));
+            // a reader that closed stdout (`| head`) ends the report, never the verdict
+            let mut out = std::io::stdout().lock();
+            let printed = out
+                .write_all(report::text(&r).as_bytes())
+                .and_then(|()| out.flush());
+            if let Err(e) = printed
+                && e.kind() != std::io::ErrorKind::BrokenPipe
+            {
+                eprintln!("acp-patch smoke: writing the report: {e}");
+                return 2;
+            }
             if r.smoke_dir_kept {
                 eprintln!("acp-patch smoke: kept {}", r.smoke_dir);
             }
