@@ -4,7 +4,7 @@ use acp_patch::error::Error;
 use acp_patch::ops::{self, ApplyOptions};
 use acp_patch::output::{self, Context, Printer, SmokeResult, Streams};
 use acp_patch::project::Options;
-use clap::{Args, Parser, Subcommand, ValueEnum};
+use clap::{Args, CommandFactory, Parser, Subcommand, ValueEnum};
 use std::io::{self, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -12,7 +12,7 @@ use std::process::ExitCode;
 #[derive(Parser)]
 #[command(
     name = "acp-patch",
-    version,
+    version = env!("ACP_PATCH_VERSION"),
     about = "Give ACP agents a Thinking... card (start, heartbeat, complete) and one thought block"
 )]
 struct Cli {
@@ -32,6 +32,23 @@ enum Command {
     Smoke(Box<acp_patch::smoke::SmokeArgs>),
     /// Write acp-patch.toml with the sites apply finds, each pin commented out, so a team can pin them.
     Init(InitArgs),
+    /// Print the completion script for a shell (e.g. `acp-patch completions bash > ~/.local/share/bash-completion/completions/acp-patch`).
+    Completions(CompletionsArgs),
+    /// Print the man page (roff) to stdout, or write one page per command into a folder.
+    Man(ManArgs),
+}
+
+#[derive(Args)]
+struct CompletionsArgs {
+    #[arg(value_enum)]
+    shell: clap_complete::Shell,
+}
+
+#[derive(Args)]
+struct ManArgs {
+    /// Write acp-patch.1 and acp-patch-<command>.1 for every command into this folder.
+    #[arg(long, value_name = "DIR")]
+    dir: Option<PathBuf>,
 }
 
 #[derive(Args)]
@@ -191,6 +208,8 @@ fn run(cli: &Cli) -> u8 {
         Command::Verify(args) => run_verify(args, &mut streams),
         Command::Init(args) => run_init(args, &mut streams),
         Command::Revert(args) => run_revert(args, &mut streams),
+        Command::Completions(args) => run_completions(args, &mut streams),
+        Command::Man(args) => run_man(args, &mut streams),
         Command::Smoke(_) => unreachable!("run above"),
     };
     let (code, printed) = result;
@@ -291,4 +310,38 @@ fn run_revert(args: &RevertArgs, s: &mut Streams) -> Verdict {
         Ok(outcome) => (0, printer.revert(s, &outcome, args.dry_run)),
         Err(e) => refuse(printer.as_ref(), s, &cx, &e),
     }
+}
+
+fn run_completions(args: &CompletionsArgs, s: &mut Streams) -> io::Result<u8> {
+    let mut script = Vec::new();
+    clap_complete::generate(args.shell, &mut Cli::command(), "acp-patch", &mut script);
+    let mut script = String::from_utf8(script).expect("clap_complete writes UTF-8");
+    if args.shell == clap_complete::Shell::Bash {
+        // clap_complete 4.6 spells a hyphenated name's states two ways (clap-rs/clap#6421):
+        // the loop sets `acp__patch__subcmd__apply`, the arms match
+        // `acp__subcmd__patch__subcmd__apply`, so no subcommand's options would complete
+        script = script.replace("acp__subcmd__patch", "acp__patch");
+    }
+    s.out.write_all(script.as_bytes())?;
+    Ok(0)
+}
+
+fn run_man(args: &ManArgs, s: &mut Streams) -> io::Result<u8> {
+    let cmd = Cli::command();
+    let Some(dir) = &args.dir else {
+        clap_mangen::Man::new(cmd).render(s.out)?;
+        return Ok(0);
+    };
+    if let Err(e) = std::fs::create_dir_all(dir).and_then(|()| clap_mangen::generate_to(cmd, dir)) {
+        s.say(&format!(
+            "acp-patch: error: writing the man pages into {}: {e}",
+            dir.display()
+        ));
+        return Ok(2);
+    }
+    s.say(&format!(
+        "acp-patch: man pages written to {}",
+        dir.display()
+    ));
+    Ok(0)
 }
