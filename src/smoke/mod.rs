@@ -88,6 +88,10 @@ pub struct SmokeArgs {
     /// Keep the temporary folder (the agent's home, config, workspace) and print where it is.
     #[arg(long)]
     pub keep: bool,
+    /// Fail on the findings about the agent too (its own tool calls' lifecycle), not only on
+    /// the checks of the patch.
+    #[arg(long)]
+    pub strict: bool,
     /// Read this file instead of PATH/acp-patch.toml.
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
@@ -182,6 +186,7 @@ impl SmokeOptions {
                     _ => None,
                 },
                 keep: a.keep,
+                strict: a.strict,
             },
         })
     }

@@ -250,6 +250,7 @@ async fn drive(
                     Some(after_tool.iter().any(|q| q.carries_seed == Some(true)))
                 },
                 tool_result: after_tool.iter().find_map(|q| q.tool_result.clone()),
+                results_at_ms: after_tool.iter().map(|q| q.t_ms).collect(),
                 not_asked: if mine.iter().any(|q| q.answer.contains("tool call")) {
                     None
                 } else {
@@ -336,7 +337,8 @@ async fn drive(
     }
     let first = sessions.first();
     Ok(SmokeReport {
-        passed: all.iter().all(|c| c.passed),
+        passed: checks::verdict(&all, cfg.strict),
+        strict: cfg.strict,
         agent_dir: cfg.agent_dir.display().to_string(),
         agent_cmd: argv,
         env: super::report::mask_env(&env),

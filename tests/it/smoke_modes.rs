@@ -28,15 +28,23 @@ const BASE: &[&str] = &[
     "complete",
     "one_thought_block",
     "clean_stdout",
-    "well_formed_tool_calls",
+    "cards_well_formed",
     "turn_ends",
 ];
 
-fn with(extra: &[&'static str], last: &[&'static str]) -> Vec<&'static str> {
+/// The checks of a run in report order: the patch's (BASE, the mode's, no_trace), then the
+/// findings about the agent (its tool calls; the scripted one's lifecycle in a tool turn).
+fn with(
+    extra: &[&'static str],
+    last: &[&'static str],
+    findings: &[&'static str],
+) -> Vec<&'static str> {
     let mut v: Vec<&str> = BASE.to_vec();
     v.extend(extra);
     v.extend(last);
     v.push("no_trace");
+    v.push("well_formed_tool_calls");
+    v.extend(findings);
     v
 }
 
@@ -64,7 +72,7 @@ fn tool_turn(name: &str) {
     let (good, unpatched, path) = dialect(name);
     let r = smoke(&fixtures().join(good), TOOL);
     assert_eq!(r.code, 0, "{}\n{}", r.stdout, r.stderr);
-    r.assert_checks(&with(&["tool_lifecycle", "gap_card"], &[]));
+    r.assert_checks(&with(&["gap_card"], &[], &["tool_lifecycle"]));
     r.assert_failing(&[]);
     every_request_used(&r, path);
     let reqs = r.report["llm_requests"].as_array().unwrap();
@@ -106,6 +114,7 @@ fn cancel(name: &str) {
     r.assert_checks(&with(
         &["cards_closed_on_cancel", "quiet_after_cancel"],
         &[],
+        &[],
     ));
     r.assert_failing(&[]);
     assert_eq!(r.report["stop_reason"], "cancelled");
@@ -131,7 +140,7 @@ fn two_sessions(name: &str) {
     let args = ["--sessions", "2"];
     let r = smoke(&fixtures().join(good), &args);
     assert_eq!(r.code, 0, "{}\n{}", r.stdout, r.stderr);
-    r.assert_checks(&with(&[], &["sessions_isolated"]));
+    r.assert_checks(&with(&[], &["sessions_isolated"], &[]));
     r.assert_failing(&[]);
     every_request_used(&r, path);
     let sessions = r.report["sessions"].as_array().unwrap();
@@ -224,7 +233,7 @@ fn a_sloppy_cancel_leaves_its_card_open_and_keeps_talking() {
     assert_eq!(r.code, 1, "{}\n{}", r.stdout, r.stderr);
     r.assert_failing(&[
         "complete",
-        "well_formed_tool_calls",
+        "cards_well_formed",
         "cards_closed_on_cancel",
         "quiet_after_cancel",
     ]);

@@ -2,7 +2,7 @@
 
 use std::fmt::Write as _;
 
-use super::super::checks::Check;
+use super::super::checks::{Check, Judges};
 use super::super::timeline;
 use super::super::transcript::{Block, ToolCallView, Transcript};
 use super::super::wire::Direction;
@@ -126,7 +126,6 @@ const LEGEND: &[(&str, &str)] = &[
 /// shows it, then the checks, the model calls and the raw lines. Everything escaped, no script.
 pub fn html(r: &SmokeReport) -> String {
     let mut h = String::new();
-    let failed = r.failed_checks().count();
     let _ = write!(
         h,
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>acp-patch smoke: {}</title><style>{CSS}</style></head><body>\n",
@@ -134,11 +133,10 @@ pub fn html(r: &SmokeReport) -> String {
     );
     let _ = writeln!(
         h,
-        "<h1>acp-patch smoke: <span class=\"{}\">{}</span> ({}/{} checks passed)</h1>",
-        if failed == 0 { "pass" } else { "fail" },
-        if failed == 0 { "PASS" } else { "FAIL" },
-        r.checks.len() - failed,
-        r.checks.len()
+        "<h1>acp-patch smoke: <span class=\"{}\">{}</span> ({})</h1>",
+        if r.passed { "pass" } else { "fail" },
+        r.verdict_word(),
+        esc(&r.verdict_summary())
     );
     let _ = writeln!(
         h,
@@ -200,8 +198,24 @@ pub fn html(r: &SmokeReport) -> String {
     if r.sessions.is_empty() {
         bubble(&mut h, &r.prompt, &r.transcript);
     }
-    h.push_str("<h2>Checks</h2>\n");
-    checks_table(&mut h, &r.checks);
+    h.push_str("<h2>Checks of the patch</h2>\n");
+    checks_table(
+        &mut h,
+        &r.judging(Judges::Patch).cloned().collect::<Vec<_>>(),
+    );
+    let agent: Vec<Check> = r.judging(Judges::Agent).cloned().collect();
+    if !agent.is_empty() {
+        let _ = writeln!(
+            h,
+            "<h2>Findings about the agent</h2>\n<p class=\"meta\">Its own protocol conformance: {}.</p>",
+            if r.strict {
+                "with --strict they decide the verdict too"
+            } else {
+                "they fail the run only with --strict"
+            }
+        );
+        checks_table(&mut h, &agent);
+    }
     if !r.notes.is_empty() {
         h.push_str("<h2>Notes</h2>\n<ul>");
         for n in &r.notes {

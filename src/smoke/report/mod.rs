@@ -8,7 +8,7 @@ mod html;
 
 pub use html::{esc, html};
 
-use super::checks::Check;
+use super::checks::{Check, Judges};
 use super::config::PresetUse;
 use super::llm::{LlmRequest, Script};
 use super::timeline::Timeline;
@@ -18,8 +18,11 @@ use super::wire::{RawLine, truncate};
 /// Everything a smoke run found.
 #[derive(Debug, Clone, Serialize)]
 pub struct SmokeReport {
-    /// All checks passed.
+    /// The verdict: every check of the patch passed (with `strict`, every finding about the
+    /// agent too).
     pub passed: bool,
+    /// Whether the findings about the agent decided the verdict too (`--strict`).
+    pub strict: bool,
     pub agent_dir: String,
     pub agent_cmd: Vec<String>,
     /// The env set on top of the inherited one (secret-looking values masked).
@@ -86,8 +89,48 @@ pub struct SessionReport {
 }
 
 impl SmokeReport {
+    /// The checks that fail the verdict (the patch's; with `strict`, the agent's too).
     pub fn failed_checks(&self) -> impl Iterator<Item = &Check> {
-        self.checks.iter().filter(|c| !c.passed)
+        self.checks
+            .iter()
+            .filter(|c| !c.passed && (self.strict || c.judges == Judges::Patch))
+    }
+
+    /// The checks of one kind, in report order.
+    pub fn judging(&self, what: Judges) -> impl Iterator<Item = &Check> {
+        self.checks.iter().filter(move |c| c.judges == what)
+    }
+
+    /// `PASS` or `FAIL`.
+    pub fn verdict_word(&self) -> &'static str {
+        if self.passed { "PASS" } else { "FAIL" }
+    }
+
+    /// The verdict's figures in words: the patch's checks passed, and the findings about the
+    /// agent.
+    pub fn verdict_summary(&self) -> String {
+        let patch: Vec<&Check> = self.judging(Judges::Patch).collect();
+        let passed = patch.iter().filter(|c| c.passed).count();
+        let findings: Vec<&str> = self
+            .judging(Judges::Agent)
+            .filter(|c| !c.passed)
+            .map(|c| c.name.as_str())
+            .collect();
+        let mut line = format!("{passed}/{} checks of the patch passed", patch.len());
+        if !findings.is_empty() {
+            let _ = write!(
+                line,
+                "; {} finding(s) about the agent ({}){}",
+                findings.len(),
+                findings.join(", "),
+                if self.strict {
+                    ", failing under --strict"
+                } else {
+                    ""
+                }
+            );
+        }
+        line
     }
 }
 
@@ -280,29 +323,37 @@ pub fn text(r: &SmokeReport) -> String {
         out.push_str("\nTurn as a client shows it:\n");
         out.push_str(&blocks_text(&r.transcript));
     }
-    out.push_str("\nChecks:\n");
-    out.push_str(&checks_text(&r.checks));
+    out.push_str("\nChecks of the patch (they decide the exit code):\n");
+    out.push_str(&checks_text(
+        &r.judging(Judges::Patch).cloned().collect::<Vec<_>>(),
+    ));
+    let agent: Vec<Check> = r.judging(Judges::Agent).cloned().collect();
+    if !agent.is_empty() {
+        let _ = writeln!(
+            out,
+            "\nFindings about the agent (its own protocol conformance; {}):",
+            if r.strict {
+                "--strict: they decide too"
+            } else {
+                "they fail the run only with --strict"
+            }
+        );
+        out.push_str(&checks_text(&agent));
+    }
     if !r.notes.is_empty() {
         out.push_str("\nNotes:\n");
         for n in &r.notes {
             let _ = writeln!(out, "  {n}");
         }
     }
-    let failed = r.failed_checks().count();
-    if failed > 0 && !r.stderr_tail.is_empty() {
+    if !r.passed && !r.stderr_tail.is_empty() {
         out.push_str("\nAgent stderr (tail):\n");
         let start = r.stderr_tail.len().saturating_sub(20);
         for l in &r.stderr_tail[start..] {
             let _ = writeln!(out, "  | {}", truncate(l, 300));
         }
     }
-    let _ = writeln!(
-        out,
-        "\n{}: {}/{} checks passed",
-        if failed == 0 { "PASS" } else { "FAIL" },
-        r.checks.len() - failed,
-        r.checks.len()
-    );
+    let _ = writeln!(out, "\n{}: {}", r.verdict_word(), r.verdict_summary());
     out
 }
 
