@@ -3,7 +3,7 @@
 
 use std::time::{Duration, Instant};
 
-use super::checks::{self, CheckContext, SessionText, ToolExpectation};
+use super::checks::{self, CheckContext, SentText, SessionText, ToolExpectation};
 use super::client::{self, Limits, SpawnSpec, TurnOutcome, TurnPlan};
 use super::config::{self, Network, Placeholders, Resolved};
 use super::llm::{self, LlmRequest, SESSION_MARKER, ServerConfig};
@@ -272,6 +272,14 @@ async fn drive(
             },
             cancel_at_ms,
             tool,
+            answer: script.error.is_none().then(|| {
+                mine.iter()
+                    .map(|q| SentText {
+                        t_ms: q.t_ms,
+                        text: q.text_sent.clone(),
+                    })
+                    .collect()
+            }),
         };
         let checks = checks::run_session(&view, &ctx);
         let transcript = Transcript::from_lines(&view);

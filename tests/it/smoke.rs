@@ -308,7 +308,7 @@ fn well_behaved_agent_passes_everything() {
     assert!(r.stdout.contains("✓ think"), "{}", r.stdout);
     assert!(
         r.stdout
-            .contains("\nPASS: 8/8 checks of the patch passed\n"),
+            .contains("\nPASS: 9/9 checks of the patch passed\n"),
         "{}",
         r.stdout
     );
@@ -665,7 +665,7 @@ fn an_agent_that_never_finishes_its_own_tool_call_passes_the_patch_and_fails_str
         "{text}"
     );
     assert!(
-        text.contains("\nPASS: 9/9 checks of the patch passed; 2 finding(s) about the agent (well_formed_tool_calls, tool_lifecycle)\n"),
+        text.contains("\nPASS: 10/10 checks of the patch passed; 2 finding(s) about the agent (well_formed_tool_calls, tool_lifecycle)\n"),
         "{text}"
     );
 

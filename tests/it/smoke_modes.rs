@@ -27,6 +27,7 @@ const BASE: &[&str] = &[
     "heartbeat",
     "complete",
     "one_thought_block",
+    "answer_intact",
     "clean_stdout",
     "cards_well_formed",
     "turn_ends",
@@ -233,10 +234,13 @@ fn a_sloppy_cancel_leaves_its_card_open_and_keeps_talking() {
     assert_eq!(r.code, 1, "{}\n{}", r.stdout, r.stderr);
     r.assert_failing(&[
         "complete",
+        "answer_intact",
         "cards_well_formed",
         "cards_closed_on_cancel",
         "quiet_after_cancel",
     ]);
+    let a = r.check("answer_intact")["summary"].as_str().unwrap();
+    assert!(a.contains("message chunk(s) after the turn ended"), "{a}");
     assert!(r.fig("quiet_after_cancel", "late_updates") >= 3.0);
     assert_group_gone(&r);
 }
@@ -273,4 +277,55 @@ fn the_agent_runs_with_only_loopback() {
     );
     assert_eq!(r.code, 0, "{}\n{}", r.stdout, r.stderr);
     assert!(r.report["network"].as_str().unwrap().contains("host"));
+}
+
+#[test]
+fn a_text_hold_that_drops_doubles_or_reorders_the_answer_fails_answer_intact() {
+    for (folder, what) in [
+        ("hold_drop", "no message text reached the client"),
+        ("hold_double", "text was added or doubled"),
+        ("hold_reorder", "text was reordered or changed"),
+    ] {
+        let r = smoke(&fixtures().join(folder), &["--delay-s", "0.5"]);
+        assert_eq!(r.code, 1, "{folder}: {}\n{}", r.stdout, r.stderr);
+        r.assert_failing(&["answer_intact"]);
+        let c = r.check("answer_intact");
+        assert!(
+            c["summary"].as_str().unwrap().contains(what),
+            "{folder}: {c}"
+        );
+        assert!(
+            c["evidence"][0]
+                .as_str()
+                .unwrap()
+                .contains("the model sent: \"Here is the answer: 42.\""),
+            "{folder}: {c}"
+        );
+        assert_eq!(
+            r.report["llm_requests"][0]["text_sent"],
+            "Here is the answer: 42."
+        );
+        assert_group_gone(&r);
+    }
+}
+
+#[test]
+fn whole_answers_not_streamed_arrive_intact_in_every_dialect() {
+    for (name, ..) in DIALECTS {
+        let (good, _, path) = dialect(name);
+        let r = smoke(
+            &fixtures().join(good),
+            &["--env", "LLM_STREAM=0", "--tool-call", "--delay-s", "0.5"],
+        );
+        assert_eq!(r.code, 0, "{name}: {}\n{}", r.stdout, r.stderr);
+        r.assert_failing(&[]);
+        every_request_used(&r, path);
+        let reqs = r.report["llm_requests"].as_array().unwrap();
+        assert_eq!(reqs.len(), 2, "{name}: {}", r.stdout);
+        assert!(reqs.iter().all(|q| q["stream"] == false), "{name}");
+        assert_eq!(reqs[1]["text_sent"], "Here is the answer: 42.");
+        assert_eq!(r.fig("answer_intact", "model_calls"), 2.0);
+        assert_eq!(r.fig("answer_intact", "message_chunks"), 1.0);
+        assert_group_gone(&r);
+    }
 }

@@ -10,6 +10,7 @@
 //! protocol conformance (a finding about the agent, failing the run only under `--strict`):
 //! a correctly patched agent passes every patch check whatever its own tool calls do.
 
+mod answer;
 mod card;
 mod sessions;
 mod stream;
@@ -22,6 +23,7 @@ use serde::Serialize;
 
 use super::wire::{RawLine, TurnFrame, turn_updates};
 
+pub use answer::{SentText, answer_intact};
 pub use card::{complete, expected_heartbeats, heartbeat, think_card};
 pub use sessions::{SessionText, sessions_isolated};
 pub use stream::{clean_stdout, jsonrpc_problem, one_thought_block};
@@ -33,6 +35,7 @@ pub const THINK_CARD: &str = "think_card";
 pub const HEARTBEAT: &str = "heartbeat";
 pub const COMPLETE: &str = "complete";
 pub const ONE_THOUGHT_BLOCK: &str = "one_thought_block";
+pub const ANSWER_INTACT: &str = "answer_intact";
 pub const CLEAN_STDOUT: &str = "clean_stdout";
 pub const CARDS_WELL_FORMED: &str = "cards_well_formed";
 pub const WELL_FORMED_TOOL_CALLS: &str = "well_formed_tool_calls";
@@ -51,6 +54,7 @@ pub const ALL: &[&str] = &[
     HEARTBEAT,
     COMPLETE,
     ONE_THOUGHT_BLOCK,
+    ANSWER_INTACT,
     CLEAN_STDOUT,
     CARDS_WELL_FORMED,
     TURN_ENDS,
@@ -168,6 +172,9 @@ pub struct CheckContext {
     pub cancel_at_ms: Option<f64>,
     /// In a tool-call run.
     pub tool: Option<ToolExpectation>,
+    /// The answer text each model call of the session wrote (None: the script fails the
+    /// model calls, so there is no answer to compare).
+    pub answer: Option<Vec<SentText>>,
 }
 
 impl Default for CheckContext {
@@ -180,6 +187,7 @@ impl Default for CheckContext {
             expected_stop: "end_turn".into(),
             cancel_at_ms: None,
             tool: None,
+            answer: None,
         }
     }
 }
@@ -197,6 +205,9 @@ pub fn run_session(lines: &[RawLine], ctx: &CheckContext) -> Vec<Check> {
         well_formed_tool_calls(&ups),
         turn_ends(lines, &frame, ctx),
     ];
+    if let Some(sent) = &ctx.answer {
+        out.push(answer_intact(lines, &frame, &ups, sent, ctx));
+    }
     if let Some(tool) = &ctx.tool
         && ctx.cancel_at_ms.is_none()
     {

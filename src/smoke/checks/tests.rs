@@ -548,3 +548,110 @@ fn sessions_isolated_catches_foreign_ids_and_crossed_text() {
         c.evidence
     );
 }
+
+fn answer_ctx(sent: &[(f64, &str)]) -> CheckContext {
+    CheckContext {
+        answer: Some(
+            sent.iter()
+                .map(|(t, s)| SentText {
+                    t_ms: *t,
+                    text: s.to_string(),
+                })
+                .collect(),
+        ),
+        ..CheckContext::default()
+    }
+}
+
+/// A turn whose message chunks are `chunks` (after a thought), answered at 2710 ms.
+fn answered(chunks: &[&str]) -> Rec {
+    let mut r = Rec::new();
+    r.card(3.0, "think-1", "think", None)
+        .tcu(1003.0, "think-1", Some("in_progress"))
+        .tcu(2500.0, "think-1", Some("completed"))
+        .thought(2501.0, "hmm");
+    for (i, c) in chunks.iter().enumerate() {
+        r.message(2600.0 + i as f64, c);
+    }
+    r.end(2710.0, "end_turn");
+    r
+}
+
+fn intact(r: &Rec, ctx: &CheckContext) -> Check {
+    by_name(&run_all(&r.lines, ctx), ANSWER_INTACT).clone()
+}
+
+#[test]
+fn the_answer_must_arrive_in_order_once_and_whole() {
+    // two model calls (a tool call between), their text in the order of the calls
+    let ctx = answer_ctx(&[(2000.0, " done"), (0.0, "Answer")]);
+    let c = intact(&answered(&["Ans", "wer", " done"]), &ctx);
+    assert!(c.passed, "{c:?}");
+    assert!(
+        c.summary.contains("intact: 11 character(s) in 3 chunk(s)"),
+        "{c:?}"
+    );
+    assert_eq!(c.judges, Judges::Patch);
+    // the agent's own line breaks are not a loss
+    let c = intact(&answered(&["\n\nAnswer done"]), &ctx);
+    assert!(c.passed, "{c:?}");
+    assert!(c.summary.contains("up to whitespace"), "{c:?}");
+
+    // held text thrown away, doubled, reordered
+    for (chunks, what) in [
+        (&["Answer"][..], "text was lost"),
+        (&[][..], "no message text reached the client"),
+        (&["Answer done", "Answer done"][..], "added or doubled"),
+        (&[" done", "Answer"][..], "reordered or changed"),
+    ] {
+        let c = intact(&answered(chunks), &ctx);
+        assert!(!c.passed, "{chunks:?}: {c:?}");
+        assert!(c.summary.contains(what), "{chunks:?}: {c:?}");
+        assert!(
+            c.evidence[0].contains("the model sent: \"Answer done\""),
+            "{c:?}"
+        );
+    }
+    let c = intact(&answered(&[" done", "Answer"]), &ctx);
+    assert!(
+        c.evidence[2]
+            .contains("at character 0: the model \"Answerdone\", the client \"doneAnswer\""),
+        "{c:?}"
+    );
+
+    // text after the turn ended
+    let mut r = answered(&["Answer"]);
+    r.message(2800.0, " done");
+    let c = intact(&r, &ctx);
+    assert!(!c.passed, "{c:?}");
+    assert!(
+        c.summary
+            .contains("1 message chunk(s) after the turn ended"),
+        "{c:?}"
+    );
+    assert_eq!(c.figures["after_turn_chunks"], 1.0);
+
+    // not judged when the script fails the model calls
+    assert!(
+        run_all(&answered(&["x"]).lines, &CheckContext::default())
+            .iter()
+            .all(|c| c.name != ANSWER_INTACT)
+    );
+}
+
+#[test]
+fn after_a_cancel_the_text_up_to_it_must_be_intact() {
+    let mut ctx = answer_ctx(&[(0.0, "Answer done")]);
+    ctx.cancel_at_ms = Some(2650.0);
+    ctx.expected_stop = "cancelled".into();
+    let mut r = answered(&["Ans"]);
+    r.lines.pop();
+    r.end(2700.0, "cancelled");
+    let c = intact(&r, &ctx);
+    assert!(c.passed, "{c:?}");
+    assert!(c.summary.contains("3 of the 11"), "{c:?}");
+    let mut r = answered(&["wer"]);
+    r.lines.pop();
+    r.end(2700.0, "cancelled");
+    assert!(!intact(&r, &ctx).passed);
+}
