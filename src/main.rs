@@ -120,12 +120,6 @@ struct RevertArgs {
     format: Format,
 }
 
-#[derive(Parser)]
-struct SmokeOnly {
-    #[command(flatten)]
-    args: acp_patch::smoke::SmokeArgs,
-}
-
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
 enum Format {
     Text,
@@ -161,20 +155,6 @@ fn set_mask(how: i32) {
 }
 
 fn main() -> ExitCode {
-    // a closed pipe in code that prints with print! (the smoke report) ends quietly too
-    let default_hook = std::panic::take_hook();
-    std::panic::set_hook(Box::new(move |info| {
-        let message = info
-            .payload()
-            .downcast_ref::<String>()
-            .map(String::as_str)
-            .or_else(|| info.payload().downcast_ref::<&str>().copied())
-            .unwrap_or("");
-        if message.starts_with("failed printing to std") && message.contains("Broken pipe") {
-            std::process::exit(0);
-        }
-        default_hook(info);
-    }));
     let cli = Cli::parse();
     set_mask(libc::SIG_BLOCK);
     // a big stack: parsers recurse, and a hostile file may nest deep
@@ -190,10 +170,6 @@ fn main() -> ExitCode {
 }
 
 fn run(cli: &Cli) -> u8 {
-    if let Command::Smoke(args) = &cli.command {
-        // the smoke run prints its own report (a closed pipe there: see the panic hook)
-        return acp_patch::smoke::run_cli(args) as u8;
-    }
     let mut out = io::BufWriter::new(io::stdout().lock());
     let mut err = io::stderr();
     let mut streams = Streams {
@@ -205,7 +181,7 @@ fn run(cli: &Cli) -> u8 {
         Command::Verify(args) => run_verify(args, &mut streams),
         Command::Init(args) => run_init(args, &mut streams),
         Command::Revert(args) => run_revert(args, &mut streams),
-        Command::Smoke(_) => unreachable!("run above"),
+        Command::Smoke(args) => acp_patch::smoke::run_cli(args, &mut streams),
     };
     let result = result.and_then(|code| streams.out.flush().map(|_| code));
     match result {
@@ -263,19 +239,12 @@ fn run_verify(args: &VerifyArgs, s: &mut Streams) -> io::Result<u8> {
     let mut code = outcome.exit_code();
     // the smoke run with its defaults, reading [smoke] from the agent's acp-patch.toml
     let smoke: Option<SmokeResult> = args.smoke.then(|| {
-        let smoke_args =
-            SmokeOnly::parse_from([std::ffi::OsStr::new("smoke"), args.common.path.as_os_str()])
-                .args;
-        acp_patch::smoke::SmokeOptions::from_args(&smoke_args)
-            .and_then(|o| acp_patch::smoke::run(&o))
-            .map_err(|e| e.to_string())
+        acp_patch::smoke::run(&acp_patch::smoke::SmokeOptions::for_folder(
+            &args.common.path,
+        ))
     });
     if let Some(r) = &smoke {
-        code = code.max(match r {
-            Ok(r) if r.passed => 0,
-            Ok(_) => 1,
-            Err(_) => 2,
-        });
+        code = code.max(acp_patch::smoke::exit_code(r));
     }
     printer.verify(s, &outcome, smoke.as_ref())?;
     Ok(code)

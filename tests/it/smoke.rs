@@ -677,3 +677,83 @@ fn an_agent_that_never_finishes_its_own_tool_call_passes_the_patch_and_fails_str
     assert!(r.stdout.contains("failing under --strict"), "{}", r.stdout);
     assert_group_gone(&r);
 }
+
+#[test]
+fn one_format_flag_prints_text_json_github_or_html_and_the_file_aliases_write_the_same() {
+    let good = fixtures().join("good");
+    let out_dir = tempfile::tempdir().unwrap();
+    let file = out_dir.path().join("r.json");
+    let _turn = crate::support::cpu_lock();
+    use crate::support::path_str;
+    let run = |args: &[&str]| {
+        let out = Command::new(env!("CARGO_BIN_EXE_acp-patch"))
+            .arg("smoke")
+            .args(args)
+            .output()
+            .unwrap();
+        (
+            out.status.code().unwrap_or(-1),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    // JSON on stdout is the document --json writes
+    let (code, stdout, stderr) = run(&[
+        path_str(&good),
+        "--delay-s",
+        "0.3",
+        "--format",
+        "json",
+        "--json",
+        path_str(&file),
+    ]);
+    assert_eq!(code, 0, "{stdout}\n{stderr}");
+    let doc: Value = serde_json::from_str(&stdout).expect("stdout is one JSON document");
+    let written: Value = serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+    assert_eq!(doc, written);
+    assert_eq!(doc["passed"], true);
+    assert_eq!(doc["checks"][0]["judges"], "patch");
+
+    // HTML on stdout
+    let (code, stdout, _) = run(&[path_str(&good), "--delay-s", "0.3", "--format", "html"]);
+    assert_eq!(code, 0);
+    assert!(stdout.starts_with("<!DOCTYPE html>"), "{stdout}");
+    assert!(
+        stdout.contains("9/9 checks of the patch passed"),
+        "{stdout}"
+    );
+
+    // GitHub: a finding about the agent is a warning, under --strict an error
+    let never = fixtures().join("tool_never_done");
+    let (code, stdout, stderr) = run(&[path_str(&never), "--format", "github"]);
+    assert_eq!(code, 0, "{stdout}\n{stderr}");
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert_eq!(lines.len(), 2, "{stdout}");
+    assert!(
+        lines[0].starts_with(
+            "::warning title=acp-patch smoke (the agent)%3A well_formed_tool_calls::1 problem(s)"
+        ),
+        "{stdout}"
+    );
+    assert!(stderr.contains("Findings about the agent"), "{stderr}");
+    let (code, stdout, _) = run(&[path_str(&never), "--format", "github", "--strict"]);
+    assert_eq!(code, 1);
+    assert!(
+        stdout.starts_with(
+            "::error title=acp-patch smoke (the agent under --strict)%3A well_formed_tool_calls::"
+        ),
+        "{stdout}"
+    );
+
+    // could not run: the format's error document
+    let empty = tempfile::tempdir().unwrap();
+    let (code, stdout, stderr) = run(&[path_str(empty.path()), "--format", "json"]);
+    assert_eq!(code, 2);
+    let doc: Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(doc["passed"], false);
+    assert!(
+        doc["error"].as_str().unwrap().contains("no agent command"),
+        "{doc}"
+    );
+    assert!(stderr.contains("no agent command"), "{stderr}");
+}

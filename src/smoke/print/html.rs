@@ -1,12 +1,35 @@
 //! The HTML report: one self-contained page, no script.
 
 use std::fmt::Write as _;
+use std::io;
 
+use super::super::SmokeError;
 use super::super::checks::{Check, Judges};
+use super::super::report::SmokeReport;
 use super::super::timeline;
 use super::super::transcript::{Block, ToolCallView, Transcript};
 use super::super::wire::Direction;
-use super::SmokeReport;
+use super::Printer;
+use crate::output::Streams;
+
+pub struct Html;
+
+impl Printer for Html {
+    fn report(&self, s: &mut Streams, r: &SmokeReport) -> io::Result<()> {
+        s.out.write_all(html(r).as_bytes())?;
+        s.out.flush()
+    }
+    fn error(&self, s: &mut Streams, e: &SmokeError) -> io::Result<()> {
+        write!(
+            s.out,
+            "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>acp-patch smoke</title></head><body>\n<h1>acp-patch smoke: could not run</h1>\n<p>{}</p>\n</body></html>\n",
+            esc(&e.to_string())
+        )?;
+        s.out.flush()?;
+        s.say(&format!("acp-patch smoke: {e}"));
+        Ok(())
+    }
+}
 
 fn ms(v: f64) -> String {
     format!("{v:.0} ms")
@@ -264,4 +287,17 @@ pub fn html(r: &SmokeReport) -> String {
     }
     h.push_str("</table>\n</body></html>\n");
     h
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn escapes_everything() {
+        assert_eq!(
+            esc("<script>alert('x') & \"y\"</script>"),
+            "&lt;script&gt;alert(&#39;x&#39;) &amp; &quot;y&quot;&lt;/script&gt;"
+        );
+    }
 }
