@@ -137,12 +137,6 @@ struct RevertArgs {
     format: Format,
 }
 
-#[derive(Parser)]
-struct SmokeOnly {
-    #[command(flatten)]
-    args: acp_patch::smoke::SmokeArgs,
-}
-
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
 enum Format {
     Text,
@@ -193,10 +187,6 @@ fn main() -> ExitCode {
 }
 
 fn run(cli: &Cli) -> u8 {
-    if let Command::Smoke(args) = &cli.command {
-        // the smoke run prints its own report (a closed pipe there: see the panic hook)
-        return acp_patch::smoke::run_cli(args) as u8;
-    }
     let mut out = io::BufWriter::new(io::stdout().lock());
     let mut err = io::stderr();
     let mut streams = Streams {
@@ -208,9 +198,9 @@ fn run(cli: &Cli) -> u8 {
         Command::Verify(args) => run_verify(args, &mut streams),
         Command::Init(args) => run_init(args, &mut streams),
         Command::Revert(args) => run_revert(args, &mut streams),
-        Command::Completions(args) => run_completions(args, &mut streams),
-        Command::Man(args) => run_man(args, &mut streams),
-        Command::Smoke(_) => unreachable!("run above"),
+        Command::Completions(args) => printed_only(run_completions(args, &mut streams)),
+        Command::Man(args) => printed_only(run_man(args, &mut streams)),
+        Command::Smoke(args) => acp_patch::smoke::run_cli(args, &mut streams),
     };
     let (code, printed) = result;
     match printed.and_then(|()| streams.out.flush()) {
@@ -228,6 +218,15 @@ fn run(cli: &Cli) -> u8 {
 /// A command's verdict (its exit code, known before anything is printed) and how printing
 /// it went: a failed write never changes the verdict into a success.
 type Verdict = (u8, io::Result<()>);
+
+/// A command whose only failure is writing its output (completions, man pages): on a write
+/// error the verdict is the error's (a closed pipe ends quietly with 0).
+fn printed_only(result: io::Result<u8>) -> Verdict {
+    match result {
+        Ok(code) => (code, Ok(())),
+        Err(e) => (0, Err(e)),
+    }
+}
 
 fn refuse(p: &dyn Printer, s: &mut Streams, cx: &Context, e: &Error) -> Verdict {
     (e.exit_code(), p.error(s, cx, e))
@@ -266,19 +265,12 @@ fn run_verify(args: &VerifyArgs, s: &mut Streams) -> Verdict {
     let mut code = outcome.exit_code();
     // the smoke run with its defaults, reading [smoke] from the agent's acp-patch.toml
     let smoke: Option<SmokeResult> = args.smoke.then(|| {
-        let smoke_args =
-            SmokeOnly::parse_from([std::ffi::OsStr::new("smoke"), args.common.path.as_os_str()])
-                .args;
-        acp_patch::smoke::SmokeOptions::from_args(&smoke_args)
-            .and_then(|o| acp_patch::smoke::run(&o))
-            .map_err(|e| e.to_string())
+        acp_patch::smoke::run(&acp_patch::smoke::SmokeOptions::for_folder(
+            &args.common.path,
+        ))
     });
     if let Some(r) = &smoke {
-        code = code.max(match r {
-            Ok(r) if r.passed => 0,
-            Ok(_) => 1,
-            Err(_) => 2,
-        });
+        code = code.max(acp_patch::smoke::exit_code(r));
     }
     (code, printer.verify(s, &outcome, smoke.as_ref()))
 }
