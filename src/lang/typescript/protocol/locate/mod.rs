@@ -101,7 +101,22 @@ pub fn is_agent_file(p: &Parsed) -> bool {
     !(test_dir
         || name.contains(".test.")
         || name.contains(".spec.")
-        || super::is_runtime_module(&p.file.text))
+        || super::is_runtime_module(&p.file.text)
+        || is_sdk_copy(p))
+}
+
+/// A file of the agent's own copy of the SDK: it declares the SDK's connection class
+/// (`class AgentSideConnection` with the SDK's `sessionUpdate`). It counts as the SDK: its
+/// dispatcher and writer are not the agent's, the agent's calls of its API are the sends.
+pub fn is_sdk_copy(p: &Parsed) -> bool {
+    let src = p.file.text.as_str();
+    src.contains("class AgentSideConnection")
+        && classes(p.tree.root_node()).into_iter().any(|c| {
+            name_of(c, src) == "AgentSideConnection"
+                && class_members(c)
+                    .into_iter()
+                    .any(|m| member_name(m, src) == "sessionUpdate")
+        })
 }
 
 /// The protocol method a node names: a string (`"session/prompt"`), a constant
