@@ -119,6 +119,48 @@ pub fn handlers<'a>(
             );
         }
     }
+    // SDK 0.x/1.x: an object literal a function the factory reaches builds and returns
+    for (built, ..) in sdk_built(files) {
+        let Built::Object {
+            file,
+            object,
+            builder,
+            conn,
+        } = built
+        else {
+            continue;
+        };
+        let src = files[file].file.text.as_str();
+        let builder_name = qualified(files, file, builder);
+        let conn = Conn {
+            origin: format!(
+                "the AgentSideConnection factory's argument, a parameter of {builder_name}"
+            ),
+            text: conn,
+            file,
+            line: line(builder),
+        };
+        for (role, method) in [(Role::Prompt, "prompt"), (Role::Cancel, "cancel")] {
+            let Some(func) = object_function(object, method, src) else {
+                continue;
+            };
+            let at = if func.kind() == "method_definition" {
+                func
+            } else {
+                func.parent().unwrap_or(func)
+            };
+            push(
+                &mut out,
+                Handler {
+                    file,
+                    role,
+                    name: format!("{builder_name}.{method}"),
+                    line: line(at),
+                    cover: body_cover(files, file, func, Some(conn.clone()))?,
+                },
+            );
+        }
+    }
     // SDK 2.x: `.onRequest(session/prompt, fn)`, `.onNotification(session/cancel, fn)`
     for (i, p) in files.iter().enumerate() {
         if !is_agent_file(p) {

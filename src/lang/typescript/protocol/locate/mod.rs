@@ -12,7 +12,7 @@ mod connection;
 mod handlers;
 mod sends;
 
-use classes::sdk_classes;
+use classes::{Built, object_function, sdk_built, sdk_classes};
 pub use connection::field_candidates;
 use connection::{pinned_connection, raw_connection, stored_connection, used_connection};
 pub use handlers::handlers;
