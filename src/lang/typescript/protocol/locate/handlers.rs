@@ -41,6 +41,82 @@ pub(super) fn dispatched<'a>(files: &'a [Parsed], method: &str) -> Vec<(usize, N
                 arms.push(then);
             }
         }
+        // a handler map: `{ "session/prompt": handlePrompt }`, `[METHODS.prompt]: ...`,
+        // `map.set("session/prompt", fn)`, `handlers["session/prompt"] = fn`
+        let mut entries: Vec<Node> = Vec::new();
+        for pair in descendants(root, "pair") {
+            let Some(key) = pair.child_by_field_name("key") else {
+                continue;
+            };
+            let key = if key.kind() == "computed_property_name" {
+                key.named_child(0).unwrap_or(key)
+            } else {
+                key
+            };
+            let named = match key.kind() {
+                "property_identifier" => None,
+                _ => method_named(key, src, root),
+            };
+            if named.is_some_and(|m| m == method)
+                && let Some(v) = pair.child_by_field_name("value")
+            {
+                entries.push(v);
+            }
+        }
+        for c in descendants(root, "call_expression") {
+            let args = arguments(c);
+            if callee(c, src).1 == "set"
+                && args.len() == 2
+                && method_named(args[0], src, root).is_some_and(|m| m == method)
+            {
+                entries.push(args[1]);
+            }
+        }
+        for a in descendants(root, "assignment_expression") {
+            if let (Some(l), Some(r)) = (
+                a.child_by_field_name("left"),
+                a.child_by_field_name("right"),
+            ) && l.kind() == "subscript_expression"
+                && l.child_by_field_name("index")
+                    .and_then(|k| method_named(k, src, root))
+                    .is_some_and(|m| m == method)
+            {
+                entries.push(r);
+            }
+        }
+        for v in entries {
+            let target = match v.kind() {
+                "arrow_function" | "function_expression" | "function" => Some((i, v)),
+                "identifier" => super::classes::resolve_function(files, i, text(v, src)),
+                "member_expression" => {
+                    let obj = v.child_by_field_name("object").map(|o| text(o, src));
+                    let prop = v.child_by_field_name("property").map(|o| text(o, src));
+                    match (obj, prop) {
+                        (Some("this"), Some(name)) => enclosing_class(v)
+                            .and_then(|class| member(files, i, class, name))
+                            .and_then(|(f, m)| member_function(m).map(|func| (f, func))),
+                        _ => None,
+                    }
+                }
+                // `this.handlePrompt.bind(this)`
+                "call_expression" if callee(v, src).1 == "bind" => v
+                    .child_by_field_name("function")
+                    .and_then(|f| f.child_by_field_name("object"))
+                    .filter(|o| text(*o, src).starts_with("this."))
+                    .and_then(|o| {
+                        let name = text(o, src).strip_prefix("this.")?;
+                        let class = enclosing_class(v)?;
+                        let (f, m) = member(files, i, class, name)?;
+                        member_function(m).map(|func| (f, func))
+                    }),
+                _ => None,
+            };
+            if let Some(t) = target
+                && !out.contains(&t)
+            {
+                out.push(t);
+            }
+        }
         for arm in arms {
             let target = descendants(arm, "call_expression")
                 .into_iter()

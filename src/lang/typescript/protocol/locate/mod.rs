@@ -9,6 +9,7 @@
 
 mod classes;
 mod connection;
+mod flow;
 mod handlers;
 mod sends;
 
