@@ -236,9 +236,9 @@ fn write_file(
 }
 
 /// `acp-patch smoke`: runs, prints in `--format` on `s`, writes the `--json`/`--html` files;
-/// returns the exit code (a file that cannot be written: 2). A stdout write error (a closed
-/// pipe) is returned for the caller to judge.
-pub fn run_cli(args: &SmokeArgs, s: &mut crate::output::Streams) -> std::io::Result<u8> {
+/// returns the exit code (a file that cannot be written: 2) and how printing went: a stdout
+/// write error (a closed pipe) is the caller's to judge, and never changes the verdict.
+pub fn run_cli(args: &SmokeArgs, s: &mut crate::output::Streams) -> (u8, std::io::Result<()>) {
     let result = SmokeOptions::from_args(args).and_then(|o| run(&o));
     let mut code = exit_code(&result);
     for (path, format) in [
@@ -255,6 +255,6 @@ pub fn run_cli(args: &SmokeArgs, s: &mut crate::output::Streams) -> std::io::Res
             code = 2;
         }
     }
-    print::print(print::printer(args.format).as_ref(), s, &result)?;
-    Ok(code)
+    let printed = print::print(print::printer(args.format).as_ref(), s, &result);
+    (code, printed)
 }
