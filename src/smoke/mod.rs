@@ -5,8 +5,10 @@
 //! workspace in a temporary folder ([`sandbox`]), in a loopback-only network namespace when
 //! possible — and drives its sessions as an ACP client ([`client`]); merges what a client would
 //! show ([`transcript`], [`timeline`]), judges the raw lines ([`checks`]), checks the agent's
-//! folder is untouched ([`trace`]) and reports ([`report`], printed per format by [`print`]). Presets ([`presets`]) know how to
-//! start the agents we know. Exit codes: 0 all checks pass, 1 a check failed, 2 could not run.
+//! folder is untouched ([`trace`]) and reports ([`report`], printed per format by [`print`]);
+//! a protocol v2 recording is read the way v1 is ([`wire_v2`]). Presets ([`presets`]) know how
+//! to start the agents we know. Exit codes: 0 every check of the patch passes (`--strict`: the
+//! findings about the agent too), 1 one failed, 2 could not run.
 
 pub mod checks;
 pub mod client;
@@ -21,6 +23,7 @@ pub mod timeline;
 pub mod trace;
 pub mod transcript;
 pub mod wire;
+pub mod wire_v2;
 
 use std::path::PathBuf;
 

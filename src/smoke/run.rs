@@ -189,16 +189,21 @@ async fn drive(
         })
         .collect();
 
+    // what the checks read: v1 as it is, v2 read the way v1 reads (the report keeps the raw lines)
+    let judged = if run.protocol == 2 {
+        super::wire_v2::as_v1(&run.lines)
+    } else {
+        run.lines.clone()
+    };
     let mut sessions: Vec<SessionReport> = Vec::new();
     let mut per_session_checks = Vec::new();
     let mut texts: Vec<SessionText> = Vec::new();
     for (k, s) in run.sessions.iter().enumerate() {
         let number = k as u32 + 1;
-        let view = wire::session_view(&run.lines, &s.session_id);
+        let view = wire::session_view(&judged, &s.session_id);
         let frame = TurnFrame::find(&view);
         // the session's prompt, on the run's clock (for its model calls)
-        let offset = run
-            .lines
+        let offset = judged
             .iter()
             .find(|l| {
                 l.dir == Direction::Out
@@ -272,7 +277,8 @@ async fn drive(
             },
             cancel_at_ms,
             tool,
-            answer: script.error.is_none().then(|| {
+            // nothing to compare when the script fails the model calls or none carried the prompt
+            answer: (script.error.is_none() && !mine.is_empty()).then(|| {
                 mine.iter()
                     .map(|q| SentText {
                         t_ms: q.t_ms,
@@ -312,7 +318,7 @@ async fn drive(
     let mut all = checks::merge_sessions(&per_session_checks);
     all.push(checks::clean_stdout(&run.lines));
     if n > 1 {
-        all.push(checks::sessions_isolated(&run.lines, &texts));
+        all.push(checks::sessions_isolated(&judged, &texts));
     }
     all.push(checks::no_trace(
         &trace,
@@ -322,7 +328,7 @@ async fn drive(
     ));
     checks::order(&mut all);
 
-    let mut notes = Vec::new();
+    let mut notes: Vec<String> = run.negotiation.iter().cloned().collect();
     if !llm_requests
         .iter()
         .any(|q| matches!(q.kind.as_str(), "turn" | "after_tool"))
@@ -346,6 +352,7 @@ async fn drive(
     let first = sessions.first();
     Ok(SmokeReport {
         passed: checks::verdict(&all, cfg.strict),
+        protocol: run.protocol,
         strict: cfg.strict,
         agent_dir: cfg.agent_dir.display().to_string(),
         agent_cmd: argv,

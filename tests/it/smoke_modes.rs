@@ -329,3 +329,66 @@ fn whole_answers_not_streamed_arrive_intact_in_every_dialect() {
         assert_group_gone(&r);
     }
 }
+
+#[test]
+fn a_protocol_v2_agent_is_negotiated_and_driven_through_the_same_checks() {
+    let v2 = fixtures().join("good_v2");
+    let r = smoke(&v2, TOOL);
+    assert_eq!(r.code, 0, "{}\n{}", r.stdout, r.stderr);
+    r.assert_checks(&with(&["gap_card"], &[], &["tool_lifecycle"]));
+    r.assert_failing(&[]);
+    assert_eq!(r.report["protocol"], 2);
+    let notes = r.report["notes"].to_string();
+    assert!(notes.contains("-32022"), "{notes}");
+    assert!(notes.contains("driven with protocol v2"), "{notes}");
+    assert!(r.stdout.contains("protocol: v2"), "{}", r.stdout);
+    // the raw wire is v2's: a v2 initialize, tool calls created by tool_call_update, the
+    // prompt accepted with a message id, the turn ended by the session going idle
+    let lines: Vec<serde_json::Value> = r.report["lines"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| serde_json::from_str(l["text"].as_str().unwrap()).unwrap())
+        .collect();
+    assert_eq!(lines[0]["method"], "initialize");
+    assert_eq!(lines[0]["params"]["protocolVersion"], 2);
+    let update = |tag: &str| {
+        lines
+            .iter()
+            .filter(|v| v["params"]["update"]["sessionUpdate"] == tag)
+            .count()
+    };
+    assert_eq!(update("tool_call"), 0);
+    assert!(update("tool_call_update") >= 6);
+    assert!(lines.iter().any(|v| v["result"]["messageId"].is_string()));
+    assert!(lines.iter().any(|v| {
+        v["params"]["update"]["state"] == "idle"
+            && v["params"]["update"]["stopReason"] == "end_turn"
+    }));
+    // read the way the checks read it: cards, the read tool and the gap card as blocks
+    let calls = r.report["transcript"]["tool_calls"].as_array().unwrap();
+    let kinds: Vec<&str> = calls.iter().map(|c| c["kind"].as_str().unwrap()).collect();
+    assert_eq!(kinds, ["think", "read", "think"]);
+    assert_eq!(r.report["stop_reason"], "end_turn");
+    assert_eq!(
+        r.report["transcript"]["message_text"],
+        "Here is the answer: 42."
+    );
+    assert_group_gone(&r);
+
+    let r = smoke(&v2, &["--cancel-after", "400"]);
+    assert_eq!(r.code, 0, "{}\n{}", r.stdout, r.stderr);
+    r.assert_failing(&[]);
+    assert_eq!(r.report["stop_reason"], "cancelled");
+    assert_group_gone(&r);
+
+    // the unpatched agent over v2 fails what it fails over v1
+    let r = smoke(
+        &fixtures().join("unpatched"),
+        &["--env", "ACP_FIXTURE_PROTOCOL=2"],
+    );
+    assert_eq!(r.code, 1, "{}\n{}", r.stdout, r.stderr);
+    assert_eq!(r.report["protocol"], 2);
+    r.assert_failing(&["think_card", "heartbeat", "complete", "one_thought_block"]);
+    assert_group_gone(&r);
+}

@@ -125,6 +125,9 @@ pub fn text(r: &SmokeReport) -> String {
         r.agent_pid
     );
     let _ = writeln!(out, "  network: {}", r.network);
+    if r.protocol != 1 {
+        let _ = writeln!(out, "  protocol: v{}", r.protocol);
+    }
     let mut mode = format!(
         "  {}={} s, {}={} ms, timeout {} s, card within {}",
         r.heartbeat_var,

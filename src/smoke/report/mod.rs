@@ -19,6 +19,8 @@ pub struct SmokeReport {
     pub passed: bool,
     /// Whether the findings about the agent decided the verdict too (`--strict`).
     pub strict: bool,
+    /// The ACP protocol version the run spoke (1; 2 for an agent that refused v1).
+    pub protocol: u16,
     pub agent_dir: String,
     pub agent_cmd: Vec<String>,
     /// The env set on top of the inherited one (secret-looking values masked).

@@ -1,22 +1,24 @@
 //! Spawns the agent in its own folder and process group, and drives its ACP turns with the
 //! `agent-client-protocol` SDK over the child's pipes, tapping every raw line on the way:
 //! one session per prompt, every prompt sent at once, `session/cancel` when planned.
+//!
+//! The protocol version is negotiated from `initialize`: protocol v1 first ([`v1`]); an agent
+//! that answers it with -32022 (it supports no version at or below 1: the draft v2) is started
+//! again and driven as v2 ([`v2`]).
+
+mod v1;
+mod v2;
 
 use std::collections::VecDeque;
+use std::future::Future;
 use std::path::PathBuf;
 use std::process::Stdio;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use agent_client_protocol::Lines;
 use agent_client_protocol::schema::ProtocolVersion;
-use agent_client_protocol::v1::ConnectionTo;
-use agent_client_protocol::v1::schema::{
-    CancelNotification, ContentBlock, Implementation, InitializeRequest, NewSessionRequest,
-    PromptRequest, RequestPermissionOutcome, RequestPermissionRequest, RequestPermissionResponse,
-    SelectedPermissionOutcome, SessionNotification, TextContent,
-};
-use agent_client_protocol::{Agent, Client, Lines};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::sync::watch;
 
@@ -93,6 +95,10 @@ pub struct ClientRun {
     pub permission_requests: usize,
     /// When the first prompt was sent, on the caller's clock.
     pub prompt_at: Instant,
+    /// The protocol version spoken (1, or 2 for a draft-v2 agent).
+    pub protocol: u16,
+    /// How the version was agreed on, when it was not v1 at the first try.
+    pub negotiation: Option<String>,
 }
 
 /// Kills the whole process group with SIGKILL when dropped (every exit path, panics included).
@@ -137,18 +143,126 @@ enum Phase {
 }
 
 enum MainResult {
-    SetupFailed(Phase, String),
+    /// The phase, what failed, and the JSON-RPC error code when the agent answered one.
+    SetupFailed(Phase, String, Option<i32>),
     Turns(Vec<SessionRun>),
+    /// The agent refused protocol v1 at `initialize` with -32022 (what it said).
+    VersionRefused(String),
+}
+
+/// The JSON-RPC error an agent answers an `initialize` of a version it does not support with.
+const VERSION_REFUSED: i32 = -32022;
+
+/// What a protocol's driver needs: the plan, the limits, and how to tell the agent is gone.
+struct Drive {
+    plan: TurnPlan,
+    limits: Limits,
+    eof: watch::Receiver<bool>,
+    exited: watch::Receiver<bool>,
+    phase: Arc<Mutex<Phase>>,
+    permissions: Arc<AtomicUsize>,
+}
+
+impl Drive {
+    fn set(&self, p: Phase) {
+        if let Ok(mut g) = self.phase.lock() {
+            *g = p;
+        }
+    }
+
+    /// Resolves when stdout closed or the agent exited (a grandchild may hold stdout open),
+    /// plus a grace period for the SDK to process what was read.
+    fn gone(&self) -> impl Future<Output = ()> + use<> {
+        let (mut eof, mut exited) = (self.eof.clone(), self.exited.clone());
+        async move {
+            tokio::select! {
+                _ = eof.wait_for(|e| *e) => {}
+                _ = exited.wait_for(|e| *e) => {}
+            }
+            tokio::time::sleep(Duration::from_millis(500)).await;
+        }
+    }
+
+    /// A set-up request within the set-up limit; a failure as the run's result.
+    async fn step<T>(
+        &self,
+        phase: Phase,
+        request: impl Future<Output = Result<T, agent_client_protocol::Error>>,
+    ) -> Result<T, MainResult> {
+        tokio::select! {
+            r = request => r.map_err(|e| {
+                // one line: the code, the message and the data as compact JSON
+                let data = e.data.as_ref().map(|d| format!(" {d}")).unwrap_or_default();
+                let said = format!("error {}: {}{data}", i32::from(e.code), e.message);
+                MainResult::SetupFailed(phase, said, Some(i32::from(e.code)))
+            }),
+            _ = self.gone() => Err(MainResult::SetupFailed(
+                phase,
+                "the agent stopped before answering".into(),
+                None,
+            )),
+            _ = tokio::time::sleep(self.limits.setup) => Err(MainResult::SetupFailed(
+                phase,
+                format!("no answer within {:?}", self.limits.setup),
+                None,
+            )),
+        }
+    }
+
+    /// After the turns: listen on after a cancel (or when asked) for what comes too late.
+    async fn linger(&self) {
+        if self.plan.cancel_after.is_some() || !self.plan.linger.is_zero() {
+            tokio::select! {
+                _ = tokio::time::sleep(self.plan.linger) => {}
+                _ = self.gone() => {}
+            }
+        }
+    }
 }
 
 /// Runs the turns: spawn, initialize, one session/new per prompt, every session/prompt at
-/// once (and session/cancel when planned); then kills the group.
+/// once (and session/cancel when planned); then kills the group. An agent that refuses
+/// protocol v1 is run again with v2 (the run says so in `negotiation`).
 pub async fn run(
     spec: &SpawnSpec,
     plan: &TurnPlan,
     limits: &Limits,
     epoch: Instant,
 ) -> Result<ClientRun, SmokeError> {
+    match attempt(spec, plan, limits, epoch, ProtocolVersion::V1).await? {
+        Attempt::Done(run) => Ok(run),
+        Attempt::Refused(why) => {
+            match attempt(spec, plan, limits, epoch, ProtocolVersion::V2).await? {
+                Attempt::Done(mut run) => {
+                    run.negotiation = Some(format!(
+                        "the agent answered a protocol v1 initialize with {why}; started again and driven with protocol v2"
+                    ));
+                    Ok(run)
+                }
+                Attempt::Refused(again) => Err(SmokeError::Initialize {
+                    message: format!("the agent refused protocol v1 ({why}) and v2 ({again})"),
+                    exit: String::new(),
+                    stderr_tail: String::new(),
+                }),
+            }
+        }
+    }
+}
+
+/// One run of the agent with one protocol version.
+enum Attempt {
+    Done(ClientRun),
+    /// It refused the version at `initialize` (what it said).
+    Refused(String),
+}
+
+async fn attempt(
+    spec: &SpawnSpec,
+    plan: &TurnPlan,
+    limits: &Limits,
+    epoch: Instant,
+    version: ProtocolVersion,
+) -> Result<Attempt, SmokeError> {
     let (program, args) = spec
         .argv
         .split_first()
@@ -251,139 +365,23 @@ pub async fn run(
     );
     let transport = Lines::new(sink, line_rx);
 
-    let exit_watch = exit_rx.clone();
     let phase = Arc::new(Mutex::new(Phase::Initialize));
     let permissions = Arc::new(AtomicUsize::new(0));
-    let cwd = plan.session_cwd.clone();
-    let prompts = plan.prompts.clone();
-    let cancel_after = plan.cancel_after;
-    let linger = plan.linger;
-    let setup = limits.setup;
-    let turn = limits.turn;
-    let conn = Client
-        .v1()
-        .name("acp-patch-smoke")
-        .on_receive_notification(
-            async move |_n: SessionNotification, _cx| Ok(()),
-            agent_client_protocol::on_receive_notification!(),
-        )
-        .on_receive_request(
-            {
-                let permissions = permissions.clone();
-                async move |req: RequestPermissionRequest, responder, _cx| {
-                    permissions.fetch_add(1, Ordering::SeqCst);
-                    let outcome = match req.options.first() {
-                        Some(o) => RequestPermissionOutcome::Selected(
-                            SelectedPermissionOutcome::new(o.option_id.clone()),
-                        ),
-                        None => RequestPermissionOutcome::Cancelled,
-                    };
-                    responder.respond(RequestPermissionResponse::new(outcome))
-                }
-            },
-            agent_client_protocol::on_receive_request!(),
-        )
-        .connect_with(transport, {
-            let phase = phase.clone();
-            async move |cx: ConnectionTo<Agent>| {
-                let set = |p: Phase| {
-                    if let Ok(mut g) = phase.lock() {
-                        *g = p;
-                    }
-                };
-                // resolves when stdout closed or the agent exited (a grandchild may hold
-                // stdout open), plus a grace period for the SDK to process what was read
-                let gone = || {
-                    let (mut eof, mut exited) = (eof_rx.clone(), exit_watch.clone());
-                    async move {
-                        tokio::select! {
-                            _ = eof.wait_for(|e| *e) => {}
-                            _ = exited.wait_for(|e| *e) => {}
-                        }
-                        tokio::time::sleep(Duration::from_millis(500)).await;
-                    }
-                };
-                let init = InitializeRequest::new(ProtocolVersion::V1).client_info(
-                    Implementation::new("acp-patch-smoke", env!("CARGO_PKG_VERSION")),
-                );
-                tokio::select! {
-                    r = cx.send_request(init).block_task() => if let Err(e) = r {
-                        return Ok(MainResult::SetupFailed(Phase::Initialize, e.to_string()));
-                    },
-                    _ = gone() => {
-                        return Ok(MainResult::SetupFailed(Phase::Initialize, "the agent stopped before answering".into()));
-                    }
-                    _ = tokio::time::sleep(setup) => {
-                        return Ok(MainResult::SetupFailed(Phase::Initialize, format!("no answer within {setup:?}")));
-                    }
-                }
-                set(Phase::SessionNew);
-                let mut ids = Vec::new();
-                for _ in &prompts {
-                    let id = tokio::select! {
-                        r = cx.send_request(NewSessionRequest::new(cwd.clone())).block_task() => match r {
-                            Ok(r) => r.session_id,
-                            Err(e) => return Ok(MainResult::SetupFailed(Phase::SessionNew, e.to_string())),
-                        },
-                        _ = gone() => {
-                            return Ok(MainResult::SetupFailed(Phase::SessionNew, "the agent stopped before answering".into()));
-                        }
-                        _ = tokio::time::sleep(setup) => {
-                            return Ok(MainResult::SetupFailed(Phase::SessionNew, format!("no answer within {setup:?}")));
-                        }
-                    };
-                    ids.push(id);
-                }
-                set(Phase::Prompt);
-                let turns = ids.iter().zip(&prompts).map(|(id, text)| {
-                    let req = PromptRequest::new(
-                        id.clone(),
-                        vec![ContentBlock::Text(TextContent::new(text.clone()))],
-                    );
-                    let cx = cx.clone();
-                    let gone = gone();
-                    async move {
-                        tokio::select! {
-                            r = cx.send_request(req).block_task() => match r {
-                                Ok(_) => TurnOutcome::Answered,
-                                Err(e) => TurnOutcome::Failed(e.to_string()),
-                            },
-                            _ = gone => TurnOutcome::AgentGone,
-                            _ = tokio::time::sleep(turn) => TurnOutcome::TimedOut(turn),
-                        }
-                    }
-                });
-                let canceller = {
-                    let cx = cx.clone();
-                    let ids = ids.clone();
-                    async move {
-                        if let Some(after) = cancel_after {
-                            tokio::time::sleep(after).await;
-                            for id in ids {
-                                let _ = cx.send_notification(CancelNotification::new(id));
-                            }
-                        }
-                    }
-                };
-                let (outcomes, ()) = futures::join!(futures::future::join_all(turns), canceller);
-                if cancel_after.is_some() || !linger.is_zero() {
-                    tokio::select! {
-                        _ = tokio::time::sleep(linger) => {}
-                        _ = gone() => {}
-                    }
-                }
-                Ok(MainResult::Turns(
-                    ids.into_iter()
-                        .zip(outcomes)
-                        .map(|(id, outcome)| SessionRun {
-                            session_id: id.to_string(),
-                            outcome,
-                        })
-                        .collect(),
-                ))
-            }
-        });
-
+    let drive = Drive {
+        plan: plan.clone(),
+        limits: limits.clone(),
+        eof: eof_rx,
+        exited: exit_rx.clone(),
+        phase: phase.clone(),
+        permissions: permissions.clone(),
+    };
+    let conn = async move {
+        match version {
+            ProtocolVersion::V1 => v1::drive(transport, drive).await,
+            _ => v2::drive(transport, drive).await,
+        }
+    };
+    let (setup, turn, linger) = (limits.setup, limits.turn, plan.linger);
     let overall = setup * (1 + plan.prompts.len() as u32) + turn + linger + Duration::from_secs(5);
     let result = tokio::time::timeout(overall, conn).await;
     let phase_reached = phase.lock().map(|p| *p).unwrap_or(Phase::Initialize);
@@ -416,7 +414,10 @@ pub async fn run(
     };
     let sessions = match result {
         Ok(Ok(MainResult::Turns(s))) => s,
-        Ok(Ok(MainResult::SetupFailed(p, msg))) => return Err(setup_error(p, msg, &exit, &stderr)),
+        Ok(Ok(MainResult::VersionRefused(why))) => return Ok(Attempt::Refused(why)),
+        Ok(Ok(MainResult::SetupFailed(p, msg, _))) => {
+            return Err(setup_error(p, msg, &exit, &stderr));
+        }
         Ok(Err(e)) if phase_reached < Phase::Prompt => {
             return Err(setup_error(phase_reached, e.to_string(), &exit, &stderr));
         }
@@ -457,7 +458,7 @@ pub async fn run(
         .into_iter()
         .map(|(d, at, t)| RawLine::new(d, (rel(at) * 10.0).round() / 10.0, t))
         .collect();
-    Ok(ClientRun {
+    Ok(Attempt::Done(ClientRun {
         lines,
         sessions,
         pid,
@@ -466,7 +467,9 @@ pub async fn run(
         stderr,
         permission_requests: permissions.load(Ordering::SeqCst),
         prompt_at,
-    })
+        protocol: if version == ProtocolVersion::V1 { 1 } else { 2 },
+        negotiation: None,
+    }))
 }
 
 fn describe_exit(status: Option<std::process::ExitStatus>, own: bool) -> String {
