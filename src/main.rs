@@ -4,7 +4,7 @@ use acp_patch::error::Error;
 use acp_patch::ops::{self, ApplyOptions};
 use acp_patch::output::{self, Context, Printer, SmokeResult, Streams};
 use acp_patch::project::Options;
-use clap::{Args, Parser, Subcommand, ValueEnum};
+use clap::{Args, CommandFactory, Parser, Subcommand, ValueEnum};
 use std::io::{self, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -12,7 +12,7 @@ use std::process::ExitCode;
 #[derive(Parser)]
 #[command(
     name = "acp-patch",
-    version,
+    version = env!("ACP_PATCH_VERSION"),
     about = "Give ACP agents a Thinking... card (start, heartbeat, complete) and one thought block"
 )]
 struct Cli {
@@ -32,6 +32,23 @@ enum Command {
     Smoke(Box<acp_patch::smoke::SmokeArgs>),
     /// Write acp-patch.toml with the sites apply finds, each pin commented out, so a team can pin them.
     Init(InitArgs),
+    /// Print the completion script for a shell (e.g. `acp-patch completions bash > ~/.local/share/bash-completion/completions/acp-patch`).
+    Completions(CompletionsArgs),
+    /// Print the man page (roff) to stdout, or write one page per command into a folder.
+    Man(ManArgs),
+}
+
+#[derive(Args)]
+struct CompletionsArgs {
+    #[arg(value_enum)]
+    shell: clap_complete::Shell,
+}
+
+#[derive(Args)]
+struct ManArgs {
+    /// Write acp-patch.1 and acp-patch-<command>.1 for every command into this folder.
+    #[arg(long, value_name = "DIR")]
+    dir: Option<PathBuf>,
 }
 
 #[derive(Args)]
@@ -120,12 +137,6 @@ struct RevertArgs {
     format: Format,
 }
 
-#[derive(Parser)]
-struct SmokeOnly {
-    #[command(flatten)]
-    args: acp_patch::smoke::SmokeArgs,
-}
-
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
 enum Format {
     Text,
@@ -161,20 +172,6 @@ fn set_mask(how: i32) {
 }
 
 fn main() -> ExitCode {
-    // a closed pipe in code that prints with print! (the smoke report) ends quietly too
-    let default_hook = std::panic::take_hook();
-    std::panic::set_hook(Box::new(move |info| {
-        let message = info
-            .payload()
-            .downcast_ref::<String>()
-            .map(String::as_str)
-            .or_else(|| info.payload().downcast_ref::<&str>().copied())
-            .unwrap_or("");
-        if message.starts_with("failed printing to std") && message.contains("Broken pipe") {
-            std::process::exit(0);
-        }
-        default_hook(info);
-    }));
     let cli = Cli::parse();
     set_mask(libc::SIG_BLOCK);
     // a big stack: parsers recurse, and a hostile file may nest deep
@@ -190,10 +187,6 @@ fn main() -> ExitCode {
 }
 
 fn run(cli: &Cli) -> u8 {
-    if let Command::Smoke(args) = &cli.command {
-        // the smoke run prints its own report (a closed pipe there: see the panic hook)
-        return acp_patch::smoke::run_cli(args) as u8;
-    }
     let mut out = io::BufWriter::new(io::stdout().lock());
     let mut err = io::stderr();
     let mut streams = Streams {
@@ -205,26 +198,41 @@ fn run(cli: &Cli) -> u8 {
         Command::Verify(args) => run_verify(args, &mut streams),
         Command::Init(args) => run_init(args, &mut streams),
         Command::Revert(args) => run_revert(args, &mut streams),
-        Command::Smoke(_) => unreachable!("run above"),
+        Command::Completions(args) => printed_only(run_completions(args, &mut streams)),
+        Command::Man(args) => printed_only(run_man(args, &mut streams)),
+        Command::Smoke(args) => acp_patch::smoke::run_cli(args, &mut streams),
     };
-    let result = result.and_then(|code| streams.out.flush().map(|_| code));
-    match result {
-        Ok(code) => code,
-        // the reader closed the pipe (`| head`): it has what it wanted, as ripgrep does
-        Err(e) if e.kind() == io::ErrorKind::BrokenPipe => 0,
+    let (code, printed) = result;
+    match printed.and_then(|()| streams.out.flush()) {
+        Ok(()) => code,
+        // the reader closed the pipe (`| head`): it has what it wanted, as ripgrep does — but
+        // the exit code still states the verdict (a failing gate in a pipeline stays failing)
+        Err(e) if e.kind() == io::ErrorKind::BrokenPipe => code,
         Err(e) => {
             let _ = writeln!(io::stderr(), "acp-patch: error: writing the output: {e}");
-            2
+            code.max(2)
         }
     }
 }
 
-fn refuse(p: &dyn Printer, s: &mut Streams, cx: &Context, e: &Error) -> io::Result<u8> {
-    p.error(s, cx, e)?;
-    Ok(e.exit_code())
+/// A command's verdict (its exit code, known before anything is printed) and how printing
+/// it went: a failed write never changes the verdict into a success.
+type Verdict = (u8, io::Result<()>);
+
+/// A command whose only failure is writing its output (completions, man pages): on a write
+/// error the verdict is the error's (a closed pipe ends quietly with 0).
+fn printed_only(result: io::Result<u8>) -> Verdict {
+    match result {
+        Ok(code) => (code, Ok(())),
+        Err(e) => (0, Err(e)),
+    }
 }
 
-fn run_apply(args: &ApplyArgs, s: &mut Streams) -> io::Result<u8> {
+fn refuse(p: &dyn Printer, s: &mut Streams, cx: &Context, e: &Error) -> Verdict {
+    (e.exit_code(), p.error(s, cx, e))
+}
+
+fn run_apply(args: &ApplyArgs, s: &mut Streams) -> Verdict {
     let printer = args.format.printer();
     let cx = Context {
         command: "apply",
@@ -237,15 +245,12 @@ fn run_apply(args: &ApplyArgs, s: &mut Streams) -> io::Result<u8> {
         check_build: args.check_build,
     };
     match ops::apply(&args.common.path, &opts) {
-        Ok(outcome) => {
-            printer.apply(s, &outcome, args.dry_run)?;
-            Ok(0)
-        }
+        Ok(outcome) => (0, printer.apply(s, &outcome, args.dry_run)),
         Err(e) => refuse(printer.as_ref(), s, &cx, &e),
     }
 }
 
-fn run_verify(args: &VerifyArgs, s: &mut Streams) -> io::Result<u8> {
+fn run_verify(args: &VerifyArgs, s: &mut Streams) -> Verdict {
     let printer = args.format.printer();
     let cx = Context {
         command: "verify",
@@ -254,49 +259,35 @@ fn run_verify(args: &VerifyArgs, s: &mut Streams) -> io::Result<u8> {
     let outcome = match ops::verify(&args.common.path, &args.common.options()) {
         Ok(o) => o,
         // verify's contract: 2 for usage, I/O and parse errors; 1 when a site cannot be found
-        Err(e @ Error::Parse { .. }) => {
-            printer.error(s, &cx, &e)?;
-            return Ok(2);
-        }
+        Err(e @ Error::Parse { .. }) => return (2, printer.error(s, &cx, &e)),
         Err(e) => return refuse(printer.as_ref(), s, &cx, &e),
     };
     let mut code = outcome.exit_code();
     // the smoke run with its defaults, reading [smoke] from the agent's acp-patch.toml
     let smoke: Option<SmokeResult> = args.smoke.then(|| {
-        let smoke_args =
-            SmokeOnly::parse_from([std::ffi::OsStr::new("smoke"), args.common.path.as_os_str()])
-                .args;
-        acp_patch::smoke::SmokeOptions::from_args(&smoke_args)
-            .and_then(|o| acp_patch::smoke::run(&o))
-            .map_err(|e| e.to_string())
+        acp_patch::smoke::run(&acp_patch::smoke::SmokeOptions::for_folder(
+            &args.common.path,
+        ))
     });
     if let Some(r) = &smoke {
-        code = code.max(match r {
-            Ok(r) if r.passed => 0,
-            Ok(_) => 1,
-            Err(_) => 2,
-        });
+        code = code.max(acp_patch::smoke::exit_code(r));
     }
-    printer.verify(s, &outcome, smoke.as_ref())?;
-    Ok(code)
+    (code, printer.verify(s, &outcome, smoke.as_ref()))
 }
 
-fn run_init(args: &InitArgs, s: &mut Streams) -> io::Result<u8> {
+fn run_init(args: &InitArgs, s: &mut Streams) -> Verdict {
     let printer = args.format.printer();
     let cx = Context {
         command: "init",
         root: &args.common.path,
     };
     match acp_patch::init::init(&args.common.path, &args.common.options(), args.dry_run) {
-        Ok(outcome) => {
-            printer.init(s, &outcome, args.dry_run)?;
-            Ok(0)
-        }
+        Ok(outcome) => (0, printer.init(s, &outcome, args.dry_run)),
         Err(e) => refuse(printer.as_ref(), s, &cx, &e),
     }
 }
 
-fn run_revert(args: &RevertArgs, s: &mut Streams) -> io::Result<u8> {
+fn run_revert(args: &RevertArgs, s: &mut Streams) -> Verdict {
     let printer = args.format.printer();
     let cx = Context {
         command: "revert",
@@ -308,10 +299,41 @@ fn run_revert(args: &RevertArgs, s: &mut Streams) -> io::Result<u8> {
         allow_dirty: args.allow_dirty,
     };
     match ops::revert(&args.common.path, &opts) {
-        Ok(outcome) => {
-            printer.revert(s, &outcome, args.dry_run)?;
-            Ok(0)
-        }
+        Ok(outcome) => (0, printer.revert(s, &outcome, args.dry_run)),
         Err(e) => refuse(printer.as_ref(), s, &cx, &e),
     }
+}
+
+fn run_completions(args: &CompletionsArgs, s: &mut Streams) -> io::Result<u8> {
+    let mut script = Vec::new();
+    clap_complete::generate(args.shell, &mut Cli::command(), "acp-patch", &mut script);
+    let mut script = String::from_utf8(script).expect("clap_complete writes UTF-8");
+    if args.shell == clap_complete::Shell::Bash {
+        // clap_complete 4.6 spells a hyphenated name's states two ways (clap-rs/clap#6421):
+        // the loop sets `acp__patch__subcmd__apply`, the arms match
+        // `acp__subcmd__patch__subcmd__apply`, so no subcommand's options would complete
+        script = script.replace("acp__subcmd__patch", "acp__patch");
+    }
+    s.out.write_all(script.as_bytes())?;
+    Ok(0)
+}
+
+fn run_man(args: &ManArgs, s: &mut Streams) -> io::Result<u8> {
+    let cmd = Cli::command();
+    let Some(dir) = &args.dir else {
+        clap_mangen::Man::new(cmd).render(s.out)?;
+        return Ok(0);
+    };
+    if let Err(e) = std::fs::create_dir_all(dir).and_then(|()| clap_mangen::generate_to(cmd, dir)) {
+        s.say(&format!(
+            "acp-patch: error: writing the man pages into {}: {e}",
+            dir.display()
+        ));
+        return Ok(2);
+    }
+    s.say(&format!(
+        "acp-patch: man pages written to {}",
+        dir.display()
+    ));
+    Ok(0)
 }

@@ -213,3 +213,133 @@ fn acp_patch_env(args: &[&str], env: &[(&str, &Path)]) -> (String, i32) {
         out.status.code().unwrap_or(-1),
     )
 }
+
+#[test]
+fn completions_for_every_shell_name_the_commands() {
+    for (shell, marker) in [
+        ("bash", "complete -F _acp__patch"),
+        ("zsh", "#compdef acp-patch"),
+        ("fish", "complete -c acp-patch"),
+        ("powershell", "Register-ArgumentCompleter"),
+        ("elvish", "edit:completion:arg-completer[acp-patch]"),
+    ] {
+        let run = acp_patch(&["completions", shell], None);
+        assert_eq!(run.code, 0, "{shell}: {}", run.stderr);
+        assert!(run.stdout.contains(marker), "{shell}: {}", run.stdout);
+        for word in [
+            "apply", "verify", "revert", "smoke", "init", "dry-run", "github",
+        ] {
+            assert!(run.stdout.contains(word), "{shell} lacks {word}");
+        }
+    }
+    assert_eq!(acp_patch(&["completions", "tcsh"], None).code, 2);
+}
+
+/// What bash offers at a tab, by running the generated script (a subcommand's options and a
+/// flag's values too: clap_complete's own script misses them for a hyphenated name).
+#[test]
+fn bash_completes_subcommands_options_and_values() {
+    let script = acp_patch(&["completions", "bash"], None).stdout;
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("acp-patch.bash");
+    std::fs::write(&file, script).unwrap();
+    let complete = |words: &[&str]| -> String {
+        let line = words
+            .iter()
+            .map(|w| format!("'{w}'"))
+            .collect::<Vec<_>>()
+            .join(" ");
+        let body = format!(
+            "source '{}'; COMP_WORDS=({line}); COMP_CWORD=$((${{#COMP_WORDS[@]}} - 1)); \
+             _acp__patch acp-patch \"${{COMP_WORDS[COMP_CWORD]}}\" \"${{COMP_WORDS[COMP_CWORD-1]}}\"; \
+             echo \"${{COMPREPLY[*]}}\"",
+            file.display()
+        );
+        let out = std::process::Command::new("bash")
+            .args(["-c", &body])
+            .output()
+            .expect("bash");
+        String::from_utf8(out.stdout).unwrap().trim().to_string()
+    };
+    assert_eq!(complete(&["acp-patch", "ap"]), "apply");
+    assert_eq!(complete(&["acp-patch", "apply", "--dry"]), "--dry-run");
+    assert_eq!(
+        complete(&["acp-patch", "verify", "--format", ""]),
+        "text json github"
+    );
+    assert_eq!(
+        complete(&["acp-patch", "completions", "z"]),
+        "zsh",
+        "the shells are offered"
+    );
+}
+
+#[test]
+fn man_page_on_stdout_and_one_page_per_command() {
+    let run = acp_patch(&["man"], None);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(run.stdout.starts_with(".ie"), "{}", run.stdout);
+    assert!(run.stdout.contains(".TH acp-patch 1"), "{}", run.stdout);
+    assert!(
+        run.stdout.contains("acp\\-patch\\-apply(1)"),
+        "{}",
+        run.stdout
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("man1");
+    let run = acp_patch(&["man", "--dir", path_str(&out)], None);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let mut pages: Vec<String> = std::fs::read_dir(&out)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    pages.sort();
+    for page in [
+        "acp-patch.1",
+        "acp-patch-apply.1",
+        "acp-patch-completions.1",
+        "acp-patch-init.1",
+        "acp-patch-man.1",
+        "acp-patch-revert.1",
+        "acp-patch-smoke.1",
+        "acp-patch-verify.1",
+    ] {
+        assert!(pages.contains(&page.to_string()), "{page} not in {pages:?}");
+    }
+    let apply = std::fs::read_to_string(out.join("acp-patch-apply.1")).unwrap();
+    assert!(apply.contains("\\-\\-dry\\-run"), "{apply}");
+    // a folder that cannot be made is an I/O error, said on stderr
+    let file = dir.path().join("a-file");
+    std::fs::write(&file, "").unwrap();
+    let run = acp_patch(&["man", "--dir", path_str(&file.join("sub"))], None);
+    assert_eq!(run.code, 2);
+    assert!(
+        run.stderr
+            .starts_with("acp-patch: error: writing the man pages"),
+        "{}",
+        run.stderr
+    );
+}
+
+#[test]
+fn version_names_the_commit_it_was_built_from() {
+    let run = acp_patch(&["--version"], None);
+    assert_eq!(run.code, 0);
+    let version = env!("CARGO_PKG_VERSION");
+    let line = run.stdout.trim_end();
+    let rest = line
+        .strip_prefix(&format!("acp-patch {version} ("))
+        .and_then(|r| r.strip_suffix(')'))
+        .unwrap_or_else(|| panic!("{line}"));
+    // this test runs in the project's checkout: the commit and its date
+    let head = std::process::Command::new("git")
+        .args(["log", "-1", "--format=%h %cs", "--abbrev=12"])
+        .current_dir(repo())
+        .output()
+        .unwrap();
+    let head = String::from_utf8(head.stdout).unwrap();
+    if head.trim().is_empty() {
+        return; // not a git checkout (a packaged crate): scripts/package.sh checks that case
+    }
+    assert_eq!(rest, head.trim());
+}
