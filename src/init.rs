@@ -95,7 +95,7 @@ pub fn init(root: &Path, opts: &Options, dry_run: bool) -> Result<InitOutcome> {
     if langs.is_empty() {
         return Err(Error::NoAgent {
             root: project.root.clone(),
-            detail: "no source file imports an ACP SDK".into(),
+            detail: "no source file imports an ACP SDK or handles `session/prompt`, and acp-patch.toml pins no prompt handler".into(),
         });
     }
     let mut sites = Vec::new();

@@ -99,7 +99,7 @@ pub(crate) fn agents(project: &Project) -> Result<Vec<&'static dyn Language>> {
         .filter(|l| l.detect(project))
         .collect();
     if found.is_empty() {
-        let mut detail = "no source file imports an ACP SDK".to_string();
+        let mut detail = "no source file imports an ACP SDK or handles `session/prompt`, and acp-patch.toml pins no prompt handler".to_string();
         if !project.skipped.is_empty() {
             detail.push_str(&format!(
                 "; {} source files were not read (see the notes)",

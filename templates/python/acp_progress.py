@@ -14,7 +14,10 @@ acp-patch wrote this module beside the agent's prompt handler; the agent's own f
     a new card opens when the session goes quiet after a tool call, and the same arguments reach
     the real connection (everything else about the connection passes through untouched);
 - ``acp_progress.bind(agent, conn)`` where the SDK hands the connection over, for agents that
-    keep it nowhere the prompt handler's decorator can read it.
+    keep it nowhere the prompt handler's decorator can read it;
+- agents with a JSON-RPC loop of their own (no SDK): ``@acp_progress.prompt_handler(wire=...)``
+    (the card goes out through the agent's own writer) and ``acp_progress.wire(writer)`` around
+    each call that writes a ``session/update`` message (a dict, or its JSON text or bytes).
 
 Everything is kept per session id. Environment: {{PREFIX}}_HEARTBEAT_S (default 30),
 {{PREFIX}}_HEARTBEAT_DISABLED=1, {{PREFIX}}_THINK_HOLD_MS (default 200; 0 = the next tick),
@@ -27,15 +30,22 @@ import asyncio
 import contextvars
 import functools
 import inspect
+import json
 import logging
 import os
+import sys
 import time
 import uuid
 
 _log = logging.getLogger(__name__)
 
 # The turn's real output: the first one of a session completes its card.
-_REAL = frozenset({"agent_message_chunk", "agent_thought_chunk", "tool_call", "tool_call_update", "plan"})
+# (the draft protocol v2 names some differently: whole messages, plan updates, tool-call chunks)
+_REAL = frozenset({
+    "agent_message_chunk", "agent_thought_chunk", "tool_call", "tool_call_update", "plan",
+    "agent_message", "agent_thought", "plan_update", "tool_call_content_chunk",
+})
+_THOUGHTS = ("agent_thought_chunk", "agent_thought")
 _CARD = "llm_response"  # the card's name for the progress callback
 _DISABLED = ("1", "true", "yes")
 
@@ -66,7 +76,7 @@ def build_thinking_complete(tool_call_id, failed=False):
 
 
 def _tool_update(helper, update_kind, tool_call_id, **fields):
-    import acp
+    acp = sys.modules.get("acp")  # the SDK the agent runs on; an agent without it: the same JSON
 
     build = getattr(acp, helper, None)  # the SDK's helpers (since 0.4.9)
     if build is not None:
@@ -249,22 +259,30 @@ async def _progress_complete(session, failed=False):
 
 # ---- the turn ----------------------------------------------------------------------------
 
-def prompt_handler(connection=None, **send_kwargs):
+def prompt_handler(connection=None, wire=None, **send_kwargs):
     """Decorator for an ACP prompt handler (``async def prompt``). ``connection(agent)`` returns
     the connection the SDK handed over (else the one ``bind`` recorded); ``send_kwargs`` are the
-    extra keywords the agent's own sends pass, used for the card's first updates."""
+    extra keywords the agent's own sends pass, used for the card's first updates. An agent
+    without the SDK gives ``wire(params, *handler_args, **handler_kwargs)`` instead: it writes
+    one ``session/update`` notification with these params through the agent's own writer."""
 
     def decorate(handler):
         @functools.wraps(handler)
         async def prompt(self, *args, **kwargs):
             session_id = _session_id_of(handler, self, args, kwargs)
+            if session_id is None and wire is not None:
+                session_id = _session_id_in((self, *args, *kwargs.values()))
             active = _turns.get()
             if session_id is None or session_id in active:
                 return await handler(self, *args, **kwargs)  # no session, or an outer handler has the turn
             token = _turns.set(active | {session_id})
             session = _session(session_id)
             try:
-                await _begin_turn(session, self, _connection_of(self, connection), send_kwargs)
+                if wire is not None:
+                    target = _Wire(lambda params: wire(params, self, *args, **kwargs))
+                else:
+                    target = _connection_of(self, connection)
+                await _begin_turn(session, self, target, send_kwargs)
                 try:
                     result = await handler(self, *args, **kwargs)
                 except asyncio.CancelledError:
@@ -288,9 +306,28 @@ def cancel_handler(handler):
     for the session; its open card keeps its heartbeat until the turn ends (the prompt handler
     returns or is cancelled), since the agent is still working until then."""
 
+    if not inspect.iscoroutinefunction(handler):  # a loop of the agent's own may cancel synchronously
+
+        @functools.wraps(handler)
+        def cancel_now(*args, **kwargs):
+            session = _sessions.get(_session_id_in(args + tuple(kwargs.values())))
+            if session is not None and session.turns:
+                try:
+                    session.cancelled = True
+                    _disarm_gap(session)
+                    _run_sync(_flush(session))
+                except Exception:
+                    _log.debug("ACP progress cancel failed", exc_info=True)
+            return handler(*args, **kwargs)
+
+        return cancel_now
+
     @functools.wraps(handler)
     async def cancel(self, *args, **kwargs):
-        session = _sessions.get(_session_id_of(handler, self, args, kwargs))
+        session_id = _session_id_of(handler, self, args, kwargs)
+        if session_id is None:
+            session_id = _session_id_in((self, *args, *kwargs.values()))
+        session = _sessions.get(session_id)
         if session is not None:
             try:
                 async with session.guard():
@@ -375,6 +412,18 @@ def _session_id_of(handler, agent, args, kwargs):
             found = value.get(key) if isinstance(value, dict) else getattr(value, key, None)
             if isinstance(found, str):
                 return found
+    return None
+
+
+def _session_id_in(values):
+    """The session id of a request's params, or of a whole JSON-RPC message (``params``)."""
+    for value in values:
+        if isinstance(value, dict):
+            for found in (value, value.get("params")):
+                if isinstance(found, dict):
+                    for key in ("sessionId", "session_id"):
+                        if isinstance(found.get(key), str):
+                            return found[key]
     return None
 
 
@@ -474,7 +523,7 @@ async def _gate(session, connection, send, args, kwargs, sent, update, where):
 async def _forward(sent):
     token = _forwarding.set(True)
     try:
-        return await sent
+        return (await sent) if inspect.isawaitable(sent) else sent
     finally:
         _forwarding.reset(token)
 
@@ -510,7 +559,8 @@ def _status(update):
 
 def _hold(session, entry, sent):
     """Hold one text send (re-made at the flush); text following it merges into it."""
-    sent.close()  # never awaited: the flush sends it (merged) again
+    if sent is not None:
+        sent.close()  # never awaited: the flush sends it (merged) again
     if session.held:
         last = session.held[-1]
         merged = _merge_text(last[3], entry[3])
@@ -562,7 +612,10 @@ def _merge_text(first, second):
 def _with_update(entry, update):
     send, args, kwargs, _old, where = entry
     args, kwargs = list(args), dict(kwargs)
-    if where[0] == "kw":
+    if where[0] == "wire":  # a JSON-RPC message of the agent's own writer
+        args, kwargs = where[1](update)
+        args = list(args)
+    elif where[0] == "kw":
         kwargs[where[1]] = update
     elif where[0] == "pos":
         args[where[1]] = update
@@ -596,3 +649,163 @@ async def _gap(session, token):
             return
         session.gap_timer = session.gap_token = None
         await _progress_start(session)
+
+
+# ---- agents without the SDK: their own JSON-RPC writer -----------------------------------
+
+def wire(writer):
+    """The agent's own writer as its ``session/update`` writes should use it:
+    ``acp_progress.wire(self).write(message)``, ``acp_progress.wire(print)(json.dumps(message))``.
+    A call that carries a ``session/update`` message (a dict, or its JSON text or bytes) does
+    the session's card, text hold and gap bookkeeping, then writes the same message; every
+    other call and attribute passes through untouched."""
+    if writer is None or isinstance(writer, _WireEmitter):
+        return writer
+    return _WireEmitter(writer)
+
+
+class _WireEmitter:
+    __slots__ = ("_acp_writer",)
+
+    def __init__(self, writer):
+        object.__setattr__(self, "_acp_writer", writer)
+
+    def __getattr__(self, name):
+        if name == "_acp_writer":
+            raise AttributeError(name)
+        value = getattr(self._acp_writer, name)
+        if not callable(value):
+            return value
+        return functools.partial(_wire_call, value)
+
+    def __setattr__(self, name, value):
+        setattr(self._acp_writer, name, value)
+
+    def __call__(self, *args, **kwargs):
+        return _wire_call(self._acp_writer, *args, **kwargs)
+
+
+class _Wire:
+    """The card's connection for an agent without the SDK: its own writer of notifications."""
+
+    def __init__(self, write):
+        self._write = write
+
+    async def session_update(self, session_id, update, **_kwargs):
+        if hasattr(update, "model_dump"):  # the SDK's models, when it is installed anyway
+            update = update.model_dump(mode="json", by_alias=True, exclude_none=True)
+        written = self._write({"sessionId": session_id, "update": update})
+        if inspect.isawaitable(written):
+            await written
+
+
+def _run_sync(coro):
+    """Runs a coroutine that never waits (the card's updates through a synchronous writer)."""
+    try:
+        coro.send(None)
+    except StopIteration:
+        return
+    coro.close()
+    _log.debug("ACP progress: a synchronous write waited; its card update was dropped")
+
+
+def _wire_message(value):
+    """(message, how to put it back) of a writer's argument that is a ``session/update``."""
+    if isinstance(value, dict):
+        return (value, lambda message: message) if value.get("method") == "session/update" else None
+    raw = value
+    if isinstance(value, (bytes, bytearray)):
+        if b"session/update" not in value:
+            return None
+        try:
+            raw = bytes(value).decode("utf-8")
+        except UnicodeDecodeError:
+            return None
+    if not isinstance(raw, str) or "session/update" not in raw:
+        return None
+    body = raw.strip()
+    try:
+        message = json.loads(body)
+    except ValueError:
+        return None
+    if not isinstance(message, dict) or message.get("method") != "session/update":
+        return None
+    start = raw.find(body)
+    head, tail = raw[:start], raw[start + len(body):]
+
+    def back(message):
+        text = head + json.dumps(message) + tail
+        return text.encode("utf-8") if isinstance(value, (bytes, bytearray)) else text
+
+    return message, back
+
+
+def _wire_envelope(args, kwargs):
+    """(session id, update, rebuild(update) -> (args, kwargs)) of a writer call."""
+    places = [("pos", i, v) for i, v in enumerate(args)] + [("kw", k, v) for k, v in kwargs.items()]
+    for kind, key, value in places:
+        found = _wire_message(value)
+        if found is None:
+            continue
+        message, back = found
+        params = message.get("params")
+        if not isinstance(params, dict) or not isinstance(params.get("sessionId"), str):
+            return None
+
+        def rebuild(update, kind=kind, key=key, message=message, params=params, back=back):
+            new_args, new_kwargs = list(args), dict(kwargs)
+            value = back({**message, "params": {**params, "update": update}})
+            if kind == "pos":
+                new_args[key] = value
+            else:
+                new_kwargs[key] = value
+            return tuple(new_args), new_kwargs
+
+        return params["sessionId"], params.get("update"), rebuild
+    return None
+
+
+def _is_async(writer):
+    return inspect.iscoroutinefunction(getattr(writer, "__func__", writer))
+
+
+def _wire_call(writer, *args, **kwargs):
+    if _forwarding.get():
+        return writer(*args, **kwargs)  # ours, or nested in one of ours
+    try:
+        found = _wire_envelope(args, kwargs)
+    except Exception:
+        found = None
+    if found is None:
+        return writer(*args, **kwargs)
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:  # written from another thread: passes as it is (the turn's end closes the card)
+        return writer(*args, **kwargs)
+    session_id, update, rebuild = found
+    session = _session(session_id)
+    where = ("wire", rebuild)
+    send = lambda *a, **k: writer(*a, **k)  # noqa: E731 (re-made at a flush)
+    if _is_async(writer):
+        return _gate(session, session.connection, send, args, kwargs, writer(*args, **kwargs), update, where)
+    kind = _field(update, "session_update", "sessionUpdate")
+    if kind in _REAL:
+        try:
+            _disarm_gap(session)
+            _run_sync(_progress_complete(session))
+            if kind in _THOUGHTS:
+                session.reasoning = True
+            elif kind == "agent_message_chunk" and session.turns and (session.held or session.reasoning):
+                _hold(session, [send, args, kwargs, update, where], None)
+                return None
+            else:
+                _run_sync(_flush(session))
+            if kind == "tool_call_update" and _status(update) in ("completed", "failed"):
+                _arm_gap(session)
+        except Exception:
+            _log.debug("ACP progress bookkeeping failed", exc_info=True)
+    token = _forwarding.set(True)
+    try:
+        return writer(*args, **kwargs)
+    finally:
+        _forwarding.reset(token)

@@ -574,3 +574,101 @@ class Emitter(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class Wire(unittest.TestCase):
+    """Agents without the SDK: their own writer of JSON-RPC messages (sync or async, dicts or
+    JSON text or bytes) goes through ``wire``, the card through ``prompt_handler(wire=...)``."""
+
+    def setUp(self):
+        self.rt = load_runtime()
+        self.lines = []  # what reached the agent's stdout, parsed
+
+    def write(self, line):  # a synchronous writer of JSON text, like sys.stdout.write
+        self.lines.append(__import__("json").loads(line))
+
+    def kinds(self):
+        return [describe(m["params"]["update"]) if m.get("method") == "session/update" else "reply" for m in self.lines]
+
+    def note(self, sid, update):
+        return {"jsonrpc": "2.0", "method": "session/update", "params": {"sessionId": sid, "update": update}}
+
+    def run_turn(self, body, writer=None):
+        rt, json = self.rt, __import__("json")
+        writer = writer or self.write
+
+        @rt.prompt_handler(wire=lambda acp_params, params, *_, **__: writer(json.dumps(self.note(params["sessionId"], acp_params["update"]))))
+        async def handle_prompt(params):
+            await body(params["sessionId"], lambda m: rt.wire(writer)(json.dumps(m) + "\n"))
+            return {"stopReason": "end_turn"}
+
+        return asyncio.run(asyncio.wait_for(handle_prompt({"sessionId": "s1", "prompt": []}), WAIT))
+
+    def test_card_opens_at_entry_and_closes_before_the_first_chunk_through_a_sync_writer(self):
+        async def body(sid, send):
+            send(self.note(sid, {"sessionUpdate": "available_commands_update", "availableCommands": []}))
+            send(self.note(sid, {"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": "hi"}}))
+
+        self.run_turn(body)
+        self.assertEqual(self.kinds(), ["card:in_progress", "available_commands_update", "card:completed", "text:hi"])
+
+    def test_text_after_reasoning_is_held_merged_and_written_once(self):
+        async def body(sid, send):
+            chunk = lambda kind, t: self.note(sid, {"sessionUpdate": kind, "content": {"type": "text", "text": t}})  # noqa: E731
+            send(chunk("agent_thought_chunk", "think"))
+            send(chunk("agent_message_chunk", "a"))
+            send(chunk("agent_thought_chunk", "more"))
+            send(chunk("agent_message_chunk", "b"))
+
+        self.run_turn(body)
+        self.assertEqual(self.kinds(), ["card:in_progress", "card:completed", "thought:think", "thought:more", "text:ab"])
+
+    def test_bytes_and_async_writers(self):
+        json = __import__("json")
+        out = []
+
+        async def awrite(data):
+            out.append(json.loads(data.decode()))
+
+        rt = self.rt
+
+        @rt.prompt_handler(wire=lambda acp_params, params, *_, **__: awrite(json.dumps(self.note("s2", acp_params["update"])).encode()))
+        async def handle_prompt(params):
+            await rt.wire(awrite)(json.dumps(self.note("s2", {"sessionUpdate": "tool_call", "toolCallId": "t1", "title": "x"})).encode())
+            return {"stopReason": "end_turn"}
+
+        asyncio.run(asyncio.wait_for(handle_prompt({"sessionId": "s2"}), WAIT))
+        self.assertEqual([describe(m["params"]["update"]) for m in out], ["card:in_progress", "card:completed", "tool_call:?"])
+
+    def test_other_messages_and_attributes_pass_through(self):
+        class Out:
+            encoding = "utf-8"
+
+            def __init__(self):
+                self.got = []
+
+            def write(self, s):
+                self.got.append(s)
+                return len(s)
+
+        out = Out()
+        w = self.rt.wire(out)
+        self.assertEqual(w.encoding, "utf-8")
+        reply = '{"jsonrpc": "2.0", "id": 1, "result": {}}\n'
+        self.assertEqual(w.write(reply), len(reply))
+        self.assertEqual(out.got, [reply])
+        self.assertIs(self.rt.wire(w), w)
+
+    def test_a_synchronous_cancel_flushes_and_stops_gap_cards(self):
+        rt = self.rt
+        calls = []
+
+        @rt.cancel_handler
+        def cancel(params, state):
+            calls.append(params["sessionId"])
+
+        session = rt._session("s3")
+        session.turns = 1
+        cancel({"sessionId": "s3"}, None)
+        self.assertEqual(calls, ["s3"])
+        self.assertTrue(session.cancelled)

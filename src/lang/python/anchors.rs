@@ -40,8 +40,10 @@ pub struct Handler<'a> {
 pub struct Send<'a> {
     pub call: At<'a>,
     pub receiver: Node<'a>,
-    /// Already `acp_progress.emitter(<receiver>)`.
+    /// Already `acp_progress.emitter(<receiver>)` (`acp_progress.wire(...)`).
     pub wrapped: bool,
+    /// A write of the agent's own JSON-RPC message (no SDK): wrapped with `acp_progress.wire`.
+    pub wire: bool,
 }
 
 pub struct Anchors<'a> {
@@ -371,6 +373,7 @@ fn sends<'a>(files: &'a [Parsed]) -> Vec<Send<'a>> {
                 },
                 receiver,
                 wrapped: is_emitter_call(receiver, src),
+                wire: false,
             });
         }
     }
@@ -429,6 +432,14 @@ pub fn locate<'a>(
     files: &'a [Parsed],
     pins: &PythonPins,
 ) -> Result<Anchors<'a>> {
+    // no SDK at all: the agent's own JSON-RPC loop
+    if !files
+        .iter()
+        .any(|p| is_agent_file(p) && super::wire::imports_sdk(p))
+        && let Some(found) = super::wire::locate(files, pins)?
+    {
+        return Ok(found);
+    }
     let classes = Classes::of(files);
     let bound = bound_classes(files, &classes);
     // (class, prompt) of every bound class that has one
@@ -470,7 +481,7 @@ pub fn locate<'a>(
             None,
             "ACP prompt handler",
             "prompt",
-            || "no class is handed to `acp.run_agent` / `AgentSideConnection` or derives from `acp.Agent`, and no class in a module that imports `acp` has an `async def prompt`".into(),
+            || "no class is handed to `acp.run_agent` / `AgentSideConnection` or derives from `acp.Agent`, no class in a module that imports `acp` has an `async def prompt`, and no dispatcher of `\"session/prompt\"` calls a function of the tree".into(),
         )
         .map_err(|e| match e {
             Error::Unlocatable { detail, .. } => Error::NoAgent {
@@ -517,6 +528,7 @@ pub fn locate<'a>(
                     call: s.call,
                     receiver: s.receiver,
                     wrapped: s.wrapped,
+                    wire: s.wire,
                 })
                 .collect();
             if kept.is_empty() {

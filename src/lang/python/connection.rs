@@ -22,6 +22,9 @@ pub enum Connection<'a> {
     },
     /// `on_connect(self, conn)` keeps it nowhere we can read: bind it there.
     Bind { method: At<'a>, param: String },
+    /// No SDK: the agent's own writer of `session/update` messages, as a lambda of the
+    /// handler's arguments (`wire=` of the decorator); `at` is the function it is taken from.
+    Wire { lambda: String, at: At<'a> },
 }
 
 /// Where a handler class gets its connection: `on_connect(self, conn)` storing it as
@@ -42,6 +45,7 @@ pub(super) fn connection<'a>(
         let (at, name) = match &c {
             Connection::Attribute { attr, at, .. } => (*at, format!("{class_name}.{attr}")),
             Connection::Bind { method, .. } => (*method, format!("{class_name}.on_connect")),
+            Connection::Wire { at, .. } => (*at, class_name.clone()),
         };
         let cand = candidate(files, at, name);
         if !found.iter().any(|(_, c)| c.name == cand.name) {
@@ -136,6 +140,7 @@ pub(super) fn connection<'a>(
                 let at = match c {
                     Connection::Attribute { at, .. } => *at,
                     Connection::Bind { method, .. } => *method,
+                    Connection::Wire { at, .. } => *at,
                 };
                 (at, cand.name.clone())
             })

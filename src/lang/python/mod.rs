@@ -16,6 +16,7 @@ mod protocol;
 mod scope;
 pub(crate) mod syntax;
 mod toolchain;
+mod wire;
 
 use crate::error::{Error, Result};
 use crate::lang::Language;
@@ -111,6 +112,7 @@ impl Python {
             let attr = match &h.connection {
                 anchors::Connection::Attribute { attr, .. } => Some(attr.as_str()),
                 anchors::Connection::Bind { .. } => None,
+                anchors::Connection::Wire { .. } => return Ok(Strategy::Protocol(anchors)),
             };
             if let Some(cb) = engine::locate(files, h.prompt, h.class, attr, pins)? {
                 return Ok(Strategy::Engine(cb));
@@ -248,6 +250,7 @@ impl Language for Python {
             || text.contains("on_first_delta")
             || text.contains("session_update")
             || text.contains("sessionUpdate")
+            || text.contains("session/") // a JSON-RPC loop of the agent's own
     }
 
     fn syntax_error(&self, text: &str) -> Option<(usize, String)> {
@@ -255,9 +258,12 @@ impl Language for Python {
     }
 
     fn detect(&self, project: &Project) -> bool {
-        project
-            .files_with_extension(self.extensions())
-            .any(|f| f.text.contains("import acp") || f.text.contains("from acp"))
+        project.files_with_extension(self.extensions()).any(|f| {
+            f.text.contains("import acp")
+                || f.text.contains("from acp")
+                || f.text.contains("\"session/prompt\"")
+                || f.text.contains("'session/prompt'")
+        }) || project.config.python.prompt.is_some()
     }
 
     fn plan(&self, project: &Project) -> Result<Plan> {

@@ -66,6 +66,19 @@ impl<'a> Builder<'a> {
                         detail: format!("`{}.{attr}` {how}", h.class_name),
                     });
                 }
+                Connection::Wire { lambda, at } => {
+                    args.push(format!("wire={lambda}"));
+                    self.findings.push(Finding {
+                        check: "connection",
+                        status: Status::Ok,
+                        file: at.file,
+                        line: line(at.node),
+                        detail: format!(
+                            "the agent's own writer of `session/update` messages, as {} calls it",
+                            qualified_name(at.node, self.src(at.file))
+                        ),
+                    });
+                }
                 Connection::Bind { method, param } => {
                     let msrc = self.src(method.file);
                     let mself = parameters(method.node, msrc)
@@ -107,7 +120,7 @@ impl<'a> Builder<'a> {
             }
         }
         for s in &anchors.sends {
-            self.wrap_send(s.call.file, s.receiver, s.wrapped);
+            self.wrap_send(s.call.file, s.receiver, s.wrapped, s.wire);
             importers.push(s.call.file);
         }
         importers.sort();
@@ -152,8 +165,8 @@ impl<'a> Builder<'a> {
     /// `acp_progress.emitter(` before a send's receiver and `)` after it. On a patched tree
     /// the receiver is the wrapper call: both pieces are there at its exact ends (a `)` occurs
     /// many times on a line), unless it is spelled otherwise (the agent's own: left alone).
-    fn wrap_send(&mut self, file: usize, receiver: tree_sitter::Node, wrapped: bool) {
-        let open = format!("{RUNTIME_NAME}.emitter(");
+    fn wrap_send(&mut self, file: usize, receiver: tree_sitter::Node, wrapped: bool, wire: bool) {
+        let open = format!("{RUNTIME_NAME}.{}(", if wire { "wire" } else { "emitter" });
         let (start, end) = (receiver.start_byte(), receiver.end_byte());
         let ours = wrapped && {
             let src = self.src(file);
