@@ -12,7 +12,7 @@ use std::process::ExitCode;
 #[derive(Parser)]
 #[command(
     name = "acp-patch",
-    version = env!("ACP_PATCH_VERSION"),
+    version = acp_patch::VERSION,
     about = "Give ACP agents a Thinking... card (start, heartbeat, complete) and one thought block"
 )]
 struct Cli {
@@ -92,9 +92,36 @@ struct ApplyArgs {
     #[arg(long)]
     check_build: bool,
     /// Output: text (diff on stdout, summary on stderr), json (one document on stdout,
-    /// the diff in its `diff` field) or github (refusals as annotations).
-    #[arg(long, value_enum, default_value_t = Format::Text)]
-    format: Format,
+    /// the diff in its `diff` field), github (refusals as annotations) or patch (a `git
+    /// format-patch` series on stdout for `git am`: the runtime, then the call edits).
+    #[arg(long, value_enum, default_value_t = ApplyFormat::Text)]
+    format: ApplyFormat,
+    /// With --format patch: run the smoke test before writing and after, and put both
+    /// runs' figures into the series' message.
+    #[arg(long)]
+    smoke: bool,
+}
+
+/// Apply's formats: every command's, and the patch series.
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum ApplyFormat {
+    Text,
+    Json,
+    /// GitHub Actions annotations.
+    Github,
+    /// A `git format-patch` series (mbox) for `git am`.
+    Patch,
+}
+
+impl ApplyFormat {
+    fn printer(self) -> Box<dyn Printer> {
+        match self {
+            ApplyFormat::Text | ApplyFormat::Patch => Format::Text,
+            ApplyFormat::Json => Format::Json,
+            ApplyFormat::Github => Format::Github,
+        }
+        .printer()
+    }
 }
 
 #[derive(Args)]
@@ -255,6 +282,12 @@ fn run_apply(args: &ApplyArgs, s: &mut Streams) -> io::Result<u8> {
         allow_dirty: args.allow_dirty,
         check_build: args.check_build,
     };
+    if args.format == ApplyFormat::Patch {
+        return run_apply_series(args, &opts, printer.as_ref(), &cx, s);
+    }
+    if args.smoke {
+        usage_error("--smoke goes with --format patch (its figures go into the series)");
+    }
     match ops::apply(&args.common.path, &opts) {
         Ok(outcome) => {
             printer.apply(s, &outcome, args.dry_run)?;
@@ -262,6 +295,55 @@ fn run_apply(args: &ApplyArgs, s: &mut Streams) -> io::Result<u8> {
         }
         Err(e) => refuse(printer.as_ref(), s, &cx, &e),
     }
+}
+
+/// A usage error as clap reports one (exit 2).
+fn usage_error(message: &str) -> ! {
+    Cli::command()
+        .error(clap::error::ErrorKind::ArgumentConflict, message)
+        .exit()
+}
+
+/// `apply --format patch`: the summary on stderr as for text, the series on stdout.
+fn run_apply_series(
+    args: &ApplyArgs,
+    opts: &ApplyOptions,
+    printer: &dyn Printer,
+    cx: &Context,
+    s: &mut Streams,
+) -> io::Result<u8> {
+    use acp_patch::series;
+    if args.smoke && args.dry_run {
+        usage_error(
+            "--smoke runs the patched agent, so it needs apply to write: drop --dry-run (`acp-patch revert` undoes it)",
+        );
+    }
+    let result = if args.smoke {
+        series::apply_with_smoke(&args.common.path, opts)
+    } else {
+        ops::apply(&args.common.path, opts).map(|o| (o, None))
+    };
+    let (outcome, smoke) = match result {
+        Ok(r) => r,
+        Err(e) => return refuse(printer, s, cx, &e),
+    };
+    printer.apply(s, &outcome, false)?;
+    if outcome.nothing_to_do() {
+        s.say("acp-patch: no series: the tree needs no change (run it on the unpatched tree)");
+        return Ok(0);
+    }
+    let origin = series::Origin::of(&args.common.path);
+    s.out
+        .write_all(series::series(&outcome, &origin, smoke.as_ref()).as_bytes())?;
+    if series::needs_keep_cr(&outcome) {
+        s.say("note: files with CRLF line endings: apply the series with `git am --keep-cr`");
+    }
+    // the smoke run on the patched tree decides, as `smoke` would exit
+    Ok(match smoke.map(|c| c.after) {
+        Some(Ok(r)) if !r.passed => 1,
+        Some(Err(_)) => 2,
+        _ => 0,
+    })
 }
 
 fn run_verify(args: &VerifyArgs, s: &mut Streams) -> io::Result<u8> {

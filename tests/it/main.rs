@@ -9,6 +9,7 @@ mod python_real;
 mod python_templates;
 mod revert;
 mod rust_agents;
+mod series;
 mod smoke;
 mod smoke_browser;
 mod smoke_modes;
