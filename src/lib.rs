@@ -10,6 +10,7 @@ pub mod config;
 pub mod diff;
 pub mod error;
 pub mod init;
+pub mod installed;
 pub mod lang;
 pub mod ops;
 pub mod output;

@@ -91,6 +91,14 @@ struct ApplyArgs {
     /// temporary copy of the patched tree.
     #[arg(long)]
     check_build: bool,
+    /// An agent installed with pip/uv/pipx or npm instead of a folder: its console script,
+    /// distribution or npm package name (found through PATH, --python, ./node_modules,
+    /// `npm root -g`); patched where it is installed, with a manifest beside it.
+    #[arg(long, value_name = "NAME", conflicts_with = "path")]
+    installed: Option<String>,
+    /// The agent's Python interpreter: the environment --installed looks in.
+    #[arg(long, value_name = "PY")]
+    python: Option<PathBuf>,
     /// Output: text (diff on stdout, summary on stderr), json (one document on stdout,
     /// the diff in its `diff` field), github (refusals as annotations) or patch (a `git
     /// format-patch` series on stdout for `git am`: the runtime, then the call edits).
@@ -135,6 +143,14 @@ struct VerifyArgs {
     /// Also run the smoke test (acp-patch.toml [smoke] must say how to start the agent).
     #[arg(long)]
     smoke: bool,
+    /// An agent installed with pip/uv/pipx or npm instead of a folder: its console script,
+    /// distribution or npm package name (found through PATH, --python, ./node_modules,
+    /// `npm root -g`); patched where it is installed, with a manifest beside it.
+    #[arg(long, value_name = "NAME", conflicts_with = "path")]
+    installed: Option<String>,
+    /// The agent's Python interpreter: the environment --installed looks in.
+    #[arg(long, value_name = "PY")]
+    python: Option<PathBuf>,
 }
 
 #[derive(Args)]
@@ -158,6 +174,14 @@ struct RevertArgs {
     /// Write even when the git tree has uncommitted changes.
     #[arg(long)]
     allow_dirty: bool,
+    /// An agent installed with pip/uv/pipx or npm instead of a folder: its console script,
+    /// distribution or npm package name (found through PATH, --python, ./node_modules,
+    /// `npm root -g`); patched where it is installed, with a manifest beside it.
+    #[arg(long, value_name = "NAME", conflicts_with = "path")]
+    installed: Option<String>,
+    /// The agent's Python interpreter: the environment --installed looks in.
+    #[arg(long, value_name = "PY")]
+    python: Option<PathBuf>,
     /// Summary format on stderr (text) or one JSON document on stdout (json; the diff is
     /// its `diff` field).
     #[arg(long, value_enum, default_value_t = Format::Text)]
@@ -283,10 +307,32 @@ fn run_apply(args: &ApplyArgs, s: &mut Streams) -> io::Result<u8> {
         check_build: args.check_build,
     };
     if args.format == ApplyFormat::Patch {
+        if args.installed.is_some() {
+            usage_error(
+                "--format patch is for the agent's repository (a maintainer `git am`s it): run it on a clone",
+            );
+        }
         return run_apply_series(args, &opts, printer.as_ref(), &cx, s);
     }
     if args.smoke {
         usage_error("--smoke goes with --format patch (its figures go into the series)");
+    }
+    if let Some(name) = &args.installed {
+        let found = match locate(name, args.python.as_deref(), s) {
+            Ok(found) => found,
+            Err(e) => return refuse(printer.as_ref(), s, &cx, &e),
+        };
+        let cx = Context {
+            command: "apply",
+            root: &found.root,
+        };
+        return match acp_patch::installed::apply(&found, &opts) {
+            Ok(outcome) => {
+                printer.apply(s, &outcome, args.dry_run)?;
+                Ok(0)
+            }
+            Err(e) => refuse(printer.as_ref(), s, &cx, &e),
+        };
     }
     match ops::apply(&args.common.path, &opts) {
         Ok(outcome) => {
@@ -352,7 +398,25 @@ fn run_verify(args: &VerifyArgs, s: &mut Streams) -> io::Result<u8> {
         command: "verify",
         root: &args.common.path,
     };
-    let outcome = match ops::verify(&args.common.path, &args.common.options()) {
+    let found = match &args.installed {
+        Some(name) => match locate(name, args.python.as_deref(), s) {
+            Ok(found) => Some(found),
+            Err(e) => return refuse(printer.as_ref(), s, &cx, &e),
+        },
+        None => None,
+    };
+    let root = found
+        .as_ref()
+        .map_or(args.common.path.as_path(), |f| &f.root);
+    let cx = Context {
+        command: "verify",
+        root,
+    };
+    let verified = match &found {
+        Some(found) => acp_patch::installed::verify(found, &args.common.options()),
+        None => ops::verify(root, &args.common.options()),
+    };
+    let outcome = match verified {
         Ok(o) => o,
         // verify's contract: 2 for usage, I/O and parse errors; 1 when a site cannot be found
         Err(e @ Error::Parse { .. }) => {
@@ -365,8 +429,7 @@ fn run_verify(args: &VerifyArgs, s: &mut Streams) -> io::Result<u8> {
     // the smoke run with its defaults, reading [smoke] from the agent's acp-patch.toml
     let smoke: Option<SmokeResult> = args.smoke.then(|| {
         let smoke_args =
-            SmokeOnly::parse_from([std::ffi::OsStr::new("smoke"), args.common.path.as_os_str()])
-                .args;
+            SmokeOnly::parse_from([std::ffi::OsStr::new("smoke"), root.as_os_str()]).args;
         acp_patch::smoke::SmokeOptions::from_args(&smoke_args)
             .and_then(|o| acp_patch::smoke::run(&o))
             .map_err(|e| e.to_string())
@@ -408,6 +471,23 @@ fn run_revert(args: &RevertArgs, s: &mut Streams) -> io::Result<u8> {
         dry_run: args.dry_run,
         allow_dirty: args.allow_dirty,
     };
+    if let Some(name) = &args.installed {
+        let found = match locate(name, args.python.as_deref(), s) {
+            Ok(found) => found,
+            Err(e) => return refuse(printer.as_ref(), s, &cx, &e),
+        };
+        let cx = Context {
+            command: "revert",
+            root: &found.root,
+        };
+        return match acp_patch::installed::revert(&found, &opts) {
+            Ok(outcome) => {
+                printer.revert(s, &outcome, args.dry_run)?;
+                Ok(0)
+            }
+            Err(e) => refuse(printer.as_ref(), s, &cx, &e),
+        };
+    }
     match ops::revert(&args.common.path, &opts) {
         Ok(outcome) => {
             printer.revert(s, &outcome, args.dry_run)?;
@@ -415,6 +495,26 @@ fn run_revert(args: &RevertArgs, s: &mut Streams) -> io::Result<u8> {
         }
         Err(e) => refuse(printer.as_ref(), s, &cx, &e),
     }
+}
+
+/// `--installed NAME`: where it is, said on stderr.
+fn locate(
+    name: &str,
+    python: Option<&std::path::Path>,
+    s: &mut Streams,
+) -> Result<acp_patch::installed::Installed, Error> {
+    let found = acp_patch::installed::locate(name, python)?;
+    s.say(&format!(
+        "acp-patch: {} {} ({}) installed at {}",
+        found.package,
+        found.version,
+        match found.ecosystem {
+            acp_patch::installed::Ecosystem::Python => "Python",
+            acp_patch::installed::Ecosystem::Npm => "npm",
+        },
+        found.root.display()
+    ));
+    Ok(found)
 }
 
 fn run_completions(args: &CompletionsArgs, s: &mut Streams) -> io::Result<u8> {

@@ -3,6 +3,7 @@
 mod cli;
 mod fixtures;
 mod hostile;
+mod installed;
 mod property;
 mod python;
 mod python_real;
