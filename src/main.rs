@@ -188,12 +188,6 @@ struct RevertArgs {
     format: Format,
 }
 
-#[derive(Parser)]
-struct SmokeOnly {
-    #[command(flatten)]
-    args: acp_patch::smoke::SmokeArgs,
-}
-
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
 enum Format {
     Text,
@@ -229,20 +223,6 @@ fn set_mask(how: i32) {
 }
 
 fn main() -> ExitCode {
-    // a closed pipe in code that prints with print! (the smoke report) ends quietly too
-    let default_hook = std::panic::take_hook();
-    std::panic::set_hook(Box::new(move |info| {
-        let message = info
-            .payload()
-            .downcast_ref::<String>()
-            .map(String::as_str)
-            .or_else(|| info.payload().downcast_ref::<&str>().copied())
-            .unwrap_or("");
-        if message.starts_with("failed printing to std") && message.contains("Broken pipe") {
-            std::process::exit(0);
-        }
-        default_hook(info);
-    }));
     let cli = Cli::parse();
     set_mask(libc::SIG_BLOCK);
     // a big stack: parsers recurse, and a hostile file may nest deep
@@ -258,10 +238,6 @@ fn main() -> ExitCode {
 }
 
 fn run(cli: &Cli) -> u8 {
-    if let Command::Smoke(args) = &cli.command {
-        // the smoke run prints its own report (a closed pipe there: see the panic hook)
-        return acp_patch::smoke::run_cli(args) as u8;
-    }
     let mut out = io::BufWriter::new(io::stdout().lock());
     let mut err = io::stderr();
     let mut streams = Streams {
@@ -273,28 +249,41 @@ fn run(cli: &Cli) -> u8 {
         Command::Verify(args) => run_verify(args, &mut streams),
         Command::Init(args) => run_init(args, &mut streams),
         Command::Revert(args) => run_revert(args, &mut streams),
-        Command::Completions(args) => run_completions(args, &mut streams),
-        Command::Man(args) => run_man(args, &mut streams),
-        Command::Smoke(_) => unreachable!("run above"),
+        Command::Completions(args) => printed_only(run_completions(args, &mut streams)),
+        Command::Man(args) => printed_only(run_man(args, &mut streams)),
+        Command::Smoke(args) => acp_patch::smoke::run_cli(args, &mut streams),
     };
-    let result = result.and_then(|code| streams.out.flush().map(|_| code));
-    match result {
-        Ok(code) => code,
-        // the reader closed the pipe (`| head`): it has what it wanted, as ripgrep does
-        Err(e) if e.kind() == io::ErrorKind::BrokenPipe => 0,
+    let (code, printed) = result;
+    match printed.and_then(|()| streams.out.flush()) {
+        Ok(()) => code,
+        // the reader closed the pipe (`| head`): it has what it wanted, as ripgrep does — but
+        // the exit code still states the verdict (a failing gate in a pipeline stays failing)
+        Err(e) if e.kind() == io::ErrorKind::BrokenPipe => code,
         Err(e) => {
             let _ = writeln!(io::stderr(), "acp-patch: error: writing the output: {e}");
-            2
+            code.max(2)
         }
     }
 }
 
-fn refuse(p: &dyn Printer, s: &mut Streams, cx: &Context, e: &Error) -> io::Result<u8> {
-    p.error(s, cx, e)?;
-    Ok(e.exit_code())
+/// A command's verdict (its exit code, known before anything is printed) and how printing
+/// it went: a failed write never changes the verdict into a success.
+type Verdict = (u8, io::Result<()>);
+
+/// A command whose only failure is writing its output (completions, man pages): on a write
+/// error the verdict is the error's (a closed pipe ends quietly with 0).
+fn printed_only(result: io::Result<u8>) -> Verdict {
+    match result {
+        Ok(code) => (code, Ok(())),
+        Err(e) => (0, Err(e)),
+    }
 }
 
-fn run_apply(args: &ApplyArgs, s: &mut Streams) -> io::Result<u8> {
+fn refuse(p: &dyn Printer, s: &mut Streams, cx: &Context, e: &Error) -> Verdict {
+    (e.exit_code(), p.error(s, cx, e))
+}
+
+fn run_apply(args: &ApplyArgs, s: &mut Streams) -> Verdict {
     let printer = args.format.printer();
     let cx = Context {
         command: "apply",
@@ -327,18 +316,12 @@ fn run_apply(args: &ApplyArgs, s: &mut Streams) -> io::Result<u8> {
             root: &found.root,
         };
         return match acp_patch::installed::apply(&found, &opts) {
-            Ok(outcome) => {
-                printer.apply(s, &outcome, args.dry_run)?;
-                Ok(0)
-            }
+            Ok(outcome) => (0, printer.apply(s, &outcome, args.dry_run)),
             Err(e) => refuse(printer.as_ref(), s, &cx, &e),
         };
     }
     match ops::apply(&args.common.path, &opts) {
-        Ok(outcome) => {
-            printer.apply(s, &outcome, args.dry_run)?;
-            Ok(0)
-        }
+        Ok(outcome) => (0, printer.apply(s, &outcome, args.dry_run)),
         Err(e) => refuse(printer.as_ref(), s, &cx, &e),
     }
 }
@@ -357,7 +340,7 @@ fn run_apply_series(
     printer: &dyn Printer,
     cx: &Context,
     s: &mut Streams,
-) -> io::Result<u8> {
+) -> Verdict {
     use acp_patch::series;
     if args.smoke && args.dry_run {
         usage_error(
@@ -373,26 +356,30 @@ fn run_apply_series(
         Ok(r) => r,
         Err(e) => return refuse(printer, s, cx, &e),
     };
-    printer.apply(s, &outcome, false)?;
-    if outcome.nothing_to_do() {
-        s.say("acp-patch: no series: the tree needs no change (run it on the unpatched tree)");
-        return Ok(0);
-    }
-    let origin = series::Origin::of(&args.common.path);
-    s.out
-        .write_all(series::series(&outcome, &origin, smoke.as_ref()).as_bytes())?;
-    if series::needs_keep_cr(&outcome) {
-        s.say("note: files with CRLF line endings: apply the series with `git am --keep-cr`");
-    }
     // the smoke run on the patched tree decides, as `smoke` would exit
-    Ok(match smoke.map(|c| c.after) {
+    let code = match smoke.as_ref().map(|c| &c.after) {
         Some(Ok(r)) if !r.passed => 1,
         Some(Err(_)) => 2,
         _ => 0,
-    })
+    };
+    if let Err(e) = printer.apply(s, &outcome, false) {
+        return (code, Err(e));
+    }
+    if outcome.nothing_to_do() {
+        s.say("acp-patch: no series: the tree needs no change (run it on the unpatched tree)");
+        return (code, Ok(()));
+    }
+    let origin = series::Origin::of(&args.common.path);
+    let printed = s
+        .out
+        .write_all(series::series(&outcome, &origin, smoke.as_ref()).as_bytes());
+    if series::needs_keep_cr(&outcome) {
+        s.say("note: files with CRLF line endings: apply the series with `git am --keep-cr`");
+    }
+    (code, printed)
 }
 
-fn run_verify(args: &VerifyArgs, s: &mut Streams) -> io::Result<u8> {
+fn run_verify(args: &VerifyArgs, s: &mut Streams) -> Verdict {
     let printer = args.format.printer();
     let cx = Context {
         command: "verify",
@@ -419,48 +406,33 @@ fn run_verify(args: &VerifyArgs, s: &mut Streams) -> io::Result<u8> {
     let outcome = match verified {
         Ok(o) => o,
         // verify's contract: 2 for usage, I/O and parse errors; 1 when a site cannot be found
-        Err(e @ Error::Parse { .. }) => {
-            printer.error(s, &cx, &e)?;
-            return Ok(2);
-        }
+        Err(e @ Error::Parse { .. }) => return (2, printer.error(s, &cx, &e)),
         Err(e) => return refuse(printer.as_ref(), s, &cx, &e),
     };
     let mut code = outcome.exit_code();
     // the smoke run with its defaults, reading [smoke] from the agent's acp-patch.toml
-    let smoke: Option<SmokeResult> = args.smoke.then(|| {
-        let smoke_args =
-            SmokeOnly::parse_from([std::ffi::OsStr::new("smoke"), root.as_os_str()]).args;
-        acp_patch::smoke::SmokeOptions::from_args(&smoke_args)
-            .and_then(|o| acp_patch::smoke::run(&o))
-            .map_err(|e| e.to_string())
-    });
+    let smoke: Option<SmokeResult> = args
+        .smoke
+        .then(|| acp_patch::smoke::run(&acp_patch::smoke::SmokeOptions::for_folder(root)));
     if let Some(r) = &smoke {
-        code = code.max(match r {
-            Ok(r) if r.passed => 0,
-            Ok(_) => 1,
-            Err(_) => 2,
-        });
+        code = code.max(acp_patch::smoke::exit_code(r));
     }
-    printer.verify(s, &outcome, smoke.as_ref())?;
-    Ok(code)
+    (code, printer.verify(s, &outcome, smoke.as_ref()))
 }
 
-fn run_init(args: &InitArgs, s: &mut Streams) -> io::Result<u8> {
+fn run_init(args: &InitArgs, s: &mut Streams) -> Verdict {
     let printer = args.format.printer();
     let cx = Context {
         command: "init",
         root: &args.common.path,
     };
     match acp_patch::init::init(&args.common.path, &args.common.options(), args.dry_run) {
-        Ok(outcome) => {
-            printer.init(s, &outcome, args.dry_run)?;
-            Ok(0)
-        }
+        Ok(outcome) => (0, printer.init(s, &outcome, args.dry_run)),
         Err(e) => refuse(printer.as_ref(), s, &cx, &e),
     }
 }
 
-fn run_revert(args: &RevertArgs, s: &mut Streams) -> io::Result<u8> {
+fn run_revert(args: &RevertArgs, s: &mut Streams) -> Verdict {
     let printer = args.format.printer();
     let cx = Context {
         command: "revert",
@@ -481,18 +453,12 @@ fn run_revert(args: &RevertArgs, s: &mut Streams) -> io::Result<u8> {
             root: &found.root,
         };
         return match acp_patch::installed::revert(&found, &opts) {
-            Ok(outcome) => {
-                printer.revert(s, &outcome, args.dry_run)?;
-                Ok(0)
-            }
+            Ok(outcome) => (0, printer.revert(s, &outcome, args.dry_run)),
             Err(e) => refuse(printer.as_ref(), s, &cx, &e),
         };
     }
     match ops::revert(&args.common.path, &opts) {
-        Ok(outcome) => {
-            printer.revert(s, &outcome, args.dry_run)?;
-            Ok(0)
-        }
+        Ok(outcome) => (0, printer.revert(s, &outcome, args.dry_run)),
         Err(e) => refuse(printer.as_ref(), s, &cx, &e),
     }
 }

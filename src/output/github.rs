@@ -22,7 +22,7 @@ pub fn escape_data(s: &str) -> String {
 }
 
 /// A property value (file=, title=): also `:` and `,`.
-fn escape_property(s: &str) -> String {
+pub fn escape_property(s: &str) -> String {
     escape_data(s).replace(':', "%3A").replace(',', "%2C")
 }
 
@@ -101,18 +101,8 @@ impl Printer for Github {
                 .map(|r| PathBuf::from(&r.root))
                 .unwrap_or_default();
             match smoke {
-                Ok(r) => {
-                    for c in r.failed_checks() {
-                        annotation(
-                            s.out,
-                            &root,
-                            None,
-                            &format!("acp-patch smoke: {}", c.name),
-                            &c.summary,
-                        )?;
-                    }
-                }
-                Err(e) => annotation(s.out, &root, None, "acp-patch smoke", e)?,
+                Ok(r) => crate::smoke::print::annotations(s.out, r)?,
+                Err(e) => annotation(s.out, &root, None, "acp-patch smoke", &e.to_string())?,
             }
         }
         s.out.flush()?;

@@ -68,8 +68,10 @@ impl Printer for Json {
         }
         let doc = match smoke {
             None => verify,
-            Some(Ok(r)) => json!({ "verify": verify, "smoke": r }),
-            Some(Err(e)) => json!({ "verify": verify, "smoke": { "passed": false, "error": e } }),
+            Some(Ok(r)) => json!({ "verify": verify, "smoke": crate::smoke::print::json(r) }),
+            Some(Err(e)) => {
+                json!({ "verify": verify, "smoke": crate::smoke::print::error_value(e) })
+            }
         };
         emit(s, &doc)?;
         for note in &outcome.notes {

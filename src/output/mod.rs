@@ -15,7 +15,7 @@ use crate::smoke::report::SmokeReport;
 use std::io::{self, Write};
 use std::path::Path;
 
-pub use github::escape_data;
+pub use github::{escape_data, escape_property};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Format {
@@ -38,7 +38,7 @@ impl Streams<'_> {
 }
 
 /// The result of `verify --smoke`'s smoke run.
-pub type SmokeResult = std::result::Result<SmokeReport, String>;
+pub type SmokeResult = std::result::Result<SmokeReport, crate::smoke::SmokeError>;
 
 /// Which command a refusal came from, and the folder it was pointed at.
 pub struct Context<'a> {
@@ -135,9 +135,10 @@ fn init_summary(s: &mut Streams, outcome: &InitOutcome, dry_run: bool) {
     }
 }
 
+/// `verify --smoke`'s smoke section as the smoke command's text printer writes it.
 fn smoke_text(r: &SmokeResult) -> String {
     match r {
-        Ok(report) => crate::smoke::report::text(report),
+        Ok(report) => crate::smoke::print::text(report),
         Err(e) => format!("acp-patch smoke: {e}\n"),
     }
 }

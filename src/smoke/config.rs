@@ -189,6 +189,8 @@ pub struct Overrides {
     pub tool_call: Option<bool>,
     /// Keep `{smoke_dir}` afterwards.
     pub keep: bool,
+    /// The findings about the agent fail the run too.
+    pub strict: bool,
 }
 
 /// Splits `KEY=VALUE`.
@@ -229,6 +231,8 @@ pub struct Resolved {
     pub network: Network,
     pub isolate_home: bool,
     pub keep: bool,
+    /// The findings about the agent decide the verdict too.
+    pub strict: bool,
     pub preset: Option<PresetUse>,
 }
 
@@ -413,6 +417,7 @@ impl Resolved {
             network: o.network.or(s.network).unwrap_or(Network::Loopback),
             isolate_home: s.isolate_home.unwrap_or(true),
             keep: o.keep,
+            strict: o.strict,
             preset: preset.map(|(_, u)| u),
         })
     }

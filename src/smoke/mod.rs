@@ -5,7 +5,7 @@
 //! workspace in a temporary folder ([`sandbox`]), in a loopback-only network namespace when
 //! possible — and drives its sessions as an ACP client ([`client`]); merges what a client would
 //! show ([`transcript`], [`timeline`]), judges the raw lines ([`checks`]), checks the agent's
-//! folder is untouched ([`trace`]) and reports ([`report`]). Presets ([`presets`]) know how to
+//! folder is untouched ([`trace`]) and reports ([`report`], printed per format by [`print`]). Presets ([`presets`]) know how to
 //! start the agents we know. Exit codes: 0 all checks pass, 1 a check failed, 2 could not run.
 
 pub mod checks;
@@ -13,6 +13,7 @@ pub mod client;
 pub mod config;
 pub mod llm;
 pub mod presets;
+pub mod print;
 pub mod report;
 pub mod run;
 pub mod sandbox;
@@ -88,13 +89,21 @@ pub struct SmokeArgs {
     /// Keep the temporary folder (the agent's home, config, workspace) and print where it is.
     #[arg(long)]
     pub keep: bool,
+    /// Fail on the findings about the agent too (its own tool calls' lifecycle), not only on
+    /// the checks of the patch.
+    #[arg(long)]
+    pub strict: bool,
     /// Read this file instead of PATH/acp-patch.toml.
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
-    /// Write the transcript (raw lines with times) and checks as JSON.
+    /// What to print on stdout.
+    #[arg(long, value_enum, default_value_t = print::Format::Text)]
+    pub format: print::Format,
+    /// Also write the JSON document (`--format json`: every raw line with its time, check
+    /// and figure) into FILE.
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
-    /// Write one self-contained HTML page of the turn (with a timeline) and checks.
+    /// Also write the HTML page (`--format html`: a timeline per session, the checks) into FILE.
     #[arg(long, value_name = "FILE")]
     pub html: Option<PathBuf>,
 }
@@ -182,51 +191,67 @@ impl SmokeOptions {
                     _ => None,
                 },
                 keep: a.keep,
+                strict: a.strict,
             },
         })
     }
 }
 
-fn write_out(path: &std::path::Path, contents: &str) -> bool {
-    match std::fs::write(path, contents) {
-        Ok(()) => true,
-        Err(e) => {
-            eprintln!("acp-patch smoke: cannot write {}: {e}", path.display());
-            false
+impl SmokeOptions {
+    /// A run of the agent in `path` as its acp-patch.toml says, nothing overridden (what
+    /// `verify --smoke` runs).
+    pub fn for_folder(path: &std::path::Path) -> Self {
+        Self {
+            path: path.to_path_buf(),
+            overrides: Overrides::default(),
         }
     }
 }
 
-/// Runs the smoke test from the command line; returns the process exit code (0, 1 or 2).
-pub fn run_cli(args: &SmokeArgs) -> i32 {
-    let result = SmokeOptions::from_args(args).and_then(|o| run(&o));
+/// The exit code of a run: 0 the verdict passed, 1 it failed, 2 the run could not happen.
+pub fn exit_code(result: &Result<SmokeReport, SmokeError>) -> u8 {
     match result {
-        Ok(r) => {
-            print!("{}", report::text(&r));
-            if r.smoke_dir_kept {
-                eprintln!("acp-patch smoke: kept {}", r.smoke_dir);
-            }
-            let mut ok = true;
-            if let Some(p) = &args.json {
-                ok &= write_out(p, &report::json(&r));
-            }
-            if let Some(p) = &args.html {
-                ok &= write_out(p, &report::html(&r));
-            }
-            if !ok {
-                2
-            } else if r.passed {
-                0
-            } else {
-                1
-            }
-        }
-        Err(e) => {
-            eprintln!("acp-patch smoke: {e}");
-            if let Some(p) = &args.json {
-                write_out(p, &report::error_json(&e.to_string()));
-            }
-            2
+        Ok(r) if r.passed => 0,
+        Ok(_) => 1,
+        Err(_) => 2,
+    }
+}
+
+/// Writes one printer's document into `path` (`--json FILE`, `--html FILE`).
+fn write_file(
+    path: &std::path::Path,
+    format: print::Format,
+    result: &Result<SmokeReport, SmokeError>,
+) -> std::io::Result<()> {
+    let mut file = std::io::BufWriter::new(std::fs::File::create(path)?);
+    let mut quiet = std::io::sink();
+    let mut s = crate::output::Streams {
+        out: &mut file,
+        err: &mut quiet,
+    };
+    print::print(print::printer(format).as_ref(), &mut s, result)
+}
+
+/// `acp-patch smoke`: runs, prints in `--format` on `s`, writes the `--json`/`--html` files;
+/// returns the exit code (a file that cannot be written: 2) and how printing went: a stdout
+/// write error (a closed pipe) is the caller's to judge, and never changes the verdict.
+pub fn run_cli(args: &SmokeArgs, s: &mut crate::output::Streams) -> (u8, std::io::Result<()>) {
+    let result = SmokeOptions::from_args(args).and_then(|o| run(&o));
+    let mut code = exit_code(&result);
+    for (path, format) in [
+        (&args.json, print::Format::Json),
+        (&args.html, print::Format::Html),
+    ] {
+        if let Some(path) = path
+            && let Err(e) = write_file(path, format, &result)
+        {
+            s.say(&format!(
+                "acp-patch smoke: cannot write {}: {e}",
+                path.display()
+            ));
+            code = 2;
         }
     }
+    let printed = print::print(print::printer(args.format).as_ref(), s, &result);
+    (code, printed)
 }

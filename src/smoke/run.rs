@@ -3,7 +3,7 @@
 
 use std::time::{Duration, Instant};
 
-use super::checks::{self, CheckContext, SessionText, ToolExpectation};
+use super::checks::{self, CheckContext, SentText, SessionText, ToolExpectation};
 use super::client::{self, Limits, SpawnSpec, TurnOutcome, TurnPlan};
 use super::config::{self, Network, Placeholders, Resolved};
 use super::llm::{self, LlmRequest, SESSION_MARKER, ServerConfig};
@@ -250,6 +250,7 @@ async fn drive(
                     Some(after_tool.iter().any(|q| q.carries_seed == Some(true)))
                 },
                 tool_result: after_tool.iter().find_map(|q| q.tool_result.clone()),
+                results_at_ms: after_tool.iter().map(|q| q.t_ms).collect(),
                 not_asked: if mine.iter().any(|q| q.answer.contains("tool call")) {
                     None
                 } else {
@@ -271,6 +272,14 @@ async fn drive(
             },
             cancel_at_ms,
             tool,
+            answer: script.error.is_none().then(|| {
+                mine.iter()
+                    .map(|q| SentText {
+                        t_ms: q.t_ms,
+                        text: q.text_sent.clone(),
+                    })
+                    .collect()
+            }),
         };
         let checks = checks::run_session(&view, &ctx);
         let transcript = Transcript::from_lines(&view);
@@ -336,7 +345,8 @@ async fn drive(
     }
     let first = sessions.first();
     Ok(SmokeReport {
-        passed: all.iter().all(|c| c.passed),
+        passed: checks::verdict(&all, cfg.strict),
+        strict: cfg.strict,
         agent_dir: cfg.agent_dir.display().to_string(),
         agent_cmd: argv,
         env: super::report::mask_env(&env),

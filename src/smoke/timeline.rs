@@ -10,7 +10,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use super::llm::LlmRequest;
-use super::report::esc;
+use super::print::esc;
 use super::wire::{Direction, RawLine, TurnFrame, session_updates};
 
 /// One point in time.

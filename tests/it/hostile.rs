@@ -1247,16 +1247,61 @@ fn broken_pipe_on_a_dry_run_ends_quietly_with_exit_0() {
 }
 
 #[test]
-fn broken_pipe_on_verify_in_every_format_ends_quietly_with_exit_0() {
+fn a_closed_stdout_never_turns_a_failure_into_exit_0() {
+    // `acp-patch verify | head -1` in a pipeline: the gate must stay failing
     let dir = tree(PY);
     let before = state(dir.path());
     for format in ["text", "json", "github"] {
         let ran = run_closed_stdout(&["verify", "--format", format, path_str(dir.path())]);
-        check(dir.path(), &before, &ran, 0, &[]);
+        check(dir.path(), &before, &ran, 1, &[]);
         assert!(!ran.stderr.contains("Broken pipe"), "{}", ran.stderr);
     }
+    // a verify that holds, and init's survey, still end quietly with 0
+    let patched = tree(PY);
+    assert_eq!(run(&["apply", path_str(patched.path())]).code, 0);
+    let ran = run_closed_stdout(&["verify", path_str(patched.path())]);
+    assert_eq!(ran.code, 0, "{}", ran.stderr);
     let ran = run_closed_stdout(&["init", "--dry-run", path_str(dir.path())]);
     check(dir.path(), &before, &ran, 0, &[]);
+    // refusals printed on stdout (the JSON document) keep their code: apply on a dirty
+    // tree, revert of a hand-edited piece, init with no agent
+    committed(dir.path());
+    edit(dir.path(), "streamy/llm.py", |t| format!("{t}# edited\n"));
+    let before = state(dir.path());
+    let ran = run_closed_stdout(&["apply", "--format", "json", path_str(dir.path())]);
+    check(dir.path(), &before, &ran, 1, &[]);
+    edit(patched.path(), AGENT, |t| {
+        t.replace(
+            "@acp_progress.cancel_handler",
+            "@acp_progress.cancel_handler  # mine",
+        )
+    });
+    let ran = run_closed_stdout(&[
+        "revert",
+        "--dry-run",
+        "--format",
+        "json",
+        path_str(patched.path()),
+    ]);
+    assert_eq!(ran.code, 1, "{}", ran.stderr);
+    let empty = tempfile::tempdir().unwrap();
+    let ran = run_closed_stdout(&[
+        "init",
+        "--dry-run",
+        "--format",
+        "json",
+        path_str(empty.path()),
+    ]);
+    assert_eq!(ran.code, 1, "{}", ran.stderr);
+    // a smoke run that fails (the agent crashes) exits 1 though its report went nowhere
+    let ran = run_closed_stdout(&[
+        "smoke",
+        path_str(&fixture("smoke/crash")),
+        "--timeout-s",
+        "30",
+    ]);
+    assert_eq!(ran.code, 1, "{}", ran.stderr);
+    assert!(!ran.stderr.contains("panicked"), "{}", ran.stderr);
 }
 
 #[test]

@@ -6,6 +6,15 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
+/// The checks that judge the agent's own conformance: reported, failing the run only with
+/// `--strict`. Every other check judges the patch and decides the exit code.
+pub(crate) const AGENT_FINDINGS: &[&str] = &["well_formed_tool_calls", "tool_lifecycle"];
+
+/// The exit code a run with exactly these failing checks must have (without `--strict`).
+pub(crate) fn exit_code_for(failing: &[&str]) -> i32 {
+    i32::from(failing.iter().any(|f| !AGENT_FINDINGS.contains(f)))
+}
+
 pub(crate) fn fixtures() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/smoke")
 }
@@ -63,6 +72,12 @@ impl Run {
             );
         }
         for name in &names {
+            let judges = if AGENT_FINDINGS.contains(&name.as_str()) {
+                "agent"
+            } else {
+                "patch"
+            };
+            assert_eq!(self.check(name)["judges"], judges, "{name}");
             assert_eq!(
                 !self.passed(name),
                 failing.contains(&name.as_str()),
@@ -226,7 +241,7 @@ pub(crate) fn smoke_case(dir: &Path, args: &[&str], failing: &[&str]) -> Run {
     let r = smoke(dir, args);
     assert_eq!(
         r.code,
-        if failing.is_empty() { 0 } else { 1 },
+        exit_code_for(failing),
         "smoke {} {args:?}\n{}\n{}",
         dir.display(),
         r.stdout,
@@ -291,7 +306,12 @@ fn well_behaved_agent_passes_everything() {
     let lines = r.report["lines"].as_array().unwrap();
     assert!(lines.iter().any(|l| l["dir"] == "out" && l["t_ms"] == 0.0));
     assert!(r.stdout.contains("✓ think"), "{}", r.stdout);
-    assert!(r.stdout.contains("PASS: 8/8"), "{}", r.stdout);
+    assert!(
+        r.stdout
+            .contains("\nPASS: 9/9 checks of the patch passed\n"),
+        "{}",
+        r.stdout
+    );
     let html = r.html.as_deref().unwrap();
     assert!(html.starts_with("<!DOCTYPE html>"));
     assert!(html.contains("Here is the answer: 42."));
@@ -327,7 +347,8 @@ fn hanging_agent_times_out_and_its_whole_group_is_killed() {
     assert_eq!(r.code, 1, "{}", r.stdout);
     assert!(!r.passed("turn_ends"));
     assert!(!r.passed("complete"));
-    assert!(!r.passed("well_formed_tool_calls"));
+    assert!(!r.passed("cards_well_formed"));
+    assert!(r.passed("well_formed_tool_calls"));
     assert!(r.passed("think_card"));
     let s = r.check("turn_ends")["summary"].as_str().unwrap();
     assert!(s.contains("3 s timeout"), "{s}");
@@ -354,11 +375,11 @@ fn crashing_agent_is_reported_with_its_stderr_without_waiting_for_the_timeout() 
 }
 
 #[test]
-fn agent_that_never_completes_its_card_fails_complete_and_well_formed() {
+fn agent_that_never_completes_its_card_fails_complete_and_cards_well_formed() {
     let r = smoke(&fixtures().join("no_complete"), &[]);
     assert_eq!(r.code, 1, "{}", r.stdout);
-    r.assert_failing(&["complete", "well_formed_tool_calls"]);
-    let ev = r.check("well_formed_tool_calls")["evidence"].to_string();
+    r.assert_failing(&["complete", "cards_well_formed"]);
+    let ev = r.check("cards_well_formed")["evidence"].to_string();
     assert!(ev.contains("still in_progress"), "{ev}");
     assert_group_gone(&r);
 }
@@ -612,4 +633,127 @@ fn tool_call_with_permission_is_merged_and_allowed() {
     assert_eq!(calls[2]["status"], "completed");
     assert!(r.stdout.contains("✓ read"), "{}", r.stdout);
     assert_group_gone(&r);
+}
+
+#[test]
+fn an_agent_that_never_finishes_its_own_tool_call_passes_the_patch_and_fails_strict() {
+    let dir = fixtures().join("tool_never_done");
+    let r = smoke_case(&dir, &[], &["well_formed_tool_calls", "tool_lifecycle"]);
+    assert_eq!(r.code, 0);
+    assert_eq!(r.report["passed"], true);
+    assert_eq!(r.report["strict"], false);
+    let w = r.check("well_formed_tool_calls")["evidence"].to_string();
+    assert!(
+        w.contains("call_smoke_1: still pending when the turn ends"),
+        "{w}"
+    );
+    // the gap after the tool is judged from when its result reached the model
+    let gap = r.check("gap_card");
+    assert!(
+        gap["evidence"]
+            .to_string()
+            .contains("is never finished on the wire"),
+        "{gap}"
+    );
+    assert!(r.fig("gap_card", "silence_ms") > 1000.0);
+    let text = &r.stdout;
+    let findings = text
+        .find("Findings about the agent")
+        .unwrap_or_else(|| panic!("{text}"));
+    assert!(
+        text[findings..].contains("FAIL well_formed_tool_calls"),
+        "{text}"
+    );
+    assert!(
+        text.contains("\nPASS: 10/10 checks of the patch passed; 2 finding(s) about the agent (well_formed_tool_calls, tool_lifecycle)\n"),
+        "{text}"
+    );
+
+    let r = smoke(&dir, &["--strict"]);
+    assert_eq!(r.code, 1, "{}\n{}", r.stdout, r.stderr);
+    assert_eq!(r.report["passed"], false);
+    assert_eq!(r.report["strict"], true);
+    assert_eq!(r.failing(), ["well_formed_tool_calls", "tool_lifecycle"]);
+    assert!(r.stdout.contains("failing under --strict"), "{}", r.stdout);
+    assert_group_gone(&r);
+}
+
+#[test]
+fn one_format_flag_prints_text_json_github_or_html_and_the_file_aliases_write_the_same() {
+    let good = fixtures().join("good");
+    let out_dir = tempfile::tempdir().unwrap();
+    let file = out_dir.path().join("r.json");
+    let _turn = crate::support::cpu_lock();
+    use crate::support::path_str;
+    let run = |args: &[&str]| {
+        let out = Command::new(env!("CARGO_BIN_EXE_acp-patch"))
+            .arg("smoke")
+            .args(args)
+            .output()
+            .unwrap();
+        (
+            out.status.code().unwrap_or(-1),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    // JSON on stdout is the document --json writes
+    let (code, stdout, stderr) = run(&[
+        path_str(&good),
+        "--delay-s",
+        "0.3",
+        "--format",
+        "json",
+        "--json",
+        path_str(&file),
+    ]);
+    assert_eq!(code, 0, "{stdout}\n{stderr}");
+    let doc: Value = serde_json::from_str(&stdout).expect("stdout is one JSON document");
+    let written: Value = serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+    assert_eq!(doc, written);
+    assert_eq!(doc["passed"], true);
+    assert_eq!(doc["checks"][0]["judges"], "patch");
+
+    // HTML on stdout
+    let (code, stdout, _) = run(&[path_str(&good), "--delay-s", "0.3", "--format", "html"]);
+    assert_eq!(code, 0);
+    assert!(stdout.starts_with("<!DOCTYPE html>"), "{stdout}");
+    assert!(
+        stdout.contains("9/9 checks of the patch passed"),
+        "{stdout}"
+    );
+
+    // GitHub: a finding about the agent is a warning, under --strict an error
+    let never = fixtures().join("tool_never_done");
+    let (code, stdout, stderr) = run(&[path_str(&never), "--format", "github"]);
+    assert_eq!(code, 0, "{stdout}\n{stderr}");
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert_eq!(lines.len(), 2, "{stdout}");
+    assert!(
+        lines[0].starts_with(
+            "::warning title=acp-patch smoke (the agent)%3A well_formed_tool_calls::1 problem(s)"
+        ),
+        "{stdout}"
+    );
+    assert!(stderr.contains("Findings about the agent"), "{stderr}");
+    let (code, stdout, _) = run(&[path_str(&never), "--format", "github", "--strict"]);
+    assert_eq!(code, 1);
+    assert!(
+        stdout.starts_with(
+            "::error title=acp-patch smoke (the agent under --strict)%3A well_formed_tool_calls::"
+        ),
+        "{stdout}"
+    );
+
+    // could not run: the format's error document
+    let empty = tempfile::tempdir().unwrap();
+    let (code, stdout, stderr) = run(&[path_str(empty.path()), "--format", "json"]);
+    assert_eq!(code, 2);
+    let doc: Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(doc["passed"], false);
+    assert!(
+        doc["error"].as_str().unwrap().contains("no agent command"),
+        "{doc}"
+    );
+    assert!(stderr.contains("no agent command"), "{stderr}");
 }

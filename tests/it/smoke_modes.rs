@@ -27,16 +27,25 @@ const BASE: &[&str] = &[
     "heartbeat",
     "complete",
     "one_thought_block",
+    "answer_intact",
     "clean_stdout",
-    "well_formed_tool_calls",
+    "cards_well_formed",
     "turn_ends",
 ];
 
-fn with(extra: &[&'static str], last: &[&'static str]) -> Vec<&'static str> {
+/// The checks of a run in report order: the patch's (BASE, the mode's, no_trace), then the
+/// findings about the agent (its tool calls; the scripted one's lifecycle in a tool turn).
+fn with(
+    extra: &[&'static str],
+    last: &[&'static str],
+    findings: &[&'static str],
+) -> Vec<&'static str> {
     let mut v: Vec<&str> = BASE.to_vec();
     v.extend(extra);
     v.extend(last);
     v.push("no_trace");
+    v.push("well_formed_tool_calls");
+    v.extend(findings);
     v
 }
 
@@ -64,7 +73,7 @@ fn tool_turn(name: &str) {
     let (good, unpatched, path) = dialect(name);
     let r = smoke(&fixtures().join(good), TOOL);
     assert_eq!(r.code, 0, "{}\n{}", r.stdout, r.stderr);
-    r.assert_checks(&with(&["tool_lifecycle", "gap_card"], &[]));
+    r.assert_checks(&with(&["gap_card"], &[], &["tool_lifecycle"]));
     r.assert_failing(&[]);
     every_request_used(&r, path);
     let reqs = r.report["llm_requests"].as_array().unwrap();
@@ -106,6 +115,7 @@ fn cancel(name: &str) {
     r.assert_checks(&with(
         &["cards_closed_on_cancel", "quiet_after_cancel"],
         &[],
+        &[],
     ));
     r.assert_failing(&[]);
     assert_eq!(r.report["stop_reason"], "cancelled");
@@ -131,7 +141,7 @@ fn two_sessions(name: &str) {
     let args = ["--sessions", "2"];
     let r = smoke(&fixtures().join(good), &args);
     assert_eq!(r.code, 0, "{}\n{}", r.stdout, r.stderr);
-    r.assert_checks(&with(&[], &["sessions_isolated"]));
+    r.assert_checks(&with(&[], &["sessions_isolated"], &[]));
     r.assert_failing(&[]);
     every_request_used(&r, path);
     let sessions = r.report["sessions"].as_array().unwrap();
@@ -224,10 +234,13 @@ fn a_sloppy_cancel_leaves_its_card_open_and_keeps_talking() {
     assert_eq!(r.code, 1, "{}\n{}", r.stdout, r.stderr);
     r.assert_failing(&[
         "complete",
-        "well_formed_tool_calls",
+        "answer_intact",
+        "cards_well_formed",
         "cards_closed_on_cancel",
         "quiet_after_cancel",
     ]);
+    let a = r.check("answer_intact")["summary"].as_str().unwrap();
+    assert!(a.contains("message chunk(s) after the turn ended"), "{a}");
     assert!(r.fig("quiet_after_cancel", "late_updates") >= 3.0);
     assert_group_gone(&r);
 }
@@ -264,4 +277,55 @@ fn the_agent_runs_with_only_loopback() {
     );
     assert_eq!(r.code, 0, "{}\n{}", r.stdout, r.stderr);
     assert!(r.report["network"].as_str().unwrap().contains("host"));
+}
+
+#[test]
+fn a_text_hold_that_drops_doubles_or_reorders_the_answer_fails_answer_intact() {
+    for (folder, what) in [
+        ("hold_drop", "no message text reached the client"),
+        ("hold_double", "text was added or doubled"),
+        ("hold_reorder", "text was reordered or changed"),
+    ] {
+        let r = smoke(&fixtures().join(folder), &["--delay-s", "0.5"]);
+        assert_eq!(r.code, 1, "{folder}: {}\n{}", r.stdout, r.stderr);
+        r.assert_failing(&["answer_intact"]);
+        let c = r.check("answer_intact");
+        assert!(
+            c["summary"].as_str().unwrap().contains(what),
+            "{folder}: {c}"
+        );
+        assert!(
+            c["evidence"][0]
+                .as_str()
+                .unwrap()
+                .contains("the model sent: \"Here is the answer: 42.\""),
+            "{folder}: {c}"
+        );
+        assert_eq!(
+            r.report["llm_requests"][0]["text_sent"],
+            "Here is the answer: 42."
+        );
+        assert_group_gone(&r);
+    }
+}
+
+#[test]
+fn whole_answers_not_streamed_arrive_intact_in_every_dialect() {
+    for (name, ..) in DIALECTS {
+        let (good, _, path) = dialect(name);
+        let r = smoke(
+            &fixtures().join(good),
+            &["--env", "LLM_STREAM=0", "--tool-call", "--delay-s", "0.5"],
+        );
+        assert_eq!(r.code, 0, "{name}: {}\n{}", r.stdout, r.stderr);
+        r.assert_failing(&[]);
+        every_request_used(&r, path);
+        let reqs = r.report["llm_requests"].as_array().unwrap();
+        assert_eq!(reqs.len(), 2, "{name}: {}", r.stdout);
+        assert!(reqs.iter().all(|q| q["stream"] == false), "{name}");
+        assert_eq!(reqs[1]["text_sent"], "Here is the answer: 42.");
+        assert_eq!(r.fig("answer_intact", "model_calls"), 2.0);
+        assert_eq!(r.fig("answer_intact", "message_chunks"), 1.0);
+        assert_group_gone(&r);
+    }
 }

@@ -70,17 +70,38 @@ impl TypeScript {
                 .filter(|f| !f.rel.ends_with(".d.ts") && self.worth_parsing(&f.text))
         };
         let exts = if sources(TS).next().is_some() { TS } else { JS };
-        sources(exts)
-            .map(|f| {
-                let tree = syntax::parse(&f.text, is_tsx(&f.path));
-                let error = syntax::first_error(&tree);
-                Parsed {
-                    file: f.clone(),
-                    tree,
-                    error,
+        let parse = |f: &crate::source::SourceFile| {
+            let tree = syntax::parse(&f.text, is_tsx(&f.path));
+            let error = syntax::first_error(&tree);
+            Parsed {
+                file: f.clone(),
+                tree,
+                error,
+            }
+        };
+        let mut parsed: Vec<Parsed> = sources(exts).map(parse).collect();
+        // an agent that builds its own `session/update` messages may write them in a module
+        // that names nothing of ACP (a transport): the modules its files import are read too
+        let raw = parsed.iter().any(|p| {
+            p.file.text.contains("\"session/update\"") || p.file.text.contains("'session/update'")
+        });
+        let mut next = 0;
+        while raw && next < parsed.len() {
+            let wanted: Vec<String> = relative_imports(&parsed[next]);
+            next += 1;
+            for rel in wanted {
+                if parsed.iter().any(|p| p.file.rel == rel) {
+                    continue;
                 }
-            })
-            .collect()
+                if let Some(f) = project
+                    .files_with_extension(exts)
+                    .find(|f| f.rel == rel && !f.rel.ends_with(".d.ts"))
+                {
+                    parsed.push(parse(f));
+                }
+            }
+        }
+        parsed
     }
 
     #[cfg(test)]
@@ -252,6 +273,53 @@ pub fn hook_calls(files: &[Parsed]) -> [Vec<(usize, usize)>; 3] {
             if is_cb {
                 out[k].push((i, line(c)));
             }
+        }
+    }
+    out
+}
+
+/// The files of the tree a file's relative `import` / `export ... from` specifiers may name
+/// (`./x.js` → `x.ts`, `./x` → `x.ts` or `x/index.ts`), as relative paths.
+fn relative_imports(p: &Parsed) -> Vec<String> {
+    let src = p.file.text.as_str();
+    let dir: Vec<&str> = {
+        let mut parts: Vec<&str> = p.file.rel.split('/').collect();
+        parts.pop();
+        parts
+    };
+    let mut out = Vec::new();
+    for stmt in named_children(p.tree.root_node()) {
+        if !matches!(stmt.kind(), "import_statement" | "export_statement") {
+            continue;
+        }
+        let Some(spec) = stmt
+            .child_by_field_name("source")
+            .and_then(|s| string_value(s, src))
+        else {
+            continue;
+        };
+        if !(spec.starts_with("./") || spec.starts_with("../")) {
+            continue;
+        }
+        let mut parts = dir.clone();
+        for seg in spec.split('/') {
+            match seg {
+                "." | "" => {}
+                ".." => {
+                    parts.pop();
+                }
+                s => parts.push(s),
+            }
+        }
+        let joined = parts.join("/");
+        let stem = JS
+            .iter()
+            .chain(TS)
+            .find_map(|e| joined.strip_suffix(&format!(".{e}")))
+            .unwrap_or(&joined);
+        for e in TS.iter().chain(JS) {
+            out.push(format!("{stem}.{e}"));
+            out.push(format!("{joined}/index.{e}"));
         }
     }
     out

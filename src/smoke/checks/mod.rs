@@ -5,7 +5,12 @@
 //! a few judge the whole run ([`clean_stdout`], [`sessions_isolated`], [`no_trace`]). With
 //! several sessions each per-session check is run on every session and [`merge_sessions`]
 //! folds them into one row that passes when every session passes.
+//!
+//! Each check [`Judges`] either the patch (it decides the exit code) or the agent's own
+//! protocol conformance (a finding about the agent, failing the run only under `--strict`):
+//! a correctly patched agent passes every patch check whatever its own tool calls do.
 
+mod answer;
 mod card;
 mod sessions;
 mod stream;
@@ -18,10 +23,11 @@ use serde::Serialize;
 
 use super::wire::{RawLine, TurnFrame, turn_updates};
 
+pub use answer::{SentText, answer_intact};
 pub use card::{complete, expected_heartbeats, heartbeat, think_card};
 pub use sessions::{SessionText, sessions_isolated};
 pub use stream::{clean_stdout, jsonrpc_problem, one_thought_block};
-pub use tools::{gap_card, tool_lifecycle, well_formed_tool_calls};
+pub use tools::{cards_well_formed, gap_card, tool_lifecycle, well_formed_tool_calls};
 pub use turn::{cards_closed_on_cancel, quiet_after_cancel, turn_ends};
 
 /// Names of the checks, in report order.
@@ -29,7 +35,9 @@ pub const THINK_CARD: &str = "think_card";
 pub const HEARTBEAT: &str = "heartbeat";
 pub const COMPLETE: &str = "complete";
 pub const ONE_THOUGHT_BLOCK: &str = "one_thought_block";
+pub const ANSWER_INTACT: &str = "answer_intact";
 pub const CLEAN_STDOUT: &str = "clean_stdout";
+pub const CARDS_WELL_FORMED: &str = "cards_well_formed";
 pub const WELL_FORMED_TOOL_CALLS: &str = "well_formed_tool_calls";
 pub const TURN_ENDS: &str = "turn_ends";
 pub const TOOL_LIFECYCLE: &str = "tool_lifecycle";
@@ -39,27 +47,64 @@ pub const QUIET_AFTER_CANCEL: &str = "quiet_after_cancel";
 pub const SESSIONS_ISOLATED: &str = "sessions_isolated";
 pub const NO_TRACE: &str = "no_trace";
 
-/// Every check name, in report order (a run reports those its mode calls for).
+/// Every check name, in report order (a run reports those its mode calls for): the patch's
+/// checks, then the findings about the agent.
 pub const ALL: &[&str] = &[
     THINK_CARD,
     HEARTBEAT,
     COMPLETE,
     ONE_THOUGHT_BLOCK,
+    ANSWER_INTACT,
     CLEAN_STDOUT,
-    WELL_FORMED_TOOL_CALLS,
+    CARDS_WELL_FORMED,
     TURN_ENDS,
-    TOOL_LIFECYCLE,
     GAP_CARD,
     CARDS_CLOSED_ON_CANCEL,
     QUIET_AFTER_CANCEL,
     SESSIONS_ISOLATED,
     NO_TRACE,
+    WELL_FORMED_TOOL_CALLS,
+    TOOL_LIFECYCLE,
 ];
+
+/// The checks that judge the agent's own protocol conformance, not the patch.
+pub const AGENT_FINDINGS: &[&str] = &[WELL_FORMED_TOOL_CALLS, TOOL_LIFECYCLE];
+
+/// What a check judges.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Judges {
+    /// What the patch adds (the card, its heartbeat and completion, the thought block, the
+    /// answer, a clean stdout, ...): decides the exit code.
+    Patch,
+    /// The agent's own conformance (its tool calls' lifecycle): a finding, failing the run
+    /// only under `--strict`.
+    Agent,
+}
+
+impl Judges {
+    pub fn of(name: &str) -> Self {
+        if AGENT_FINDINGS.contains(&name) {
+            Judges::Agent
+        } else {
+            Judges::Patch
+        }
+    }
+}
+
+/// The run's verdict: every patch check passes (and under `strict` every agent finding too).
+pub fn verdict(checks: &[Check], strict: bool) -> bool {
+    checks
+        .iter()
+        .all(|c| c.passed || (c.judges == Judges::Agent && !strict))
+}
 
 /// The result of one check.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Check {
     pub name: String,
+    /// The patch or the agent.
+    pub judges: Judges,
     pub passed: bool,
     /// One line saying what was found.
     pub summary: String,
@@ -73,6 +118,7 @@ impl Check {
     fn new(name: &str, passed: bool, summary: impl Into<String>) -> Self {
         Self {
             name: name.to_string(),
+            judges: Judges::of(name),
             passed,
             summary: summary.into(),
             evidence: Vec::new(),
@@ -104,6 +150,9 @@ pub struct ToolExpectation {
     pub tool_result: Option<String>,
     /// Why the model never asked for the tool (e.g. not offered), when it did not.
     pub not_asked: Option<String>,
+    /// When model calls of the session carried a tool result (ms after its prompt): the tool
+    /// ran by then, whether or not the agent completed its tool call on the wire.
+    pub results_at_ms: Vec<f64>,
 }
 
 /// What the checks need besides the lines.
@@ -123,6 +172,9 @@ pub struct CheckContext {
     pub cancel_at_ms: Option<f64>,
     /// In a tool-call run.
     pub tool: Option<ToolExpectation>,
+    /// The answer text each model call of the session wrote (None: the script fails the
+    /// model calls, so there is no answer to compare).
+    pub answer: Option<Vec<SentText>>,
 }
 
 impl Default for CheckContext {
@@ -135,6 +187,7 @@ impl Default for CheckContext {
             expected_stop: "end_turn".into(),
             cancel_at_ms: None,
             tool: None,
+            answer: None,
         }
     }
 }
@@ -148,9 +201,13 @@ pub fn run_session(lines: &[RawLine], ctx: &CheckContext) -> Vec<Check> {
         heartbeat(lines, &frame, &ups, ctx),
         complete(&ups),
         one_thought_block(&ups),
+        cards_well_formed(&ups),
         well_formed_tool_calls(&ups),
         turn_ends(lines, &frame, ctx),
     ];
+    if let Some(sent) = &ctx.answer {
+        out.push(answer_intact(lines, &frame, &ups, sent, ctx));
+    }
     if let Some(tool) = &ctx.tool
         && ctx.cancel_at_ms.is_none()
     {

@@ -25,7 +25,7 @@ fn a_good_turn_passes_everything() {
     for c in &checks {
         assert!(c.passed, "{c:?}");
     }
-    assert_eq!(checks.len(), 7);
+    assert_eq!(checks.len(), 8);
     let hb = by_name(&checks, HEARTBEAT);
     assert_eq!(hb.figures["count"], 2.0);
     assert_eq!(hb.figures["expected_min"], 1.0);
@@ -59,6 +59,7 @@ fn unpatched_turn_fails_card_heartbeat_complete_and_thought_block() {
     assert_eq!(otb.figures["thought_after_message"], 1.0);
     assert!(otb.evidence[0].contains("late"));
     assert!(by_name(&checks, CLEAN_STDOUT).passed);
+    assert!(by_name(&checks, CARDS_WELL_FORMED).passed);
     assert!(by_name(&checks, WELL_FORMED_TOOL_CALLS).passed);
     assert!(by_name(&checks, TURN_ENDS).passed);
 }
@@ -116,7 +117,7 @@ fn card_completed_after_first_chunk_or_never() {
         .end(300.0, "end_turn");
     let checks = run_all(&r.lines, &CheckContext::default());
     assert!(!by_name(&checks, COMPLETE).passed);
-    assert!(by_name(&checks, WELL_FORMED_TOOL_CALLS).passed);
+    assert!(by_name(&checks, CARDS_WELL_FORMED).passed);
 
     let mut r = Rec::new();
     r.card(3.0, "t", "think", None)
@@ -127,12 +128,16 @@ fn card_completed_after_first_chunk_or_never() {
     let c = by_name(&checks, COMPLETE);
     assert!(!c.passed);
     assert!(c.summary.contains("never completed"), "{c:?}");
-    let w = by_name(&checks, WELL_FORMED_TOOL_CALLS);
+    // a card left open is the patch's fault; the agent's own tool calls are fine
+    let w = by_name(&checks, CARDS_WELL_FORMED);
     assert!(!w.passed);
+    assert_eq!(w.judges, Judges::Patch);
     assert!(
         w.evidence.iter().any(|e| e.contains("still in_progress")),
         "{w:?}"
     );
+    assert!(by_name(&checks, WELL_FORMED_TOOL_CALLS).passed);
+    assert!(!verdict(&checks, false));
 }
 
 #[test]
@@ -163,14 +168,93 @@ fn tool_call_ordering_problems() {
         .tcu(7.0, "b", Some("weird"))
         .end(8.0, "end_turn");
     let ups = turn_updates(&r.lines, &TurnFrame::find(&r.lines));
-    let c = well_formed_tool_calls(&ups);
+    // the card's problems are the patch's
+    let c = cards_well_formed(&ups);
     assert!(!c.passed);
     let all = c.evidence.join("\n");
     assert!(all.contains("from in_progress to pending"), "{all}");
-    assert!(all.contains("\"ghost\""), "{all}");
     assert!(all.contains("from completed to failed"), "{all}");
+    assert!(!all.contains("ghost") && !all.contains("b:"), "{all}");
+    // the rest are the agent's
+    let c = well_formed_tool_calls(&ups);
+    assert!(!c.passed);
+    assert_eq!(c.judges, Judges::Agent);
+    let all = c.evidence.join("\n");
+    assert!(all.contains("\"ghost\""), "{all}");
     assert!(all.contains("unknown status \"weird\""), "{all}");
     assert!(all.contains("b: still pending"), "{all}");
+    assert!(!all.contains("a:"), "{all}");
+}
+
+/// Hermes 0.19.0's shape: its read_file call is shown (pending) and never finished on the
+/// wire; the tool ran all the same (its result reached the model) and a card covers the wait.
+fn never_finished_tool_turn(gap_card: bool) -> Rec {
+    let mut r = Rec::new();
+    r.card(2.0, "c1", "think", None)
+        .tcu(1002.0, "c1", Some("in_progress"))
+        .tcu(1500.0, "c1", Some("completed"))
+        .thought(1501.0, "let me read")
+        .tool(1600.0, "call_1", "read", "pending");
+    if gap_card {
+        r.card(1750.0, "c2", "think", Some("in_progress"))
+            .tcu(3700.0, "c2", Some("completed"));
+    }
+    r.thought(3701.0, "so")
+        .message(3900.0, "done")
+        .end(4000.0, "end_turn");
+    r
+}
+
+#[test]
+fn an_agent_that_never_finishes_its_tool_call_is_a_finding_and_the_gap_is_still_judged() {
+    let mut ctx = tool_ctx();
+    ctx.tool.as_mut().unwrap().results_at_ms = vec![1700.0];
+    let checks = run_all(&never_finished_tool_turn(true).lines, &ctx);
+    let failing: Vec<&str> = checks
+        .iter()
+        .filter(|c| !c.passed)
+        .map(|c| c.name.as_str())
+        .collect();
+    assert_eq!(failing, [WELL_FORMED_TOOL_CALLS, TOOL_LIFECYCLE]);
+    assert!(
+        checks
+            .iter()
+            .filter(|c| !c.passed)
+            .all(|c| c.judges == Judges::Agent)
+    );
+    assert!(verdict(&checks, false));
+    assert!(!verdict(&checks, true));
+    let gap = by_name(&checks, GAP_CARD);
+    // from when the result reached the model
+    assert_eq!(gap.figures["silence_ms"], 2001.0);
+    assert_eq!(gap.figures["open_after_ms"], 50.0);
+    assert!(
+        gap.evidence
+            .iter()
+            .any(|e| e.contains("its result reached the model at 1700 ms")),
+        "{gap:?}"
+    );
+
+    // no card in that silence: the patch fails
+    let checks = run_all(&never_finished_tool_turn(false).lines, &ctx);
+    let gap = by_name(&checks, GAP_CARD);
+    assert!(!gap.passed);
+    assert!(
+        gap.summary
+            .contains("no think card in the 2001 ms of silence"),
+        "{gap:?}"
+    );
+    assert!(!verdict(&checks, false));
+
+    // nothing says the tool ran: the gap cannot be judged, and the patch is not cleared
+    ctx.tool.as_mut().unwrap().results_at_ms.clear();
+    let checks = run_all(&never_finished_tool_turn(true).lines, &ctx);
+    let gap = by_name(&checks, GAP_CARD);
+    assert!(!gap.passed);
+    assert!(
+        gap.summary.contains("no model call carried its result"),
+        "{gap:?}"
+    );
 }
 
 #[test]
@@ -209,6 +293,7 @@ fn tool_ctx() -> CheckContext {
             result_carries_seed: Some(true),
             tool_result: None,
             not_asked: None,
+            results_at_ms: vec![1750.0],
         }),
         ..CheckContext::default()
     }
@@ -462,4 +547,111 @@ fn sessions_isolated_catches_foreign_ids_and_crossed_text() {
         "{:?}",
         c.evidence
     );
+}
+
+fn answer_ctx(sent: &[(f64, &str)]) -> CheckContext {
+    CheckContext {
+        answer: Some(
+            sent.iter()
+                .map(|(t, s)| SentText {
+                    t_ms: *t,
+                    text: s.to_string(),
+                })
+                .collect(),
+        ),
+        ..CheckContext::default()
+    }
+}
+
+/// A turn whose message chunks are `chunks` (after a thought), answered at 2710 ms.
+fn answered(chunks: &[&str]) -> Rec {
+    let mut r = Rec::new();
+    r.card(3.0, "think-1", "think", None)
+        .tcu(1003.0, "think-1", Some("in_progress"))
+        .tcu(2500.0, "think-1", Some("completed"))
+        .thought(2501.0, "hmm");
+    for (i, c) in chunks.iter().enumerate() {
+        r.message(2600.0 + i as f64, c);
+    }
+    r.end(2710.0, "end_turn");
+    r
+}
+
+fn intact(r: &Rec, ctx: &CheckContext) -> Check {
+    by_name(&run_all(&r.lines, ctx), ANSWER_INTACT).clone()
+}
+
+#[test]
+fn the_answer_must_arrive_in_order_once_and_whole() {
+    // two model calls (a tool call between), their text in the order of the calls
+    let ctx = answer_ctx(&[(2000.0, " done"), (0.0, "Answer")]);
+    let c = intact(&answered(&["Ans", "wer", " done"]), &ctx);
+    assert!(c.passed, "{c:?}");
+    assert!(
+        c.summary.contains("intact: 11 character(s) in 3 chunk(s)"),
+        "{c:?}"
+    );
+    assert_eq!(c.judges, Judges::Patch);
+    // the agent's own line breaks are not a loss
+    let c = intact(&answered(&["\n\nAnswer done"]), &ctx);
+    assert!(c.passed, "{c:?}");
+    assert!(c.summary.contains("up to whitespace"), "{c:?}");
+
+    // held text thrown away, doubled, reordered
+    for (chunks, what) in [
+        (&["Answer"][..], "text was lost"),
+        (&[][..], "no message text reached the client"),
+        (&["Answer done", "Answer done"][..], "added or doubled"),
+        (&[" done", "Answer"][..], "reordered or changed"),
+    ] {
+        let c = intact(&answered(chunks), &ctx);
+        assert!(!c.passed, "{chunks:?}: {c:?}");
+        assert!(c.summary.contains(what), "{chunks:?}: {c:?}");
+        assert!(
+            c.evidence[0].contains("the model sent: \"Answer done\""),
+            "{c:?}"
+        );
+    }
+    let c = intact(&answered(&[" done", "Answer"]), &ctx);
+    assert!(
+        c.evidence[2]
+            .contains("at character 0: the model \"Answerdone\", the client \"doneAnswer\""),
+        "{c:?}"
+    );
+
+    // text after the turn ended
+    let mut r = answered(&["Answer"]);
+    r.message(2800.0, " done");
+    let c = intact(&r, &ctx);
+    assert!(!c.passed, "{c:?}");
+    assert!(
+        c.summary
+            .contains("1 message chunk(s) after the turn ended"),
+        "{c:?}"
+    );
+    assert_eq!(c.figures["after_turn_chunks"], 1.0);
+
+    // not judged when the script fails the model calls
+    assert!(
+        run_all(&answered(&["x"]).lines, &CheckContext::default())
+            .iter()
+            .all(|c| c.name != ANSWER_INTACT)
+    );
+}
+
+#[test]
+fn after_a_cancel_the_text_up_to_it_must_be_intact() {
+    let mut ctx = answer_ctx(&[(0.0, "Answer done")]);
+    ctx.cancel_at_ms = Some(2650.0);
+    ctx.expected_stop = "cancelled".into();
+    let mut r = answered(&["Ans"]);
+    r.lines.pop();
+    r.end(2700.0, "cancelled");
+    let c = intact(&r, &ctx);
+    assert!(c.passed, "{c:?}");
+    assert!(c.summary.contains("3 of the 11"), "{c:?}");
+    let mut r = answered(&["wer"]);
+    r.lines.pop();
+    r.end(2700.0, "cancelled");
+    assert!(!intact(&r, &ctx).passed);
 }

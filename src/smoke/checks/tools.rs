@@ -1,11 +1,12 @@
-//! Tool calls: well-formed by toolCallId, the scripted call through its lifecycle, and
-//! the card in the gap after it.
+//! Tool calls: well-formed by toolCallId (the patch's think cards, and the agent's own tool
+//! calls apart), the scripted call through its lifecycle, and the card in the gap after it.
 
 use super::super::transcript::Transcript;
 use super::super::wire::{RawLine, TurnFrame, Update, is_real_output};
 use super::card::ms;
 use super::{
-    Check, CheckContext, GAP_CARD, TOOL_LIFECYCLE, ToolExpectation, WELL_FORMED_TOOL_CALLS,
+    CARDS_WELL_FORMED, Check, CheckContext, GAP_CARD, TOOL_LIFECYCLE, ToolExpectation,
+    WELL_FORMED_TOOL_CALLS,
 };
 
 fn status_rank(s: &str) -> Option<u8> {
@@ -17,8 +18,31 @@ fn status_rank(s: &str) -> Option<u8> {
     }
 }
 
-/// Updates name started ids, statuses never go backwards, all calls end completed or failed.
+/// The think cards (the patch's): each goes pending / in_progress → completed by its
+/// `toolCallId`, never back, and is finished when the turn ends.
+pub fn cards_well_formed(ups: &[Update]) -> Check {
+    well_formed(CARDS_WELL_FORMED, ups, true)
+}
+
+/// The agent's own tool calls (a finding about the agent): updates name started ids,
+/// statuses never go backwards, all calls end completed or failed.
 pub fn well_formed_tool_calls(ups: &[Update]) -> Check {
+    well_formed(WELL_FORMED_TOOL_CALLS, ups, false)
+}
+
+/// Judges the tool-call updates of the cards (`cards`) or of everything else.
+fn well_formed(name: &str, ups: &[Update], cards: bool) -> Check {
+    let card_ids = super::turn::card_ids(ups);
+    let is_card = |u: &Update| {
+        u.kind() == Some("think")
+            || u.tool_call_id()
+                .is_some_and(|id| card_ids.iter().any(|c| c == id))
+    };
+    let what = if cards {
+        "think card(s)"
+    } else {
+        "tool call(s)"
+    };
     let mut status: Vec<(String, String)> = Vec::new(); // id -> current status, in start order
     let mut problems: Vec<String> = Vec::new();
     let mut notes: Vec<String> = Vec::new();
@@ -26,6 +50,7 @@ pub fn well_formed_tool_calls(ups: &[Update]) -> Check {
     for u in ups
         .iter()
         .filter(|u| u.tag == "tool_call" || u.tag == "tool_call_update")
+        .filter(|u| is_card(u) == cards)
     {
         let Some(id) = u.tool_call_id() else {
             problems.push(format!("{} without toolCallId at {}", u.tag, ms(u.t_ms)));
@@ -86,20 +111,16 @@ pub fn well_formed_tool_calls(ups: &[Update]) -> Check {
         }
     }
     let mut c = Check::new(
-        WELL_FORMED_TOOL_CALLS,
+        name,
         problems.is_empty(),
         if problems.is_empty() {
             format!(
-                "{} tool call(s), {} update(s), all well-formed and finished",
+                "{} {what}, {} update(s), all well-formed and finished",
                 status.len(),
                 n_updates
             )
         } else {
-            format!(
-                "{} problem(s) in {} tool call(s)",
-                problems.len(),
-                status.len()
-            )
+            format!("{} problem(s) in {} {what}", problems.len(), status.len())
         },
     )
     .fig("tool_calls", status.len() as f64)
@@ -202,6 +223,9 @@ fn is_tool_update(u: &Update) -> bool {
 
 /// After a real tool call finishes, if the model stays silent longer than the gap, a new
 /// think card opens (within the gap plus the card limit) and completes before the next output.
+/// A tool call the agent never finishes on the wire (its own conformance, judged by
+/// `well_formed_tool_calls`) still ran: the silence then starts when its result reached the
+/// model (the model call that carried it).
 pub fn gap_card(lines: &[RawLine], frame: &TurnFrame, ups: &[Update], ctx: &CheckContext) -> Check {
     let cards = super::turn::card_ids(ups);
     let is_card = |id: &str| cards.iter().any(|c| c == id);
@@ -227,22 +251,42 @@ pub fn gap_card(lines: &[RawLine], frame: &TurnFrame, ups: &[Update], ctx: &Chec
         ));
     let mut problems: Vec<String> = Vec::new();
     let mut notes: Vec<String> = Vec::new();
+    let mut unfinished: Vec<String> = Vec::new();
     let mut c = Check::new(GAP_CARD, true, String::new());
     for (g, &j) in gaps.iter().enumerate() {
         let done = real[j];
         let id = done.tool_call_id().unwrap_or("?");
-        if !matches!(done.status(), Some("completed") | Some("failed")) {
-            problems.push(format!(
-                "tool call {id} is not finished (last update at {}) when the silence begins",
-                ms(done.t_ms)
-            ));
-            continue;
-        }
         let (next_index, next_ms, next_what) = match real.get(j + 1) {
             Some(n) => (n.index, n.t_ms, n.tag.as_str()),
             None => end,
         };
-        let silence = next_ms - done.t_ms;
+        let finished = matches!(done.status(), Some("completed") | Some("failed"));
+        let result_at = ctx.tool.as_ref().and_then(|t| {
+            t.results_at_ms
+                .iter()
+                .copied()
+                .find(|&at| at >= done.t_ms && at <= next_ms)
+        });
+        let (start, ran) = match (finished, result_at) {
+            (true, _) => (done.t_ms, "finished"),
+            (false, Some(at)) => {
+                unfinished.push(format!(
+                    "tool call {id} is never finished on the wire (last update at {}); its result reached the model at {}",
+                    ms(done.t_ms),
+                    ms(at)
+                ));
+                (at, "ran (its result reached the model)")
+            }
+            (false, None) => {
+                problems.push(format!(
+                    "tool call {id} is not finished (last update at {}) and no model call carried its result before {next_what} at {}",
+                    ms(done.t_ms),
+                    ms(next_ms)
+                ));
+                continue;
+            }
+        };
+        let silence = next_ms - start;
         let label = if gaps.len() > 1 {
             format!("gap {}: ", g + 1)
         } else {
@@ -251,7 +295,7 @@ pub fn gap_card(lines: &[RawLine], frame: &TurnFrame, ups: &[Update], ctx: &Chec
         c = c.fig(&format!("{label}silence_ms").replace(": ", "."), silence);
         if silence <= ctx.gap_ms {
             notes.push(format!(
-                "{label}{next_what} came {} after tool call {id} finished, within the {} gap: no card needed",
+                "{label}{next_what} came {} after tool call {id} {ran}, within the {} gap: no card needed",
                 ms(silence),
                 ms(ctx.gap_ms)
             ));
@@ -265,15 +309,15 @@ pub fn gap_card(lines: &[RawLine], frame: &TurnFrame, ups: &[Update], ctx: &Chec
         });
         let Some(card) = card else {
             problems.push(format!(
-                "{label}no think card in the {} of silence after tool call {id} finished at {} ({next_what} at {})",
+                "{label}no think card in the {} of silence after tool call {id} {ran} at {} ({next_what} at {})",
                 ms(silence),
-                ms(done.t_ms),
+                ms(start),
                 ms(next_ms)
             ));
             continue;
         };
         let card_id = card.tool_call_id().unwrap_or("?");
-        let open_after = card.t_ms - done.t_ms;
+        let open_after = card.t_ms - start;
         let limit = ctx.gap_ms + ctx.think_card_max_ms;
         c = c
             .fig(
@@ -283,7 +327,7 @@ pub fn gap_card(lines: &[RawLine], frame: &TurnFrame, ups: &[Update], ctx: &Chec
             .fig("limit_ms", limit);
         if open_after > limit {
             problems.push(format!(
-                "{label}card {card_id} opened {} after the tool call finished (limit {})",
+                "{label}card {card_id} opened {} after the tool call {ran} (limit {})",
                 ms(open_after),
                 ms(limit)
             ));
@@ -296,7 +340,7 @@ pub fn gap_card(lines: &[RawLine], frame: &TurnFrame, ups: &[Update], ctx: &Chec
         match closed {
             Some(done_u) if done_u.status() == Some("completed") && done_u.index < next_index => {
                 notes.push(format!(
-                    "{label}card {card_id} opened {} after tool call {id} finished, completed at {}, before {next_what} at {}",
+                    "{label}card {card_id} opened {} after tool call {id} {ran}, completed at {}, before {next_what} at {}",
                     ms(open_after),
                     ms(done_u.t_ms),
                     ms(next_ms)
@@ -321,7 +365,11 @@ pub fn gap_card(lines: &[RawLine], frame: &TurnFrame, ups: &[Update], ctx: &Chec
     } else {
         problems.join("; ")
     };
-    for n in notes.into_iter().skip(usize::from(c.passed)) {
+    for n in notes
+        .into_iter()
+        .skip(usize::from(c.passed))
+        .chain(unfinished)
+    {
         c = c.ev(n);
     }
     c.fig("gaps", gaps.len() as f64)

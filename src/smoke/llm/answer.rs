@@ -107,11 +107,17 @@ pub enum Pause {
 pub struct Frame {
     pub text: String,
     pub pause: Pause,
+    /// The answer text the frame carries (a text delta), which a client should show.
+    pub answer_text: Option<String>,
 }
 
 impl Frame {
     pub fn new(text: String, pause: Pause) -> Self {
-        Self { text, pause }
+        Self {
+            text,
+            pause,
+            answer_text: None,
+        }
     }
 }
 
@@ -136,6 +142,13 @@ impl Stream {
             Pause::Wait
         };
         self.frames.push(Frame::new(text, pause));
+    }
+    /// A delta of answer text (`answer` is what it carries), timed as [`Self::push_delta`].
+    pub fn push_text_delta(&mut self, text: String, answer: &str) {
+        self.push_delta(text);
+        if let Some(f) = self.frames.last_mut() {
+            f.answer_text = Some(answer.to_string());
+        }
     }
     /// The start of a content block (an Anthropic `content_block_start`, a Responses
     /// `output_item.added`): content too, so the first one comes after the wait (a client

@@ -125,10 +125,13 @@ pub fn stream(a: &Answer, ids: &Ids) -> Stream {
                     json!({"index": i, "content_block": {"type": "text", "text": ""}}),
                 ));
                 for t in d {
-                    s.push_delta(ev(
-                        "content_block_delta",
-                        json!({"index": i, "delta": {"type": "text_delta", "text": t}}),
-                    ));
+                    s.push_text_delta(
+                        ev(
+                            "content_block_delta",
+                            json!({"index": i, "delta": {"type": "text_delta", "text": t}}),
+                        ),
+                        t,
+                    );
                 }
             }
             Block::Tool {

@@ -209,6 +209,9 @@ pub struct LlmRequest {
     pub done_ms: Option<f64>,
     /// The client closed the connection before the answer was complete.
     pub closed_early: bool,
+    /// The answer text written to the client (a streamed answer's text deltas as they went
+    /// out; a whole answer once written): what a client should show, in order, once.
+    pub text_sent: String,
 }
 
 /// The running endpoint; stops when dropped.
@@ -536,6 +539,7 @@ async fn serve(
         t_ms,
         done_ms: None,
         closed_early: false,
+        text_sent: String::new(),
     };
     let dialect = match (req.method.as_str(), route.as_str()) {
         ("POST", "/chat/completions") => Some(Dialect::Chat),
@@ -617,6 +621,10 @@ async fn serve(
             return Ok(());
         }
         let r = http::write_json(&mut sock, 200, &dialect.body(&reply.answer, &ids)).await;
+        if r.is_ok() {
+            let text = reply.answer.text();
+            log.update(|e| e.text_sent = text);
+        }
         log.done(r.is_err());
         return r;
     }
@@ -637,6 +645,9 @@ async fn serve(
             }
             sock.write_all(f.text.as_bytes()).await?;
             sock.flush().await?;
+            if let Some(t) = &f.answer_text {
+                log.update(|e| e.text_sent.push_str(t));
+            }
         }
         if !stream.frames.iter().any(|f| f.pause == Pause::Wait) {
             pause(&mut sock, reply.wait).await?;

@@ -108,7 +108,10 @@ pub fn stream(a: &Answer, ids: &Ids) -> Stream {
     };
     let mut s = Stream::default();
     for d in deltas(a) {
-        s.push_delta(sse_data(&chunk(d, None)));
+        match d.get("content").and_then(Value::as_str).map(str::to_string) {
+            Some(text) => s.push_text_delta(sse_data(&chunk(d, None)), &text),
+            None => s.push_delta(sse_data(&chunk(d, None))),
+        }
     }
     s.close(sse_data(&chunk(json!({}), Some(finish(a)))));
     if ids.include_usage {

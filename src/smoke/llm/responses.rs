@@ -159,11 +159,14 @@ pub fn stream(a: &Answer, ids: &Ids) -> Stream {
                            "part": {"type": "output_text", "text": "", "annotations": [], "logprobs": []}}),
                 ));
                 for t in d {
-                    s.push_delta(ev(
-                        "response.output_text.delta",
-                        json!({"item_id": item_id, "output_index": i, "content_index": 0,
-                               "delta": t, "logprobs": []}),
-                    ));
+                    s.push_text_delta(
+                        ev(
+                            "response.output_text.delta",
+                            json!({"item_id": item_id, "output_index": i, "content_index": 0,
+                                   "delta": t, "logprobs": []}),
+                        ),
+                        t,
+                    );
                 }
                 s.push(ev(
                     "response.output_text.done",

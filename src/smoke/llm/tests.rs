@@ -688,3 +688,72 @@ async fn a_client_that_hangs_up_during_the_wait_is_logged_at_once() {
     let gone = r.done_ms.unwrap() - r.t_ms;
     assert!(gone < 1000.0, "{gone}");
 }
+
+#[tokio::test]
+async fn the_answer_text_written_is_logged_in_every_dialect_streaming_or_not() {
+    let srv = server(fast()).await;
+    for (path, headers, body) in [
+        (
+            "/v1/chat/completions",
+            "",
+            r#"{"stream":true,"messages":[{"role":"user","content":"hi"}]}"#,
+        ),
+        (
+            "/v1/chat/completions",
+            "",
+            r#"{"messages":[{"role":"user","content":"hi"}]}"#,
+        ),
+        ("/v1/responses", "", r#"{"stream":true,"input":"hi"}"#),
+        ("/v1/responses", "", r#"{"input":"hi"}"#),
+        (
+            "/v1/messages",
+            "x-api-key: k\r\n",
+            r#"{"stream":true,"max_tokens":9,"messages":[{"role":"user","content":"hi"}]}"#,
+        ),
+        (
+            "/v1/messages",
+            "x-api-key: k\r\n",
+            r#"{"max_tokens":9,"messages":[{"role":"user","content":"hi"}]}"#,
+        ),
+    ] {
+        raw_request(srv.port(), post_to(path, headers, body)).await;
+    }
+    let reqs = srv.requests();
+    assert_eq!(reqs.len(), 6);
+    for r in &reqs {
+        assert_eq!(r.kind, "turn", "{r:?}");
+        assert_eq!(r.text_sent, "Here is the answer: 42.", "{r:?}");
+    }
+}
+
+#[tokio::test]
+async fn a_stream_cut_short_logs_only_the_text_that_went_out() {
+    // the text's first delta comes after the wait, the next one only after a long delay
+    let srv = server(Script {
+        reasoning: vec![],
+        chunk_delay_ms: 30_000,
+        ..fast()
+    })
+    .await;
+    let body = r#"{"stream":true,"messages":[{"role":"user","content":"hi"}]}"#;
+    let mut s = TcpStream::connect(("127.0.0.1", srv.port())).await.unwrap();
+    s.write_all(post(body).as_bytes()).await.unwrap();
+    // "Here is ", then the client goes away
+    let mut got = String::new();
+    let mut buf = [0u8; 4096];
+    while !got.contains("Here is ") {
+        let n = s.read(&mut buf).await.unwrap();
+        assert!(n > 0);
+        got.push_str(&String::from_utf8_lossy(&buf[..n]));
+    }
+    drop(s);
+    let r = loop {
+        let r = srv.requests()[0].clone();
+        if r.done_ms.is_some() {
+            break r;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    assert!(r.closed_early, "{r:?}");
+    assert_eq!(r.text_sent, "Here is ");
+}

@@ -2,9 +2,29 @@
 
 use super::*;
 
-/// `new AgentSideConnection((conn) => new X(conn, ...), stream)`: the class `X` and the index
-/// of the factory's argument among `X`'s constructor arguments.
-pub(super) fn sdk_classes<'a>(files: &'a [Parsed]) -> Vec<(usize, Node<'a>, usize, usize, usize)> {
+/// What an `AgentSideConnection` factory builds with its argument, followed through the
+/// functions and methods it hands the argument to.
+#[derive(Debug, Clone)]
+pub(super) enum Built<'a> {
+    /// `new X(..., conn, ...)`: the class and the index of the connection among its arguments.
+    Class {
+        file: usize,
+        class: Node<'a>,
+        index: usize,
+    },
+    /// An object literal with a `prompt` function (`return { prompt: async (params) => ... }`),
+    /// built in `builder`, whose parameter `conn` is the connection.
+    Object {
+        file: usize,
+        object: Node<'a>,
+        builder: Node<'a>,
+        conn: String,
+    },
+}
+
+/// Every `new AgentSideConnection(factory, ...)` of the tree: what its factory builds, with
+/// the file and line of the `new`.
+pub(super) fn sdk_built<'a>(files: &'a [Parsed]) -> Vec<(Built<'a>, usize, usize)> {
     let mut out = Vec::new();
     for (i, p) in files.iter().enumerate() {
         let src = p.file.text.as_str();
@@ -25,29 +45,229 @@ pub(super) fn sdk_classes<'a>(files: &'a [Parsed]) -> Vec<(usize, Node<'a>, usiz
             else {
                 continue;
             };
-            let Some((param, _)) = parameter_names(factory, src).into_iter().next() else {
-                continue;
-            };
-            for inner in descendants(factory, "new_expression") {
-                let Some(class_name) = inner.child_by_field_name("constructor") else {
-                    continue;
-                };
-                let args: Vec<Node> = inner
-                    .child_by_field_name("arguments")
-                    .map(named_children)
-                    .unwrap_or_default();
-                if let Some(k) = args
-                    .iter()
-                    .position(|a| a.kind() == "identifier" && text(*a, src) == param)
-                {
-                    for (f, class) in resolve_class(files, i, text(class_name, src)) {
-                        out.push((f, class, k, i, line(n)));
-                    }
-                }
+            let mut seen = Vec::new();
+            for b in built_by(files, i, factory, 0, &mut seen) {
+                out.push((b, i, line(n)));
             }
         }
     }
     out
+}
+
+/// `new AgentSideConnection((conn) => new X(conn, ...), stream)`: the class `X` and the index
+/// of the factory's argument among `X`'s constructor arguments.
+pub(super) fn sdk_classes<'a>(files: &'a [Parsed]) -> Vec<(usize, Node<'a>, usize, usize, usize)> {
+    sdk_built(files)
+        .into_iter()
+        .filter_map(|(b, f, l)| match b {
+            Built::Class { file, class, index } => Some((file, class, index, f, l)),
+            Built::Object { .. } => None,
+        })
+        .collect()
+}
+
+/// What `func` builds with its parameter `index`: a class it constructs with it, an object
+/// literal with a `prompt` function it returns, or what a function or method of the tree it
+/// passes the parameter to builds (`(conn) => this.createAgentHandler(conn)`).
+fn built_by<'a>(
+    files: &'a [Parsed],
+    file: usize,
+    func: Node<'a>,
+    index: usize,
+    seen: &mut Vec<(usize, usize)>,
+) -> Vec<Built<'a>> {
+    let mut out = Vec::new();
+    if seen.contains(&(file, func.start_byte())) || seen.len() > 16 {
+        return out;
+    }
+    seen.push((file, func.start_byte()));
+    let src = files[file].file.text.as_str();
+    let Some((param, _)) = parameter_names(func, src).into_iter().nth(index) else {
+        return out;
+    };
+    let param = param.as_str();
+    let Some(body) = func.child_by_field_name("body") else {
+        return out;
+    };
+    let passes = |args: &[Node]| {
+        args.iter()
+            .position(|a| a.kind() == "identifier" && text(*a, src) == param)
+    };
+    for inner in descendants(body, "new_expression") {
+        let Some(class_name) = inner.child_by_field_name("constructor") else {
+            continue;
+        };
+        let args: Vec<Node> = inner
+            .child_by_field_name("arguments")
+            .map(named_children)
+            .unwrap_or_default();
+        if let Some(k) = passes(&args) {
+            for (f, class) in resolve_class(files, file, text(class_name, src)) {
+                out.push(Built::Class {
+                    file: f,
+                    class,
+                    index: k,
+                });
+            }
+        }
+    }
+    for call in descendants(body, "call_expression") {
+        let Some(k) = passes(&arguments(call)) else {
+            continue;
+        };
+        let (obj, name) = callee(call, src);
+        let target = match obj {
+            "this" => enclosing_class(call)
+                .and_then(|class| member(files, file, class, name))
+                .and_then(|(f, m)| member_function(m).map(|func| (f, func))),
+            "" => resolve_function(files, file, name),
+            _ => None,
+        };
+        if let Some((f, target)) = target {
+            out.extend(built_by(files, f, target, k, seen));
+        }
+    }
+    for object in returned_objects(func, src) {
+        if object_function(object, "prompt", src).is_some() {
+            out.push(Built::Object {
+                file,
+                object,
+                builder: func,
+                conn: param.to_string(),
+            });
+        }
+    }
+    out
+}
+
+/// The object literals a function returns: its arrow's expression body, `return { ... }`, or a
+/// `const` holding one that it returns (`const agent: acp.Agent = { ... }; return agent;`).
+pub(super) fn returned_objects<'t>(func: Node<'t>, src: &str) -> Vec<Node<'t>> {
+    let strip = |mut n: Node<'t>| {
+        while matches!(
+            n.kind(),
+            "parenthesized_expression" | "as_expression" | "satisfies_expression"
+        ) {
+            match n.named_child(0) {
+                Some(c) => n = c,
+                None => break,
+            }
+        }
+        n
+    };
+    let mut out = Vec::new();
+    let Some(body) = func.child_by_field_name("body") else {
+        return out;
+    };
+    if body.kind() != "statement_block" {
+        let b = strip(body);
+        if b.kind() == "object" {
+            out.push(b);
+        }
+        return out;
+    }
+    for ret in descendants(body, "return_statement") {
+        if enclosing_function(ret) != Some(func) {
+            continue;
+        }
+        let Some(value) = ret.named_child(0).map(strip) else {
+            continue;
+        };
+        match value.kind() {
+            "object" => out.push(value),
+            "identifier" => {
+                let name = text(value, src);
+                for d in descendants(body, "variable_declarator") {
+                    if d.child_by_field_name("name")
+                        .is_some_and(|n| text(n, src) == name)
+                        && let Some(v) = d.child_by_field_name("value").map(strip)
+                        && v.kind() == "object"
+                    {
+                        out.push(v);
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
+/// The function an object literal holds under `key`: `key: async (params) => ...`,
+/// `key: function (...) {...}` or a method `async key(params) {...}`.
+pub(super) fn object_function<'t>(object: Node<'t>, key: &str, src: &str) -> Option<Node<'t>> {
+    named_children(object)
+        .into_iter()
+        .find_map(|m| match m.kind() {
+            "pair" => m
+                .child_by_field_name("key")
+                .filter(|k| text(*k, src).trim_matches(['"', '\'']) == key)
+                .and(m.child_by_field_name("value"))
+                .filter(|v| matches!(v.kind(), "arrow_function" | "function_expression")),
+            "method_definition" => (member_name(m, src) == key).then_some(m),
+            _ => None,
+        })
+}
+
+/// The function a name calls in a file: declared there (`function f`, `const f = (...) =>`), or
+/// imported from a file of the tree (under another name too, and through a re-export).
+pub(super) fn resolve_function<'t>(
+    files: &'t [Parsed],
+    file: usize,
+    name: &str,
+) -> Option<(usize, Node<'t>)> {
+    resolve_function_depth(files, file, name, 0)
+}
+
+fn resolve_function_depth<'t>(
+    files: &'t [Parsed],
+    file: usize,
+    name: &str,
+    depth: usize,
+) -> Option<(usize, Node<'t>)> {
+    if depth > 4 {
+        return None;
+    }
+    let src = files[file].file.text.as_str();
+    let root = files[file].tree.root_node();
+    if let Some(f) = function_named(root, src, name) {
+        return Some((file, f));
+    }
+    for stmt in named_children(root)
+        .into_iter()
+        .filter(|n| matches!(n.kind(), "import_statement" | "export_statement"))
+    {
+        let Some(spec) = stmt
+            .child_by_field_name("source")
+            .and_then(|s| string_value(s, src))
+        else {
+            continue;
+        };
+        let Some(target) = resolve_import(files, file, spec) else {
+            continue;
+        };
+        for spec_node in descendants(stmt, "import_specifier")
+            .into_iter()
+            .chain(descendants(stmt, "export_specifier"))
+        {
+            let original = spec_node.child_by_field_name("name").map(|n| text(n, src));
+            let alias = spec_node.child_by_field_name("alias").map(|a| text(a, src));
+            if alias.or(original) == Some(name)
+                && let Some(original) = original
+                && let Some(found) = resolve_function_depth(files, target, original, depth + 1)
+            {
+                return Some(found);
+            }
+        }
+        // `export * from "./x.js"`
+        if stmt.kind() == "export_statement"
+            && text(stmt, src).starts_with("export *")
+            && let Some(found) = resolve_function_depth(files, target, name, depth + 1)
+        {
+            return Some(found);
+        }
+    }
+    None
 }
 
 /// The factory given to `AgentSideConnection`: a function expression, or the name of a function
@@ -59,7 +279,11 @@ pub(super) fn factory_function<'t>(arg: Node<'t>, src: &str, root: Node<'t>) -> 
     if arg.kind() != "identifier" {
         return None;
     }
-    let name = text(arg, src);
+    function_named(root, src, text(arg, src))
+}
+
+/// A function of a file by name: `function f`, or `const f = (...) => ...` / `function (...)`.
+pub(super) fn function_named<'t>(root: Node<'t>, src: &str, name: &str) -> Option<Node<'t>> {
     if let Some((_, f)) = top_level_functions(root, src)
         .into_iter()
         .find(|(n, _)| n == name)

@@ -41,6 +41,82 @@ pub(super) fn dispatched<'a>(files: &'a [Parsed], method: &str) -> Vec<(usize, N
                 arms.push(then);
             }
         }
+        // a handler map: `{ "session/prompt": handlePrompt }`, `[METHODS.prompt]: ...`,
+        // `map.set("session/prompt", fn)`, `handlers["session/prompt"] = fn`
+        let mut entries: Vec<Node> = Vec::new();
+        for pair in descendants(root, "pair") {
+            let Some(key) = pair.child_by_field_name("key") else {
+                continue;
+            };
+            let key = if key.kind() == "computed_property_name" {
+                key.named_child(0).unwrap_or(key)
+            } else {
+                key
+            };
+            let named = match key.kind() {
+                "property_identifier" => None,
+                _ => method_named(key, src, root),
+            };
+            if named.is_some_and(|m| m == method)
+                && let Some(v) = pair.child_by_field_name("value")
+            {
+                entries.push(v);
+            }
+        }
+        for c in descendants(root, "call_expression") {
+            let args = arguments(c);
+            if callee(c, src).1 == "set"
+                && args.len() == 2
+                && method_named(args[0], src, root).is_some_and(|m| m == method)
+            {
+                entries.push(args[1]);
+            }
+        }
+        for a in descendants(root, "assignment_expression") {
+            if let (Some(l), Some(r)) = (
+                a.child_by_field_name("left"),
+                a.child_by_field_name("right"),
+            ) && l.kind() == "subscript_expression"
+                && l.child_by_field_name("index")
+                    .and_then(|k| method_named(k, src, root))
+                    .is_some_and(|m| m == method)
+            {
+                entries.push(r);
+            }
+        }
+        for v in entries {
+            let target = match v.kind() {
+                "arrow_function" | "function_expression" | "function" => Some((i, v)),
+                "identifier" => super::classes::resolve_function(files, i, text(v, src)),
+                "member_expression" => {
+                    let obj = v.child_by_field_name("object").map(|o| text(o, src));
+                    let prop = v.child_by_field_name("property").map(|o| text(o, src));
+                    match (obj, prop) {
+                        (Some("this"), Some(name)) => enclosing_class(v)
+                            .and_then(|class| member(files, i, class, name))
+                            .and_then(|(f, m)| member_function(m).map(|func| (f, func))),
+                        _ => None,
+                    }
+                }
+                // `this.handlePrompt.bind(this)`
+                "call_expression" if callee(v, src).1 == "bind" => v
+                    .child_by_field_name("function")
+                    .and_then(|f| f.child_by_field_name("object"))
+                    .filter(|o| text(*o, src).starts_with("this."))
+                    .and_then(|o| {
+                        let name = text(o, src).strip_prefix("this.")?;
+                        let class = enclosing_class(v)?;
+                        let (f, m) = member(files, i, class, name)?;
+                        member_function(m).map(|func| (f, func))
+                    }),
+                _ => None,
+            };
+            if let Some(t) = target
+                && !out.contains(&t)
+            {
+                out.push(t);
+            }
+        }
         for arm in arms {
             let target = descendants(arm, "call_expression")
                 .into_iter()
@@ -115,6 +191,48 @@ pub fn handlers<'a>(
                     name: qualified(files, f, func),
                     line: line(m),
                     cover: body_cover(files, f, func, conn.clone())?,
+                },
+            );
+        }
+    }
+    // SDK 0.x/1.x: an object literal a function the factory reaches builds and returns
+    for (built, ..) in sdk_built(files) {
+        let Built::Object {
+            file,
+            object,
+            builder,
+            conn,
+        } = built
+        else {
+            continue;
+        };
+        let src = files[file].file.text.as_str();
+        let builder_name = qualified(files, file, builder);
+        let conn = Conn {
+            origin: format!(
+                "the AgentSideConnection factory's argument, a parameter of {builder_name}"
+            ),
+            text: conn,
+            file,
+            line: line(builder),
+        };
+        for (role, method) in [(Role::Prompt, "prompt"), (Role::Cancel, "cancel")] {
+            let Some(func) = object_function(object, method, src) else {
+                continue;
+            };
+            let at = if func.kind() == "method_definition" {
+                func
+            } else {
+                func.parent().unwrap_or(func)
+            };
+            push(
+                &mut out,
+                Handler {
+                    file,
+                    role,
+                    name: format!("{builder_name}.{method}"),
+                    line: line(at),
+                    cover: body_cover(files, file, func, Some(conn.clone()))?,
                 },
             );
         }

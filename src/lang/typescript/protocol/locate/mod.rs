@@ -9,10 +9,11 @@
 
 mod classes;
 mod connection;
+mod flow;
 mod handlers;
 mod sends;
 
-use classes::sdk_classes;
+use classes::{Built, object_function, sdk_built, sdk_classes};
 pub use connection::field_candidates;
 use connection::{pinned_connection, raw_connection, stored_connection, used_connection};
 pub use handlers::handlers;
@@ -101,7 +102,22 @@ pub fn is_agent_file(p: &Parsed) -> bool {
     !(test_dir
         || name.contains(".test.")
         || name.contains(".spec.")
-        || super::is_runtime_module(&p.file.text))
+        || super::is_runtime_module(&p.file.text)
+        || is_sdk_copy(p))
+}
+
+/// A file of the agent's own copy of the SDK: it declares the SDK's connection class
+/// (`class AgentSideConnection` with the SDK's `sessionUpdate`). It counts as the SDK: its
+/// dispatcher and writer are not the agent's, the agent's calls of its API are the sends.
+pub fn is_sdk_copy(p: &Parsed) -> bool {
+    let src = p.file.text.as_str();
+    src.contains("class AgentSideConnection")
+        && classes(p.tree.root_node()).into_iter().any(|c| {
+            name_of(c, src) == "AgentSideConnection"
+                && class_members(c)
+                    .into_iter()
+                    .any(|m| member_name(m, src) == "sessionUpdate")
+        })
 }
 
 /// The protocol method a node names: a string (`"session/prompt"`), a constant

@@ -94,58 +94,61 @@ pub fn sends(files: &[Parsed]) -> Result<Vec<Send<'_>>> {
             if !is_update || in_inserted_connection(obj, src) {
                 continue;
             }
-            let Some(call) = writer_call(obj, src) else {
+            if let Some(call) = writer_call(obj, src) {
+                if out.iter().any(|s| s.call == call) {
+                    continue;
+                }
+                // the literal's own `params` become the start card's
+                let template = object_property(obj, "params", src).map(|params| {
+                    let with = if params.kind() == "shorthand_property_identifier" {
+                        format!("params: {RAW_PARAMS}")
+                    } else {
+                        RAW_PARAMS.to_string()
+                    };
+                    (params, with)
+                });
+                out.push(writer_send(files, i, call, template));
+                continue;
+            }
+            // built here, written elsewhere: followed to the writer calls it reaches
+            let (sinks, lost) = super::flow::follow(files, i, obj);
+            if sinks.is_empty() {
+                let why = lost
+                    .iter()
+                    .map(|l| format!("{}:{}: {}", files[l.file].file.rel, l.line, l.why))
+                    .collect::<Vec<_>>()
+                    .join("; ");
                 return Err(Error::Unsupported {
                     file: p.file.rel.clone(),
                     line: line(obj),
-                    message: "this `session/update` message is not handed straight to a writer call (`write(message)`, `send(JSON.stringify(message))`), so acp-patch cannot route it through the emitter; pass the object literal to the call that writes it".into(),
+                    message: format!(
+                        "acp-patch followed this `session/update` message (through variables, return values, lists and loops, `JSON.stringify`) to no call that writes it{}",
+                        if why.is_empty() {
+                            String::new()
+                        } else {
+                            format!(" ({why})")
+                        }
+                    ),
                 });
-            };
-            if out.iter().any(|s| s.call == call) {
-                continue;
             }
-            let f = call
-                .child_by_field_name("function")
-                .expect("calls have callees");
-            let (target, wrapped) = match f.kind() {
-                "member_expression" => {
-                    let o = f.child_by_field_name("object").expect("member object");
-                    match unwrap_ns(o, "emitter", src) {
-                        Some(inner) => (inner, true),
-                        None => (o, false),
-                    }
+            for sink in sinks {
+                if out.iter().any(|s| s.call == sink.call) {
+                    continue;
                 }
-                _ => match unwrap_ns(f, "emitter", src) {
-                    Some(inner) => (inner, true),
-                    None => (f, false),
-                },
-            };
-            let raw_template = object_property(obj, "params", src).map(|params| {
-                let before = &src[call.start_byte()..params.start_byte()];
-                let after = &src[params.end_byte()..call.end_byte()];
-                let with = if params.kind() == "shorthand_property_identifier" {
-                    format!("params: {RAW_PARAMS}")
-                } else {
-                    RAW_PARAMS.to_string()
-                };
-                let call_text = format!("{before}{with}{after}");
-                // the writer, as it would be written without the emitter
-                let call_text = if wrapped {
-                    let t = &src[target.start_byte()..target.end_byte()];
-                    let open = &src[call.start_byte()..target.start_byte()];
-                    call_text.replacen(&format!("{open}{t})"), t, 1)
-                } else {
-                    call_text
-                };
-                collapse_lines(&call_text)
-            });
-            out.push(Send {
-                file: i,
-                call,
-                target,
-                wrapped,
-                raw_template,
-            });
+                let ssrc = files[sink.file].file.text.as_str();
+                let literal = crate::lang::typescript::style::restyle(
+                    &format!(
+                        "{{ jsonrpc: \"2.0\", method: \"session/update\", params: {RAW_PARAMS} }}"
+                    ),
+                    crate::lang::typescript::style::detect(files[sink.file].tree.root_node(), ssrc),
+                );
+                out.push(writer_send(
+                    files,
+                    sink.file,
+                    sink.call,
+                    Some((sink.carried, literal)),
+                ));
+            }
         }
     }
     out.sort_by_key(|s| (s.file, s.call.start_byte()));
@@ -211,5 +214,54 @@ pub(super) fn writer_call<'t>(obj: Node<'t>, src: &str) -> Option<Node<'t>> {
             | "satisfies_expression" => cur = parent,
             _ => return None,
         }
+    }
+}
+
+/// A writer call of a JSON-RPC `session/update` message: the emitter wraps its receiver (or the
+/// writer function); `template` is the node to replace, and with what, to make the start card's
+/// writer from the call.
+fn writer_send<'a>(
+    files: &'a [Parsed],
+    file: usize,
+    call: Node<'a>,
+    template: Option<(Node<'a>, String)>,
+) -> Send<'a> {
+    let src = files[file].file.text.as_str();
+    let f = call
+        .child_by_field_name("function")
+        .expect("calls have callees");
+    let (target, wrapped) = match f.kind() {
+        "member_expression" => {
+            let o = f.child_by_field_name("object").expect("member object");
+            match unwrap_ns(o, "emitter", src) {
+                Some(inner) => (inner, true),
+                None => (o, false),
+            }
+        }
+        _ => match unwrap_ns(f, "emitter", src) {
+            Some(inner) => (inner, true),
+            None => (f, false),
+        },
+    };
+    let raw_template = template.map(|(node, with)| {
+        let before = &src[call.start_byte()..node.start_byte()];
+        let after = &src[node.end_byte()..call.end_byte()];
+        let call_text = format!("{before}{with}{after}");
+        // the writer, as it would be written without the emitter
+        let call_text = if wrapped {
+            let t = &src[target.start_byte()..target.end_byte()];
+            let open = &src[call.start_byte()..target.start_byte()];
+            call_text.replacen(&format!("{open}{t})"), t, 1)
+        } else {
+            call_text
+        };
+        collapse_lines(&call_text)
+    });
+    Send {
+        file,
+        call,
+        target,
+        wrapped,
+        raw_template,
     }
 }

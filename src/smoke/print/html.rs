@@ -1,12 +1,35 @@
 //! The HTML report: one self-contained page, no script.
 
 use std::fmt::Write as _;
+use std::io;
 
-use super::super::checks::Check;
+use super::super::SmokeError;
+use super::super::checks::{Check, Judges};
+use super::super::report::SmokeReport;
 use super::super::timeline;
 use super::super::transcript::{Block, ToolCallView, Transcript};
 use super::super::wire::Direction;
-use super::SmokeReport;
+use super::Printer;
+use crate::output::Streams;
+
+pub struct Html;
+
+impl Printer for Html {
+    fn report(&self, s: &mut Streams, r: &SmokeReport) -> io::Result<()> {
+        s.out.write_all(html(r).as_bytes())?;
+        s.out.flush()
+    }
+    fn error(&self, s: &mut Streams, e: &SmokeError) -> io::Result<()> {
+        write!(
+            s.out,
+            "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>acp-patch smoke</title></head><body>\n<h1>acp-patch smoke: could not run</h1>\n<p>{}</p>\n</body></html>\n",
+            esc(&e.to_string())
+        )?;
+        s.out.flush()?;
+        s.say(&format!("acp-patch smoke: {e}"));
+        Ok(())
+    }
+}
 
 fn ms(v: f64) -> String {
     format!("{v:.0} ms")
@@ -126,7 +149,6 @@ const LEGEND: &[(&str, &str)] = &[
 /// shows it, then the checks, the model calls and the raw lines. Everything escaped, no script.
 pub fn html(r: &SmokeReport) -> String {
     let mut h = String::new();
-    let failed = r.failed_checks().count();
     let _ = write!(
         h,
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>acp-patch smoke: {}</title><style>{CSS}</style></head><body>\n",
@@ -134,11 +156,10 @@ pub fn html(r: &SmokeReport) -> String {
     );
     let _ = writeln!(
         h,
-        "<h1>acp-patch smoke: <span class=\"{}\">{}</span> ({}/{} checks passed)</h1>",
-        if failed == 0 { "pass" } else { "fail" },
-        if failed == 0 { "PASS" } else { "FAIL" },
-        r.checks.len() - failed,
-        r.checks.len()
+        "<h1>acp-patch smoke: <span class=\"{}\">{}</span> ({})</h1>",
+        if r.passed { "pass" } else { "fail" },
+        r.verdict_word(),
+        esc(&r.verdict_summary())
     );
     let _ = writeln!(
         h,
@@ -200,8 +221,24 @@ pub fn html(r: &SmokeReport) -> String {
     if r.sessions.is_empty() {
         bubble(&mut h, &r.prompt, &r.transcript);
     }
-    h.push_str("<h2>Checks</h2>\n");
-    checks_table(&mut h, &r.checks);
+    h.push_str("<h2>Checks of the patch</h2>\n");
+    checks_table(
+        &mut h,
+        &r.judging(Judges::Patch).cloned().collect::<Vec<_>>(),
+    );
+    let agent: Vec<Check> = r.judging(Judges::Agent).cloned().collect();
+    if !agent.is_empty() {
+        let _ = writeln!(
+            h,
+            "<h2>Findings about the agent</h2>\n<p class=\"meta\">Its own protocol conformance: {}.</p>",
+            if r.strict {
+                "with --strict they decide the verdict too"
+            } else {
+                "they fail the run only with --strict"
+            }
+        );
+        checks_table(&mut h, &agent);
+    }
     if !r.notes.is_empty() {
         h.push_str("<h2>Notes</h2>\n<ul>");
         for n in &r.notes {
@@ -250,4 +287,17 @@ pub fn html(r: &SmokeReport) -> String {
     }
     h.push_str("</table>\n</body></html>\n");
     h
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn escapes_everything() {
+        assert_eq!(
+            esc("<script>alert('x') & \"y\"</script>"),
+            "&lt;script&gt;alert(&#39;x&#39;) &amp; &quot;y&quot;&lt;/script&gt;"
+        );
+    }
 }
