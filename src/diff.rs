@@ -72,8 +72,22 @@ pub fn quote_path(prefix: &str, rel: &str) -> String {
     out
 }
 
-/// The diff of a whole plan, files sorted by path: exactly what apply would write.
-pub fn plan_diff(plan: &Plan) -> String {
+/// One file a plan changes: its bytes before and after, its diff and the pieces it gets.
+#[derive(Debug, Clone)]
+pub struct FileChange {
+    pub rel: String,
+    pub change: Change,
+    /// On disk now (empty for a file the plan creates).
+    pub before: String,
+    /// What the plan writes (empty for a file it deletes).
+    pub after: String,
+    pub diff: String,
+    /// The pieces of its edits, in plan order (e.g. `runtime module`, `send wrapped`).
+    pub pieces: Vec<String>,
+}
+
+/// Every file of a plan, sorted by path: exactly what apply would write.
+pub fn plan_changes(plan: &Plan) -> Vec<FileChange> {
     let mut files: Vec<_> = plan.files.iter().collect();
     files.sort_by(|a, b| a.file.rel.cmp(&b.file.rel));
     files
@@ -86,14 +100,27 @@ pub fn plan_diff(plan: &Plan) -> String {
             } else {
                 Change::Modify
             };
-            let new = if fp.delete {
+            let after = if fp.delete {
                 String::new()
             } else {
                 fp.file.to_disk(&fp.new_text())
             };
-            file_diff(&fp.file.rel, &fp.file.original(), &new, change)
+            let before = fp.file.original();
+            FileChange {
+                rel: fp.file.rel.clone(),
+                change,
+                diff: file_diff(&fp.file.rel, &before, &after, change),
+                before,
+                after,
+                pieces: fp.edits.iter().map(|e| e.piece.clone()).collect(),
+            }
         })
         .collect()
+}
+
+/// The diff of a whole plan, files sorted by path: exactly what apply would write.
+pub fn plan_diff(plan: &Plan) -> String {
+    plan_changes(plan).into_iter().map(|c| c.diff).collect()
 }
 
 #[cfg(test)]

@@ -190,6 +190,26 @@ pub enum Error {
     #[error("interrupted by a signal before anything was written")]
     Interrupted,
 
+    /// `--installed NAME` found no such agent.
+    #[error("{name}: no installed agent by that name; looked {}; pass --python PY for the Python environment it is installed in, or point acp-patch at the package's folder", looked.join(", "))]
+    NotInstalled { name: String, looked: Vec<String> },
+
+    /// `--installed NAME` found it, but not as one folder acp-patch can patch.
+    #[error("{name}: {message}")]
+    InstalledShape { name: String, message: String },
+
+    /// The installed package's folder (or the one its manifest goes in) cannot be written.
+    #[error(
+        "{dir}: not writable by this user, so the installed {name} cannot be patched there (nothing was written); run acp-patch as the user who installed it, or install the agent where you can write (`uv tool install`, `pipx install`, `npm install -g` with a user prefix)"
+    )]
+    NotWritable { name: String, dir: PathBuf },
+
+    /// The manifest of an installed package is unreadable.
+    #[error(
+        "{path}: not a manifest acp-patch can read ({message}); remove it, then `acp-patch apply --installed` writes a new one"
+    )]
+    Manifest { path: PathBuf, message: String },
+
     /// An error of one agent in a tree that holds agents in several languages.
     #[error("{language} agent: {source}")]
     InAgent {
@@ -262,7 +282,10 @@ impl Error {
             | Error::Io { .. }
             | Error::Config { .. }
             | Error::NotAFolder { .. }
-            | Error::TooLarge { .. } => 2,
+            | Error::TooLarge { .. }
+            | Error::NotInstalled { .. }
+            | Error::InstalledShape { .. }
+            | Error::Manifest { .. } => 2,
             Error::InAgent { source, .. } => source.exit_code(),
             _ => 1,
         }
@@ -298,6 +321,10 @@ impl Error {
             Error::HandEdited { .. } => "hand_edited",
             Error::NotRevertible { .. } => "not_revertible",
             Error::Interrupted => "interrupted",
+            Error::NotInstalled { .. } => "not_installed",
+            Error::InstalledShape { .. } => "installed_shape",
+            Error::NotWritable { .. } => "not_writable",
+            Error::Manifest { .. } => "manifest",
             Error::InAgent { source, .. } => source.kind(),
         }
     }

@@ -10,6 +10,7 @@ pub mod config;
 pub mod diff;
 pub mod error;
 pub mod init;
+pub mod installed;
 pub mod lang;
 pub mod ops;
 pub mod output;
@@ -18,5 +19,10 @@ pub mod project;
 pub mod render;
 pub mod report;
 pub mod revert;
+pub mod series;
 pub mod smoke;
 pub mod source;
+
+/// `0.1.0 (0c13cb267115 2026-12-01)`: the version and the commit it was built from (see
+/// build.rs).
+pub const VERSION: &str = env!("ACP_PATCH_VERSION");

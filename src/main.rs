@@ -12,7 +12,7 @@ use std::process::ExitCode;
 #[derive(Parser)]
 #[command(
     name = "acp-patch",
-    version = env!("ACP_PATCH_VERSION"),
+    version = acp_patch::VERSION,
     about = "Give ACP agents a Thinking... card (start, heartbeat, complete) and one thought block"
 )]
 struct Cli {
@@ -92,14 +92,47 @@ struct ApplyArgs {
     /// temporary copy of the patched tree.
     #[arg(long)]
     check_build: bool,
-    /// The Python interpreter for the compile and start-up checks (default: $ACP_PATCH_PYTHON,
-    /// the agent's virtual environment, else one that satisfies its requires-python).
-    #[arg(long)]
+    /// An agent installed with pip/uv/pipx or npm instead of a folder: its console script,
+    /// distribution or npm package name (found through PATH, --python, ./node_modules,
+    /// `npm root -g`); patched where it is installed, with a manifest beside it.
+    #[arg(long, value_name = "NAME", conflicts_with = "path")]
+    installed: Option<String>,
+    /// The agent's Python interpreter: for the compile and start-up checks (default:
+    /// $ACP_PATCH_PYTHON, the agent's virtual environment, else one that satisfies its
+    /// requires-python), and the environment --installed looks in.
+    #[arg(long, value_name = "PY")]
     python: Option<PathBuf>,
     /// Output: text (diff on stdout, summary on stderr), json (one document on stdout,
-    /// the diff in its `diff` field) or github (refusals as annotations).
-    #[arg(long, value_enum, default_value_t = Format::Text)]
-    format: Format,
+    /// the diff in its `diff` field), github (refusals as annotations) or patch (a `git
+    /// format-patch` series on stdout for `git am`: the runtime, then the call edits).
+    #[arg(long, value_enum, default_value_t = ApplyFormat::Text)]
+    format: ApplyFormat,
+    /// With --format patch: run the smoke test before writing and after, and put both
+    /// runs' figures into the series' message.
+    #[arg(long)]
+    smoke: bool,
+}
+
+/// Apply's formats: every command's, and the patch series.
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum ApplyFormat {
+    Text,
+    Json,
+    /// GitHub Actions annotations.
+    Github,
+    /// A `git format-patch` series (mbox) for `git am`.
+    Patch,
+}
+
+impl ApplyFormat {
+    fn printer(self) -> Box<dyn Printer> {
+        match self {
+            ApplyFormat::Text | ApplyFormat::Patch => Format::Text,
+            ApplyFormat::Json => Format::Json,
+            ApplyFormat::Github => Format::Github,
+        }
+        .printer()
+    }
 }
 
 #[derive(Args)]
@@ -113,8 +146,13 @@ struct VerifyArgs {
     /// Also run the smoke test (acp-patch.toml [smoke] must say how to start the agent).
     #[arg(long)]
     smoke: bool,
-    /// The Python interpreter for the compile and start-up checks (as for apply).
-    #[arg(long)]
+    /// An agent installed with pip/uv/pipx or npm instead of a folder: its console script,
+    /// distribution or npm package name (found through PATH, --python, ./node_modules,
+    /// `npm root -g`); verified where it is installed.
+    #[arg(long, value_name = "NAME", conflicts_with = "path")]
+    installed: Option<String>,
+    /// The agent's Python interpreter (as for apply).
+    #[arg(long, value_name = "PY")]
     python: Option<PathBuf>,
 }
 
@@ -139,6 +177,14 @@ struct RevertArgs {
     /// Write even when the git tree has uncommitted changes.
     #[arg(long)]
     allow_dirty: bool,
+    /// An agent installed with pip/uv/pipx or npm instead of a folder: its console script,
+    /// distribution or npm package name (found through PATH, --python, ./node_modules,
+    /// `npm root -g`); patched where it is installed, with a manifest beside it.
+    #[arg(long, value_name = "NAME", conflicts_with = "path")]
+    installed: Option<String>,
+    /// The agent's Python interpreter: the environment --installed looks in.
+    #[arg(long, value_name = "PY")]
+    python: Option<PathBuf>,
     /// Summary format on stderr (text) or one JSON document on stdout (json; the diff is
     /// its `diff` field).
     #[arg(long, value_enum, default_value_t = Format::Text)]
@@ -255,10 +301,88 @@ fn run_apply(args: &ApplyArgs, s: &mut Streams) -> Verdict {
         allow_dirty: args.allow_dirty,
         check_build: args.check_build,
     };
+    if args.format == ApplyFormat::Patch {
+        if args.installed.is_some() {
+            usage_error(
+                "--format patch is for the agent's repository (a maintainer `git am`s it): run it on a clone",
+            );
+        }
+        return run_apply_series(args, &opts, printer.as_ref(), &cx, s);
+    }
+    if args.smoke {
+        usage_error("--smoke goes with --format patch (its figures go into the series)");
+    }
+    if let Some(name) = &args.installed {
+        let found = match locate(name, args.python.as_deref(), s) {
+            Ok(found) => found,
+            Err(e) => return refuse(printer.as_ref(), s, &cx, &e),
+        };
+        let cx = Context {
+            command: "apply",
+            root: &found.root,
+        };
+        return match acp_patch::installed::apply(&found, &opts) {
+            Ok(outcome) => (0, printer.apply(s, &outcome, args.dry_run)),
+            Err(e) => refuse(printer.as_ref(), s, &cx, &e),
+        };
+    }
     match ops::apply(&args.common.path, &opts) {
         Ok(outcome) => (0, printer.apply(s, &outcome, args.dry_run)),
         Err(e) => refuse(printer.as_ref(), s, &cx, &e),
     }
+}
+
+/// A usage error as clap reports one (exit 2).
+fn usage_error(message: &str) -> ! {
+    Cli::command()
+        .error(clap::error::ErrorKind::ArgumentConflict, message)
+        .exit()
+}
+
+/// `apply --format patch`: the summary on stderr as for text, the series on stdout.
+fn run_apply_series(
+    args: &ApplyArgs,
+    opts: &ApplyOptions,
+    printer: &dyn Printer,
+    cx: &Context,
+    s: &mut Streams,
+) -> Verdict {
+    use acp_patch::series;
+    if args.smoke && args.dry_run {
+        usage_error(
+            "--smoke runs the patched agent, so it needs apply to write: drop --dry-run (`acp-patch revert` undoes it)",
+        );
+    }
+    let result = if args.smoke {
+        series::apply_with_smoke(&args.common.path, opts)
+    } else {
+        ops::apply(&args.common.path, opts).map(|o| (o, None))
+    };
+    let (outcome, smoke) = match result {
+        Ok(r) => r,
+        Err(e) => return refuse(printer, s, cx, &e),
+    };
+    // the smoke run on the patched tree decides, as `smoke` would exit
+    let code = match smoke.as_ref().map(|c| &c.after) {
+        Some(Ok(r)) if !r.passed => 1,
+        Some(Err(_)) => 2,
+        _ => 0,
+    };
+    if let Err(e) = printer.apply(s, &outcome, false) {
+        return (code, Err(e));
+    }
+    if outcome.nothing_to_do() {
+        s.say("acp-patch: no series: the tree needs no change (run it on the unpatched tree)");
+        return (code, Ok(()));
+    }
+    let origin = series::Origin::of(&args.common.path);
+    let printed = s
+        .out
+        .write_all(series::series(&outcome, &origin, smoke.as_ref()).as_bytes());
+    if series::needs_keep_cr(&outcome) {
+        s.say("note: files with CRLF line endings: apply the series with `git am --keep-cr`");
+    }
+    (code, printed)
 }
 
 fn run_verify(args: &VerifyArgs, s: &mut Streams) -> Verdict {
@@ -267,11 +391,29 @@ fn run_verify(args: &VerifyArgs, s: &mut Streams) -> Verdict {
         command: "verify",
         root: &args.common.path,
     };
+    let found = match &args.installed {
+        Some(name) => match locate(name, args.python.as_deref(), s) {
+            Ok(found) => Some(found),
+            Err(e) => return refuse(printer.as_ref(), s, &cx, &e),
+        },
+        None => None,
+    };
+    let root = found
+        .as_ref()
+        .map_or(args.common.path.as_path(), |f| &f.root);
+    let cx = Context {
+        command: "verify",
+        root,
+    };
     let verify_opts = Options {
         python: args.python.clone(),
         ..args.common.options()
     };
-    let outcome = match ops::verify(&args.common.path, &verify_opts) {
+    let verified = match &found {
+        Some(found) => acp_patch::installed::verify(found, &verify_opts),
+        None => ops::verify(root, &verify_opts),
+    };
+    let outcome = match verified {
         Ok(o) => o,
         // verify's contract: 2 for usage, I/O and parse errors; 1 when a site cannot be found
         Err(e @ Error::Parse { .. }) => return (2, printer.error(s, &cx, &e)),
@@ -279,11 +421,9 @@ fn run_verify(args: &VerifyArgs, s: &mut Streams) -> Verdict {
     };
     let mut code = outcome.exit_code();
     // the smoke run with its defaults, reading [smoke] from the agent's acp-patch.toml
-    let smoke: Option<SmokeResult> = args.smoke.then(|| {
-        acp_patch::smoke::run(&acp_patch::smoke::SmokeOptions::for_folder(
-            &args.common.path,
-        ))
-    });
+    let smoke: Option<SmokeResult> = args
+        .smoke
+        .then(|| acp_patch::smoke::run(&acp_patch::smoke::SmokeOptions::for_folder(root)));
     if let Some(r) = &smoke {
         code = code.max(acp_patch::smoke::exit_code(r));
     }
@@ -313,10 +453,44 @@ fn run_revert(args: &RevertArgs, s: &mut Streams) -> Verdict {
         dry_run: args.dry_run,
         allow_dirty: args.allow_dirty,
     };
+    if let Some(name) = &args.installed {
+        let found = match locate(name, args.python.as_deref(), s) {
+            Ok(found) => found,
+            Err(e) => return refuse(printer.as_ref(), s, &cx, &e),
+        };
+        let cx = Context {
+            command: "revert",
+            root: &found.root,
+        };
+        return match acp_patch::installed::revert(&found, &opts) {
+            Ok(outcome) => (0, printer.revert(s, &outcome, args.dry_run)),
+            Err(e) => refuse(printer.as_ref(), s, &cx, &e),
+        };
+    }
     match ops::revert(&args.common.path, &opts) {
         Ok(outcome) => (0, printer.revert(s, &outcome, args.dry_run)),
         Err(e) => refuse(printer.as_ref(), s, &cx, &e),
     }
+}
+
+/// `--installed NAME`: where it is, said on stderr.
+fn locate(
+    name: &str,
+    python: Option<&std::path::Path>,
+    s: &mut Streams,
+) -> Result<acp_patch::installed::Installed, Error> {
+    let found = acp_patch::installed::locate(name, python)?;
+    s.say(&format!(
+        "acp-patch: {} {} ({}) installed at {}",
+        found.package,
+        found.version,
+        match found.ecosystem {
+            acp_patch::installed::Ecosystem::Python => "Python",
+            acp_patch::installed::Ecosystem::Npm => "npm",
+        },
+        found.root.display()
+    ));
+    Ok(found)
 }
 
 fn run_completions(args: &CompletionsArgs, s: &mut Streams) -> io::Result<u8> {

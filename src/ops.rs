@@ -36,6 +36,12 @@ pub struct ApplyOutcome {
     /// Files changed (or that would change), relative paths.
     pub files: Vec<String>,
     pub written: bool,
+    /// Each file's change, for the patch series and the installed-package manifest.
+    #[serde(skip)]
+    pub changes: Vec<crate::diff::FileChange>,
+    /// The prefix of the variables the inserted code reads.
+    #[serde(skip)]
+    pub env_prefix: String,
 }
 
 impl ApplyOutcome {
@@ -278,14 +284,17 @@ pub fn apply(root: &Path, opts: &ApplyOptions) -> Result<ApplyOutcome> {
     }
     plan.sort();
     notes.extend(plan.notes.clone());
+    let changes = crate::diff::plan_changes(&plan);
     let mut outcome = ApplyOutcome {
         language: languages.join("+"),
         languages,
-        diff: crate::diff::plan_diff(&plan),
+        diff: changes.iter().map(|c| c.diff.as_str()).collect(),
         placed: plan.placed(),
         notes,
         files: plan.files.iter().map(|f| f.file.rel.clone()).collect(),
         written: false,
+        changes,
+        env_prefix: project.env_prefix.clone(),
     };
     if opts.dry_run || plan.is_empty() {
         return Ok(outcome);

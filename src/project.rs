@@ -259,6 +259,26 @@ struct Found {
     stop: AtomicBool,
 }
 
+/// Whether the ignore files above `root` ignore `root` itself, as the `*` .gitignore that uv
+/// and virtualenv write into a virtual environment ignores its site-packages: pointed at such
+/// a folder on purpose, acp-patch reads it (by its own ignore files) rather than nothing.
+fn ignored_by_parents(root: &Path) -> bool {
+    let Ok(root) = root.canonicalize() else {
+        return false;
+    };
+    let (Some(parent), Some(name)) = (root.parent(), root.file_name()) else {
+        return false;
+    };
+    let listed = ignore::WalkBuilder::new(parent)
+        .hidden(false)
+        .require_git(false)
+        .max_depth(Some(1))
+        .build()
+        .flatten()
+        .any(|e| e.depth() == 1 && e.file_name() == name);
+    !listed
+}
+
 /// Walks the tree in parallel (respecting .gitignore, skipping hidden and vendored
 /// folders, never following a folder link), reads every file of a known language, and
 /// sorts them so every later phase is deterministic. Stops and refuses at the limits.
@@ -275,6 +295,7 @@ fn read_sources(project: &mut Project, limits: Limits) -> Result<()> {
     ignore::WalkBuilder::new(&root)
         .hidden(false) // hidden entries are filtered below, where our leftovers are seen
         .require_git(false)
+        .parents(!ignored_by_parents(&root))
         .follow_links(false)
         .filter_entry(move |e| {
             let name = e.file_name().to_string_lossy();

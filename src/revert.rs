@@ -36,6 +36,9 @@ pub struct RevertOutcome {
     /// Files removed whole (runtime modules apply created).
     pub deleted: Vec<String>,
     pub written: bool,
+    /// Things worth a word (an installed package's manifest).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
 }
 
 impl RevertOutcome {
@@ -87,6 +90,7 @@ pub fn revert(root: &Path, opts: &RevertOptions) -> Result<RevertOutcome> {
             .map(|f| f.file.rel.clone())
             .collect(),
         written: false,
+        notes: Vec::new(),
     };
     if opts.dry_run || plan.is_empty() {
         return Ok(outcome);

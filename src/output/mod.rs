@@ -94,6 +94,9 @@ fn apply_summary(s: &mut Streams, outcome: &ApplyOutcome) {
 
 /// The human summary of a revert, on stderr (every format prints it).
 fn revert_summary(s: &mut Streams, outcome: &RevertOutcome) {
+    for note in &outcome.notes {
+        s.say(&format!("note: {note}"));
+    }
     if outcome.nothing_to_revert() {
         s.say("acp-patch: nothing to revert: no piece acp-patch inserts is in place");
         return;

@@ -32,6 +32,8 @@ fn flag_combinations_accepted_and_refused() {
         (&["verify", "--dry-run", p], false),
         (&["verify", "--allow-dirty", p], false),
         (&["apply", "--smoke", p], false),
+        (&["apply", "--dry-run", "--format", "patch", p], true),
+        (&["verify", "--format", "patch", p], false),
         (&["init", "--allow-dirty", p], false),
         (&["init", "--check-build", p], false),
         (&["apply", p, p], false),

@@ -3,12 +3,14 @@
 mod cli;
 mod fixtures;
 mod hostile;
+mod installed;
 mod property;
 mod python;
 mod python_real;
 mod python_templates;
 mod revert;
 mod rust_agents;
+mod series;
 mod smoke;
 mod smoke_browser;
 mod smoke_modes;

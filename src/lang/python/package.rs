@@ -13,6 +13,10 @@ use std::collections::HashSet;
 pub struct Packages {
     init_dirs: HashSet<String>,
     imported: HashSet<String>,
+    /// When the folder acp-patch was pointed at is itself a package (an installed one:
+    /// `site-packages/vibe`), its name and those of the packages around it, outermost first:
+    /// `vibe/acp/agent.py` is imported as `vibe.acp.agent`, never `acp.agent`.
+    above_root: Vec<String>,
 }
 
 impl Packages {
@@ -47,6 +51,7 @@ impl Packages {
             }
         }
         Packages {
+            above_root: packages_around(&project.root),
             init_dirs,
             imported,
         }
@@ -78,7 +83,11 @@ impl Packages {
                 depth = k;
             }
         }
-        let mut parts: Vec<&str> = segments[segments.len() - depth..].to_vec();
+        let mut parts: Vec<&str> = Vec::new();
+        if depth == segments.len() && self.init_dirs.contains("") {
+            parts.extend(self.above_root.iter().map(String::as_str));
+        }
+        parts.extend_from_slice(&segments[segments.len() - depth..]);
         if file != "__init__" {
             parts.push(file);
         }
@@ -117,6 +126,25 @@ impl Packages {
     }
 }
 
+/// The names of `root` and of each folder above it while it holds `__init__.py`, outermost
+/// first; empty when `root` is no package.
+fn packages_around(root: &std::path::Path) -> Vec<String> {
+    let mut names = Vec::new();
+    let mut dir = root.canonicalize().ok();
+    while let Some(d) = dir {
+        let name = d.file_name().map(|n| n.to_string_lossy().into_owned());
+        match name {
+            Some(name) if d.join("__init__.py").is_file() && is_identifier(&name) => {
+                names.push(name);
+                dir = d.parent().map(std::path::Path::to_path_buf);
+            }
+            _ => break,
+        }
+    }
+    names.reverse();
+    names
+}
+
 /// A Python name (the `str.isidentifier()` of ASCII and letters of any script).
 fn is_identifier(s: &str) -> bool {
     let mut chars = s.chars();
@@ -132,7 +160,29 @@ mod tests {
         Packages {
             init_dirs: inits.iter().map(|s| s.to_string()).collect(),
             imported: imported.iter().map(|s| s.to_string()).collect(),
+            above_root: Vec::new(),
         }
+    }
+
+    /// Pointed at an installed package's own folder (`site-packages/vibe`): its name leads.
+    #[test]
+    fn a_root_that_is_a_package_leads_the_name() {
+        let site = tempfile::tempdir().unwrap();
+        let vibe = site.path().join("vibe");
+        std::fs::create_dir_all(vibe.join("acp")).unwrap();
+        std::fs::write(vibe.join("__init__.py"), "").unwrap();
+        let p = Packages {
+            init_dirs: ["", "acp"].iter().map(|s| s.to_string()).collect(),
+            imported: ["acp.schema".to_string()].into(),
+            above_root: packages_around(&vibe),
+        };
+        assert_eq!(
+            p.module_name("acp/acp_progress.py"),
+            "vibe.acp.acp_progress"
+        );
+        assert_eq!(p.module_name("cli.py"), "vibe.cli");
+        // a site-packages folder is no package
+        assert!(packages_around(site.path()).is_empty());
     }
 
     #[test]
