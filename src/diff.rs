@@ -20,12 +20,10 @@ pub fn file_diff(rel: &str, old: &str, new: &str, change: Change) -> String {
     if old == new && change == Change::Modify {
         return String::new();
     }
-    let diff = similar::TextDiff::from_lines(old, new);
-    let body = diff
-        .unified_diff()
-        .context_radius(3)
-        .missing_newline_hint(true)
-        .to_string();
+    // lines as git and GNU patch read them: ended by `\n` only (a CR-only file is one line,
+    // as `git diff` shows it; a lone `\r` never ends a hunk line)
+    let (old_lines, new_lines) = (git_lines(old), git_lines(new));
+    let body = hunks(&old_lines, &new_lines);
     let (a, b) = (quote_path("a/", rel), quote_path("b/", rel));
     let (mode, from, to) = match change {
         Change::Modify => (String::new(), a.clone(), b.clone()),
@@ -41,6 +39,67 @@ pub fn file_diff(rel: &str, old: &str, new: &str, change: Change) -> String {
         ),
     };
     format!("diff --git {a} {b}\n{mode}--- {from}\n+++ {to}\n{body}")
+}
+
+/// The hunks of a unified diff (3 lines of context) over lines that end in `\n` (the last
+/// may not: then `\ No newline at end of file` follows it, as git writes it).
+fn hunks(old: &[&str], new: &[&str]) -> String {
+    use similar::ChangeTag;
+    let ops = similar::capture_diff_slices(similar::Algorithm::Myers, old, new);
+    let mut out = String::new();
+    for group in similar::group_diff_ops(ops, 3) {
+        let (first, last) = (&group[0], &group[group.len() - 1]);
+        let (o0, n0) = (first.old_range().start, first.new_range().start);
+        let (o1, n1) = (last.old_range().end, last.new_range().end);
+        let range = |start: usize, len: usize| match len {
+            0 => format!("{start},0"),
+            1 => format!("{}", start + 1),
+            _ => format!("{},{len}", start + 1),
+        };
+        out.push_str(&format!(
+            "@@ -{} +{} @@\n",
+            range(o0, o1 - o0),
+            range(n0, n1 - n0)
+        ));
+        for op in &group {
+            for (tag, line) in op_lines(op, old, new) {
+                out.push(match tag {
+                    ChangeTag::Equal => ' ',
+                    ChangeTag::Delete => '-',
+                    ChangeTag::Insert => '+',
+                });
+                out.push_str(line);
+                if !line.ends_with('\n') {
+                    out.push_str("\n\\ No newline at end of file\n");
+                }
+            }
+        }
+    }
+    out
+}
+
+/// The lines of one diff op: deletions before insertions.
+fn op_lines<'a>(
+    op: &similar::DiffOp,
+    old: &[&'a str],
+    new: &[&'a str],
+) -> Vec<(similar::ChangeTag, &'a str)> {
+    use similar::ChangeTag;
+    let mut out = Vec::new();
+    let (o, n) = (op.old_range(), op.new_range());
+    match op.tag() {
+        similar::DiffTag::Equal => out.extend(o.map(|i| (ChangeTag::Equal, old[i]))),
+        _ => {
+            out.extend(o.map(|i| (ChangeTag::Delete, old[i])));
+            out.extend(n.map(|i| (ChangeTag::Insert, new[i])));
+        }
+    }
+    out
+}
+
+/// A text's lines, each with its `\n` (the last one may have none).
+fn git_lines(text: &str) -> Vec<&str> {
+    text.split_inclusive('\n').collect()
 }
 
 /// `prefix` + `rel` as git writes a path in a diff: in double quotes with C escapes
@@ -146,6 +205,15 @@ mod tests {
         assert_eq!(quote_path("b/", "tab\there.py"), "\"b/tab\\there.py\"");
         assert_eq!(quote_path("a/", "q\"b\\.py"), "\"a/q\\\"b\\\\.py\"");
         assert_eq!(quote_path("a/", "caf\u{e9}.py"), "\"a/caf\\303\\251.py\"");
+    }
+
+    #[test]
+    fn a_cr_only_file_is_one_line_as_git_reads_it() {
+        let d = super::unified("a.py", "x = 1\ry = 2\r", "x = 1\rz = 0\ry = 2\r");
+        assert_eq!(
+            d,
+            "diff --git a/a.py b/a.py\n--- a/a.py\n+++ b/a.py\n@@ -1 +1 @@\n-x = 1\ry = 2\r\n\\ No newline at end of file\n+x = 1\rz = 0\ry = 2\r\n\\ No newline at end of file\n"
+        );
     }
 
     #[test]

@@ -39,6 +39,21 @@ pub enum Error {
     Config { path: PathBuf, message: String },
 
     #[error(
+        "{}:{line}: this template (from --templates or [templates] dir) renders code that does not {} ({message}; {compiler}, in {rendered}); fix the template (nothing was written)",
+        template.display(), if *compiles { "compile" } else { "parse" }
+    )]
+    BadTemplate {
+        template: PathBuf,
+        line: usize,
+        /// The rendered file where the compiler found it.
+        rendered: String,
+        compiler: String,
+        message: String,
+        /// A compile error (else the parser's).
+        compiles: bool,
+    },
+
+    #[error(
         "{root}: no ACP agent found ({detail}); point acp-patch at the agent's folder, or pin the sites in acp-patch.toml"
     )]
     NoAgent { root: PathBuf, detail: String },
@@ -92,6 +107,15 @@ pub enum Error {
         line: usize,
         piece: String,
         detail: String,
+    },
+
+    #[error(
+        "{file}:{line}: the runtime module was edited by hand: it is neither what this acp-patch writes nor a module an earlier release wrote (line {line} should read `{should}`), and apply replaces the module whole; undo the edit (e.g. `git checkout -- {file}`), or delete the file to take this version's module (nothing was written)"
+    )]
+    RuntimeEdited {
+        file: String,
+        line: usize,
+        should: String,
     },
 
     #[error(
@@ -281,6 +305,7 @@ impl Error {
             Error::MissingPath { .. }
             | Error::Io { .. }
             | Error::Config { .. }
+            | Error::BadTemplate { .. }
             | Error::NotAFolder { .. }
             | Error::TooLarge { .. }
             | Error::NotInstalled { .. }
@@ -297,6 +322,7 @@ impl Error {
             Error::MissingPath { .. } => "missing_path",
             Error::Io { .. } => "io",
             Error::Config { .. } => "config",
+            Error::BadTemplate { .. } => "bad_template",
             Error::NoAgent { .. } => "no_agent",
             Error::Ambiguous { .. } => "ambiguous",
             Error::Unlocatable { .. } | Error::NotFound { .. } => "unlocatable",
@@ -319,6 +345,7 @@ impl Error {
             Error::VerifyFails { .. } => "verify_fails",
             Error::Exists { .. } => "exists",
             Error::HandEdited { .. } => "hand_edited",
+            Error::RuntimeEdited { .. } => "runtime_edited",
             Error::NotRevertible { .. } => "not_revertible",
             Error::Interrupted => "interrupted",
             Error::NotInstalled { .. } => "not_installed",
@@ -346,6 +373,7 @@ impl Error {
             | Error::NotUtf8 { file, line, .. }
             | Error::NotRevertible { file, line, .. }
             | Error::HandEdited { file, line, .. }
+            | Error::RuntimeEdited { file, line, .. }
             | Error::WouldNotCompile { file, line, .. }
             | Error::WouldNotStart { file, line, .. } => at(file, *line),
             Error::ReadOnly { file }
@@ -353,6 +381,7 @@ impl Error {
             | Error::Changed { file }
             | Error::Owner { file, .. }
             | Error::WouldBreak { file, .. } => at(file, 1),
+            Error::BadTemplate { template, line, .. } => at(&template.display().to_string(), *line),
             Error::InAgent { source, .. } => source.location(),
             _ => None,
         }

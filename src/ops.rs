@@ -151,14 +151,18 @@ fn plan_checked(
             });
         }
     }
-    check_parses(lang, &plan)?;
+    check_parses(lang, &plan).map_err(|e| in_template(e, project, &plan))?;
     let report = if plan.is_empty() {
-        lang.verify(project)?
+        judged(lang, project)?
     } else {
         verify_planned(lang, project, opts, &plan)?
     };
     // the patched agent must start: compiled and loaded by its own toolchain
-    notes.extend(startup(lang, project, &plan, &report)?.notes);
+    notes.extend(
+        startup(lang, project, &plan, &report)
+            .map_err(|e| in_template(e, project, &plan))?
+            .notes,
+    );
     // apply inserts what is missing; what it cannot mend (a piece renamed or edited by
     // hand) must stop it, not be written around
     if !report.ok() {
@@ -173,6 +177,61 @@ fn plan_checked(
         });
     }
     Ok(plan)
+}
+
+/// A patched file that does not parse or compile, when the failing line came from a template
+/// of the override folder (`--templates`, `[templates] dir`): the template is named, with
+/// the compiler's line in it (the rendered line found in the filled template), not acp-patch.
+fn in_template(e: Error, project: &Project, plan: &Plan) -> Error {
+    let Some(dir) = &project.templates.override_dir else {
+        return e;
+    };
+    let (file, line, compiler, message, compiles) = match &e {
+        Error::WouldBreak { file, message } => {
+            // "line N: message"
+            let (n, m) = message
+                .strip_prefix("line ")
+                .and_then(|r| r.split_once(": "))
+                .and_then(|(n, m)| Some((n.parse::<usize>().ok()?, m)))
+                .unwrap_or((0, message.as_str()));
+            (file, n, "the parser".to_string(), m.to_string(), false)
+        }
+        Error::WouldNotCompile {
+            file,
+            line,
+            compiler,
+            message,
+        } => (file, *line, compiler.clone(), message.clone(), true),
+        _ => return e,
+    };
+    let Some(fp) = plan.files.iter().find(|f| &f.file.rel == file) else {
+        return e;
+    };
+    let text = fp.new_text();
+    let Some(wanted) = text.lines().nth(line.wrapping_sub(1)).map(str::trim) else {
+        return e;
+    };
+    if wanted.is_empty() {
+        return e;
+    }
+    for name in crate::render::Templates::names() {
+        let path = dir.join(name);
+        let Ok(template) = std::fs::read_to_string(&path) else {
+            continue;
+        };
+        let filled = crate::render::fill(&template, &[("PREFIX", &project.env_prefix)]);
+        if let Some(i) = filled.lines().position(|l| l.trim() == wanted) {
+            return Error::BadTemplate {
+                template: path,
+                line: i + 1,
+                rendered: format!("{file}:{line}"),
+                compiler,
+                message,
+                compiles,
+            };
+        }
+    }
+    e
 }
 
 /// Verify on the tree as the plan would leave it: the language's files (and the package
@@ -221,7 +280,32 @@ fn verify_planned(
             python: project.python.clone(),
         },
     )?;
-    lang.verify(&copy)
+    judged(lang, &copy)
+}
+
+/// The language's verify report, and revert's refusal of the same tree as a failing row:
+/// what revert would refuse (a duplicated piece, one edited or moved by hand) fails verify,
+/// named with the same `file:line`.
+fn judged(lang: &dyn Language, project: &Project) -> Result<Report> {
+    let mut report = lang.verify(project)?;
+    if let Some(r) = crate::revert::refusal(lang, project) {
+        let row = r
+            .check
+            .and_then(|id| report.checks.iter().position(|c| c.id == id))
+            .unwrap_or(0);
+        let c = &mut report.checks[row];
+        if c.status == Status::Ok || r.status == Status::Malformed {
+            c.status = r.status;
+        }
+        let l = format!("{}:{}", r.file, r.line);
+        c.detail = [c.detail.as_str(), &format!("{l}: {}", r.message)]
+            .into_iter()
+            .filter(|d| !d.is_empty())
+            .collect::<Vec<_>>()
+            .join("; ");
+        c.insert_at.get_or_insert(l);
+    }
+    Ok(report)
 }
 
 fn patched_files(plan: &Plan) -> Vec<crate::compile::Patched> {
@@ -355,7 +439,7 @@ pub fn verify(root: &Path, opts: &Options) -> Result<VerifyOutcome> {
     let mut reports = Vec::new();
     let mut no_agent = None;
     for lang in &langs {
-        match lang.verify(&project).map_err(|e| explain(e, &project)) {
+        match judged(*lang, &project).map_err(|e| explain(e, &project)) {
             Ok(mut report) => {
                 startup_rows(*lang, &project, &mut report, &mut notes)
                     .map_err(|e| in_agent(e, *lang, several))?;

@@ -70,6 +70,7 @@ pub fn revert(root: &Path, opts: &RevertOptions) -> Result<RevertOutcome> {
         };
         let (mine, taken) = removal_plan(&inventory)?;
         if !mine.is_empty() {
+            check_current_parses(*lang, &inventory)?;
             crate::ops::check_parses(*lang, &mine)?;
             check_no_leftovers(&inventory, &mine)?;
             check_round_trip(*lang, &project, &inventory, &mine)?;
@@ -123,6 +124,115 @@ pub(crate) fn unpatched_texts(
             })
             .collect(),
     )
+}
+
+/// What revert would refuse on this tree, as verify reports it: the check of the piece it
+/// concerns (the present part nearest to the refused line), the status (`duplicated` for
+/// acp-patch code apply did not write there, a copy; `malformed` for a piece edited by hand)
+/// and the refusal with its `file:line`. Verify runs exactly revert's checks, so the two
+/// cannot disagree; a tree with nothing to revert, or one the language cannot take stock
+/// of (verify reports that itself), has no refusal.
+pub(crate) fn refusal(lang: &dyn Language, project: &Project) -> Option<Refusal> {
+    let inventory = lang.inventory(project).ok()?;
+    let outcome = removal_plan(&inventory).and_then(|(mine, _)| {
+        if mine.is_empty() {
+            return Ok(());
+        }
+        check_current_parses(lang, &inventory)?;
+        crate::ops::check_parses(lang, &mine)?;
+        check_no_leftovers(&inventory, &mine)?;
+        check_round_trip(lang, project, &inventory, &mine)
+    });
+    let error = outcome.err()?;
+    let (file, line, copy, message) = match &error {
+        Error::HandEdited {
+            file,
+            line,
+            piece,
+            detail,
+        } if piece == "code" => (
+            file.clone(),
+            *line,
+            true,
+            format!("revert refuses: {detail}"),
+        ),
+        Error::HandEdited {
+            file,
+            line,
+            piece,
+            detail,
+        } => (
+            file.clone(),
+            *line,
+            false,
+            format!(
+                "revert refuses: the {piece} was changed by hand: {detail}; restore it (e.g. from git)"
+            ),
+        ),
+        Error::NotRevertible { file, line, detail } => (
+            file.clone(),
+            *line,
+            false,
+            format!("revert refuses: {detail}"),
+        ),
+        Error::WouldBreak { file, message } => (
+            file.clone(),
+            1,
+            false,
+            format!("revert would break the file: {message}"),
+        ),
+        _ => return None,
+    };
+    let nearest = inventory
+        .parts
+        .iter()
+        .filter(|p| inventory.files[p.file].rel == file && !p.checks.is_empty())
+        .min_by_key(|p| p.present.unwrap_or(p.anchor_line).abs_diff(line));
+    Some(Refusal {
+        check: nearest.map(|p| p.checks[0]),
+        status: if copy {
+            crate::report::Status::Duplicated
+        } else {
+            crate::report::Status::Malformed
+        },
+        file,
+        line,
+        message,
+    })
+}
+
+/// Every file holding inserted code must parse as it is (as verify demands): a syntax error
+/// there is the tree's (a hand edit), named where it is, not a revert that would break it.
+fn check_current_parses(lang: &dyn Language, inventory: &Inventory) -> Result<()> {
+    for (i, f) in inventory.files.iter().enumerate() {
+        let touched = inventory
+            .parts
+            .iter()
+            .any(|p| p.file == i && p.present.is_some());
+        if !touched && !f.text.contains(inventory.marker) {
+            continue;
+        }
+        if let Some((offset, message)) = lang.syntax_error_at(&f.path, &f.text) {
+            return Err(Error::Parse {
+                location: crate::error::Location {
+                    file: f.rel.clone(),
+                    line: f.line_of(offset),
+                },
+                message,
+            });
+        }
+    }
+    Ok(())
+}
+
+/// Revert's refusal of a tree, for verify's report.
+pub(crate) struct Refusal {
+    /// The check the refused piece belongs to (none known: the report's first failing row).
+    pub check: Option<&'static str>,
+    pub status: crate::report::Status,
+    pub file: String,
+    pub line: usize,
+    pub message: String,
 }
 
 /// A range revert takes out: start, end, piece, whether in its end-of-file form.
@@ -370,14 +480,24 @@ fn check_round_trip(
     revert: &Plan,
 ) -> Result<()> {
     let reverted = reverted_project(project, revert);
-    let again = lang.plan(&reverted).map_err(|e| Error::NotRevertible {
-        file: revert
-            .files
-            .first()
-            .map(|f| f.file.rel.clone())
-            .unwrap_or_default(),
-        line: 1,
-        detail: format!("acp-patch could not patch the reverted tree again ({e})"),
+    let again = lang.plan(&reverted).map_err(|e| {
+        // where the re-plan failed, when it says (a file broken by hand), else the first file
+        let (file, line) = match e.location() {
+            Some(at) => (at.file, at.line),
+            None => (
+                revert
+                    .files
+                    .first()
+                    .map(|f| f.file.rel.clone())
+                    .unwrap_or_default(),
+                1,
+            ),
+        };
+        Error::NotRevertible {
+            file,
+            line,
+            detail: format!("acp-patch could not patch the reverted tree again ({e})"),
+        }
     })?;
     let now = inventory_plan(inventory)?;
     // the final text of a path after a plan, over a base tree

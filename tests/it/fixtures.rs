@@ -68,7 +68,7 @@ fn load(case: &str) -> Case {
 }
 
 fn bless() -> bool {
-    std::env::var_os("ACP_PATCH_BLESS").is_some()
+    crate::support::bless()
 }
 
 /// A work folder of a case, emptied. It sits outside the repository (a `git apply` inside

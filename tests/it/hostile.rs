@@ -2,13 +2,14 @@
 //! vendored copies, read-only folders, no git, a broken git, two runs at once, a killed
 //! run, a closed pipe, ...). Every case checks one invariant:
 //!
-//! - each file is byte-identical, or patched (its bytes kept in order, only text inserted,
-//!   its mode and owner kept) and compiling;
+//! - each file is byte-identical, or patched (its bytes kept in order, only code inserted,
+//!   its mode and owner kept) and building; a new file is a runtime module, read and built;
 //! - on a non-zero exit the tree is byte-identical (links, modes and owners included);
 //! - the exit code is the documented one, and the message names the file and what to do;
 //! - no panic text, no temporary file left.
 //!
-//! Each test is named after what it guards. Nothing here runs a real agent or a build.
+//! Each test is named after what it guards. Nothing here runs a real agent; every patched
+//! package is built (Python compiled, `tsc`, `node --check`, `cargo check`).
 
 use crate::support::{acp_patch, fixture, git, path_str};
 use std::collections::BTreeMap;
@@ -58,10 +59,13 @@ fn state(root: &Path) -> BTreeMap<String, Entry> {
     out
 }
 
-/// Whether `patched` is `original` with bytes inserted (original bytes kept, in order).
+/// Whether `patched` is `original` with code inserted and nothing else changed (see
+/// [`crate::support::only_insertions`]); a file that is not UTF-8 must be byte-identical.
 fn only_insertions(original: &[u8], patched: &[u8]) -> bool {
-    let mut rest = patched.iter();
-    original.iter().all(|b| rest.any(|p| p == b))
+    match (std::str::from_utf8(original), std::str::from_utf8(patched)) {
+        (Ok(a), Ok(b)) => crate::support::only_insertions(a, b),
+        _ => original == patched,
+    }
 }
 
 fn python() -> String {
@@ -152,6 +156,7 @@ fn check(dir: &Path, before: &BTreeMap<String, Entry>, ran: &Ran, code: i32, say
         return;
     }
     let mut compile = Vec::new();
+    let mut built: Vec<String> = Vec::new();
     for (name, entry) in &after {
         match (before.get(name), entry) {
             (Some(old), new) if old == new => {}
@@ -175,9 +180,24 @@ fn check(dir: &Path, before: &BTreeMap<String, Entry>, ran: &Ran, code: i32, say
                 if name.ends_with(".py") {
                     compile.push(dir.join(name));
                 }
+                built.push(name.clone());
             }
-            (None, Entry::File { .. }) if name.ends_with(".py") => compile.push(dir.join(name)),
-            (None, Entry::File { .. }) => {}
+            // a new file is read too: only acp-patch's runtime module (or init's config) is one
+            (None, Entry::File { bytes, .. }) => {
+                let text = String::from_utf8_lossy(bytes);
+                let first = text.split(['\n', '\r']).next().unwrap_or("");
+                let base = name.rsplit('/').next().unwrap_or(name);
+                assert!(
+                    first.ends_with("acp-patch: runtime module, generated — do not edit; acp-patch apply updates it, acp-patch revert removes it")
+                        || base == "acp-patch.toml" && text.parse::<toml::Table>().is_ok(),
+                    "{name}: a new file that is neither a runtime module nor acp-patch.toml:\n{}",
+                    &text[..text.len().min(300)]
+                );
+                if name.ends_with(".py") {
+                    compile.push(dir.join(name));
+                }
+                built.push(name.clone());
+            }
             (old, new) => panic!("{name}: changed from {old:?} to {new:?}"),
         }
     }
@@ -185,6 +205,107 @@ fn check(dir: &Path, before: &BTreeMap<String, Entry>, ran: &Ran, code: i32, say
         assert!(after.contains_key(name), "{name} was removed");
     }
     py_compiles(&compile).unwrap_or_else(|e| panic!("a patched file does not compile: {e}"));
+    builds(dir, before, &built);
+}
+
+/// Every TypeScript / JavaScript and Rust package apply changed builds: `tsc --noEmit` (the
+/// TypeScript fixture's provisioned node_modules), `node --check` for JavaScript, `cargo
+/// check` in the Rust fixture's shared target dir. A package that did not build before the
+/// patch either (a hostile file tsc cannot take) is not apply's to answer for.
+fn builds(dir: &Path, before: &BTreeMap<String, Entry>, changed: &[String]) {
+    let mut packages: Vec<(String, &str)> = Vec::new();
+    for name in changed {
+        let kind = match name.rsplit('.').next() {
+            Some("ts" | "mts" | "cts" | "tsx") => "tsc",
+            Some("js" | "mjs" | "cjs") => {
+                let out = Command::new("node")
+                    .arg("--check")
+                    .arg(dir.join(name))
+                    .output()
+                    .expect("node");
+                assert!(
+                    out.status.success(),
+                    "{name}: node --check fails:\n{}",
+                    String::from_utf8_lossy(&out.stderr)
+                );
+                continue;
+            }
+            Some("rs") | Some("toml") if !name.ends_with("acp-patch.toml") => "cargo",
+            _ => continue,
+        };
+        let manifest = if kind == "tsc" {
+            "tsconfig.json"
+        } else {
+            "Cargo.toml"
+        };
+        let mut pkg = Path::new(name).parent();
+        while let Some(p) = pkg {
+            if dir.join(p).join(manifest).is_file() {
+                break;
+            }
+            pkg = p.parent();
+        }
+        let pkg = pkg.map(|p| p.to_string_lossy().into_owned());
+        if let Some(pkg) = pkg
+            && !packages.contains(&(pkg.clone(), kind))
+        {
+            packages.push((pkg, kind));
+        }
+    }
+    for (pkg, kind) in packages {
+        if let Err(e) = build(&dir.join(&pkg), kind) {
+            // the same package as it was: built from the recorded state
+            let was = tempfile::tempdir().unwrap();
+            for (name, entry) in before {
+                if let Entry::File { bytes, .. } = entry {
+                    let p = was.path().join(name);
+                    std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+                    std::fs::write(&p, bytes).unwrap();
+                }
+            }
+            assert!(
+                build(&was.path().join(&pkg), kind).is_err(),
+                "{pkg}: the patched package does not build (it did before):\n{e}"
+            );
+        }
+    }
+}
+
+/// One build check of a package folder.
+fn build(pkg: &Path, kind: &str) -> Result<(), String> {
+    let _turn = crate::support::cpu_lock();
+    let out = if kind == "tsc" {
+        let deps = "sdk2_agent"; // the TypeScript fixture these trees are copied from
+        let copy = crate::support::copy_tree(pkg);
+        crate::typescript::link_node_modules(copy.path(), deps);
+        let tsc = crate::typescript::node_modules(deps).join("typescript/bin/tsc");
+        Command::new("node")
+            .arg(tsc)
+            .args(["--noEmit", "-p"])
+            .arg(copy.path())
+            .output()
+            .expect("node")
+    } else {
+        // the Rust fixture's generation (trait API, 0.10.4): its dependencies are built once
+        Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
+            .args(["check", "--locked", "--quiet", "--manifest-path"])
+            .arg(pkg.join("Cargo.toml"))
+            .env(
+                "CARGO_TARGET_DIR",
+                crate::support::repo().join("target/rust-fixtures/acp-0.10.4"),
+            )
+            .output()
+            .expect("run cargo")
+    };
+    if out.status.success() {
+        Ok(())
+    } else {
+        Err(format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        ))
+    }
 }
 
 // ---- trees --------------------------------------------------------------------------------
@@ -271,6 +392,47 @@ fn cr_only_file_is_patched_not_called_invalid_syntax() {
     let bytes = std::fs::read(dir.path().join(AGENT)).unwrap();
     assert!(!bytes.contains(&b'\n'), "a CR-only file gained LF endings");
     verify_ok(dir.path());
+}
+
+#[test]
+fn cr_only_file_gets_a_dry_run_diff_git_apply_and_patch_accept() {
+    let pristine = tree(PY);
+    edit(pristine.path(), AGENT, |t| t.replace('\n', "\r"));
+    let dry = run(&["apply", "--dry-run", path_str(pristine.path())]);
+    assert_eq!(dry.code, 0, "{}", dry.stderr);
+    let applied = crate::support::copy_tree(pristine.path());
+    apply_case(applied.path(), &[], 0, &["inserted"]);
+    // the diff, applied by git and by GNU patch to copies, gives apply's tree byte for byte
+    let diff = pristine.path().join("..").join(format!(
+        "{}.diff",
+        pristine.path().file_name().unwrap().to_string_lossy()
+    ));
+    std::fs::write(&diff, &dry.stdout).unwrap();
+    let by_git = crate::support::copy_tree(pristine.path());
+    git(by_git.path(), &["apply", path_str(&diff)]);
+    assert!(
+        state(by_git.path()) == state(applied.path()),
+        "git apply's tree differs"
+    );
+    if Command::new("patch").arg("--version").output().is_ok() {
+        let by_patch = crate::support::copy_tree(pristine.path());
+        let out = Command::new("patch")
+            .args(["-p1", "--binary", "-s", "-i"])
+            .arg(&diff)
+            .current_dir(by_patch.path())
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stdout)
+        );
+        assert!(
+            state(by_patch.path()) == state(applied.path()),
+            "patch's tree differs"
+        );
+    }
+    std::fs::remove_file(diff).unwrap();
 }
 
 #[test]
@@ -473,30 +635,42 @@ fn kwargs_typed_var_keyword_gets_the_callback_parameter_before_it() {
 }
 
 #[test]
-fn custom_template_cpython_rejects_is_refused_with_the_compilers_message() {
+fn a_bad_template_is_named_as_the_template_with_the_compilers_line() {
     let dir = tree(PY);
     let templates = tempfile::tempdir().unwrap();
     let runtime =
         std::fs::read_to_string(crate::support::repo().join("templates/python/acp_progress.py"))
             .unwrap();
-    std::fs::create_dir_all(templates.path().join("python")).unwrap();
-    // tree-sitter accepts a parameter after **kwargs; CPython does not
+    let template = templates.path().join("python/acp_progress.py");
+    std::fs::create_dir_all(template.parent().unwrap()).unwrap();
+    let line = runtime.lines().count() + 3;
+    // tree-sitter accepts a parameter after **kwargs; CPython does not: CPython's line
     std::fs::write(
-        templates.path().join("python/acp_progress.py"),
+        &template,
         format!("{runtime}\n\ndef build_thinking_extra(**kw, extra=None):\n    return kw\n"),
     )
     .unwrap();
+    let at = format!("{}:{line}: this template", template.display());
+    let args = ["--templates", path_str(templates.path())];
     apply_case(
         dir.path(),
-        &["--templates", path_str(templates.path())],
-        1,
-        &[
-            "streamy/acp_progress.py",
-            "does not compile with Python",
-            "SyntaxError",
-            "nothing was written",
-        ],
+        &args,
+        2,
+        &[&at, "SyntaxError", "Python", "fix the template"],
     );
+    // one the parser rejects already: the parser's line
+    std::fs::write(
+        &template,
+        format!("{runtime}\n\ndef build_thinking_extra(:\n    return 1\n"),
+    )
+    .unwrap();
+    let ran = apply_case(
+        dir.path(),
+        &args,
+        2,
+        &[&at, "does not parse", "fix the template"],
+    );
+    assert!(!ran.stderr.contains("a bug in acp-patch"), "{}", ran.stderr);
 }
 
 #[test]

@@ -1,5 +1,6 @@
 //! The one integration-test binary: one module per area.
 
+mod agree;
 mod cli;
 mod fixtures;
 mod hostile;

@@ -119,7 +119,7 @@ pub fn assert_same_tree(a: &Path, b: &Path) {
 
 /// Compares with a snapshot file; `ACP_PATCH_BLESS=1` rewrites it.
 pub fn assert_snapshot(path: &Path, actual: &str) {
-    if std::env::var_os("ACP_PATCH_BLESS").is_some() {
+    if bless() {
         std::fs::create_dir_all(path.parent().unwrap()).unwrap();
         std::fs::write(path, actual).unwrap();
         return;
@@ -207,9 +207,124 @@ pub fn path_str(p: &Path) -> &str {
     p.to_str().expect("UTF-8 path")
 }
 
-/// Whether `patched` is `original` with text inserted: the original bytes must appear in it
-/// in order (greedy subsequence match), so no untouched byte changed.
+/// Whether `patched` is `original` with code inserted and nothing else changed. A token diff
+/// (identifier and number runs, whitespace runs, each line ending, every other character
+/// alone) must delete or change no token, and every run of inserted tokens must be code a
+/// codemod inserts: whole lines, or text naming acp-patch's code (`acp`, `progress`, any
+/// case), or only brackets, separators and spaces (a wrapper's `)`). So `a = 1` → `a = 2  # 1`
+/// is caught (it keeps every original byte, in order), and so is text written into an empty
+/// file (a file apply creates is not "the original with insertions").
 pub fn only_insertions(original: &str, patched: &str) -> bool {
-    let mut rest = patched.bytes();
-    original.bytes().all(|b| rest.any(|p| p == b))
+    if original == patched {
+        return true;
+    }
+    if original.is_empty() {
+        return false;
+    }
+    let (old, new) = (tokens(original), tokens(patched));
+    let ops = similar::capture_diff_slices(similar::Algorithm::Myers, &old, &new);
+    ops.iter().all(|op| match *op {
+        similar::DiffOp::Equal { .. } => true,
+        similar::DiffOp::Insert {
+            new_index, new_len, ..
+        } => inserted_code(&new, new_index, new_index + new_len),
+        similar::DiffOp::Delete { .. } | similar::DiffOp::Replace { .. } => false,
+    })
+}
+
+/// The tokens [`only_insertions`] compares.
+fn tokens(s: &str) -> Vec<&str> {
+    let word = |c: char| c.is_alphanumeric() || c == '_';
+    let mut out = Vec::new();
+    let mut rest = s;
+    while let Some(c) = rest.chars().next() {
+        let len = if rest.starts_with("\r\n") {
+            2
+        } else if word(c) {
+            rest.find(|c: char| !word(c)).unwrap_or(rest.len())
+        } else if c.is_whitespace() && c != '\n' && c != '\r' {
+            rest.find(|c: char| !c.is_whitespace() || c == '\n' || c == '\r')
+                .unwrap_or(rest.len())
+        } else {
+            c.len_utf8()
+        };
+        out.push(&rest[..len]);
+        rest = &rest[len..];
+    }
+    out
+}
+
+/// Whether the inserted tokens `new[s..e]` are code a codemod inserts, at any place the
+/// same insertion can slide to (a diff may align a line inserted after an equal one anywhere
+/// along the repeat).
+fn inserted_code(new: &[&str], mut s: usize, mut e: usize) -> bool {
+    while s > 0 && new[s - 1] == new[e - 1] {
+        s -= 1;
+        e -= 1;
+    }
+    loop {
+        if acceptable(new, s, e) {
+            return true;
+        }
+        if e < new.len() && new[s] == new[e] {
+            s += 1;
+            e += 1;
+        } else {
+            return false;
+        }
+    }
+}
+
+fn acceptable(new: &[&str], s: usize, e: usize) -> bool {
+    let eol = |t: &str| t == "\n" || t == "\r\n" || t == "\r";
+    let chunk = &new[s..e];
+    let whole_lines = (s == 0 || eol(new[s - 1])) && chunk.last().is_some_and(|t| eol(t));
+    let names_ours = chunk.iter().any(|t| {
+        let t = t.to_ascii_lowercase();
+        t.contains("acp") || t.contains("progress")
+    });
+    let punctuation = chunk.iter().all(|t| {
+        t.chars()
+            .all(|c| "()[]{};,".contains(c) || c.is_whitespace())
+    });
+    whole_lines || names_ours || punctuation
+}
+
+/// Whether snapshots are to be rewritten: `ACP_PATCH_BLESS=1`, nothing else (`0`, empty or
+/// any other value compares).
+pub fn bless() -> bool {
+    std::env::var("ACP_PATCH_BLESS").as_deref() == Ok("1")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::only_insertions;
+
+    #[test]
+    fn only_insertions_catches_a_substitution_hidden_in_an_insertion() {
+        // every original byte is still there, in order: a greedy subsequence test passes it
+        assert!(!only_insertions("a = 1\n", "a = 2  # 1\n"));
+        assert!(!only_insertions("x = f(conn)\n", "x = g(f(conn))\n"));
+        assert!(!only_insertions("a = 1\n", "a =  1\n# 1\n"));
+        // a deleted or changed token
+        assert!(!only_insertions("a = 1\nb = 2\n", "a = 1\n"));
+        assert!(!only_insertions("    x()\n", "        x()\n"));
+        // text written into an empty file
+        assert!(!only_insertions("", "import os\n"));
+        // what apply does: whole lines, wrappers naming its code, their closing brackets
+        assert!(only_insertions("a = 1\n", "a = 1\n"));
+        assert!(only_insertions(
+            "class A:\n    async def prompt(self):\n        await conn.session_update(u)\n",
+            "from s import acp_progress\nclass A:\n    @acp_progress.prompt_handler(lambda self: self._conn)\n    async def prompt(self):\n        await acp_progress.emitter(conn).session_update(u)\n",
+        ));
+        assert!(only_insertions("a\nb\n", "a\nx = 1\nb\n"));
+        assert!(only_insertions(
+            "    y()\n    y()\n",
+            "    y()\n    z()\n    y()\n"
+        ));
+        assert!(only_insertions(
+            "cx.send(n)?;\r\n",
+            "cx.acp_progress().send(n)?;\r\n"
+        ));
+    }
 }
