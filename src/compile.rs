@@ -1,11 +1,12 @@
-//! Validation with the language's own compiler, where it is on the machine. The in-process
-//! parsers (tree-sitter, syn) accept some code the real compiler rejects (CPython refuses a
-//! parameter after `**kwargs`; a custom template can render anything), so apply compiles
-//! each patched Python file with the agent's interpreter (no bytecode written) and, with
-//! `--check-build`, type-checks / builds a temporary copy of the patched tree.
+//! What the languages' toolchain checks share (each language's own is in
+//! `lang/<language>/toolchain.rs`). The in-process parsers (tree-sitter, syn) accept code the
+//! real compiler rejects, and code that compiles can still kill the agent at start (an
+//! import cycle), so apply runs each language's start-up check on the tree as the plan leaves
+//! it and, with `--check-build`, type-checks / builds a temporary copy of the patched tree.
 
 use crate::error::{Error, Result};
 use crate::project::Project;
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
@@ -19,13 +20,6 @@ pub struct Patched {
     pub after: String,
 }
 
-/// What a compiler check established beyond the errors it returns.
-#[derive(Debug, Clone, Default)]
-pub struct Checked {
-    /// Things to tell the user (no compiler found, a file the compiler rejects as it is).
-    pub notes: Vec<String>,
-}
-
 /// A compile failure of one file.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Deserialize)]
 pub struct Failure {
@@ -33,58 +27,22 @@ pub struct Failure {
     pub message: String,
 }
 
-const PY_CHECK: &str = r#"
-import json, sys
-items = json.loads(sys.stdin.buffer.read().decode("utf-8"))
-def check(src, name):
-    if src is None:
-        return None
-    try:
-        compile(src.encode("utf-8"), name, "exec", dont_inherit=True)
-    except SyntaxError as e:
-        return {"line": e.lineno or 1, "message": "%s: %s" % (type(e).__name__, e.msg)}
-    except (ValueError, MemoryError, RecursionError) as e:
-        return {"line": 1, "message": "%s: %s" % (type(e).__name__, e)}
-    return None
-out = []
-for it in items:
-    after = check(it["after"], it["file"])
-    before = check(it["before"], it["file"]) if after is not None else None
-    out.append({"after": after, "before": before})
-v = sys.version_info
-sys.stdout.write(json.dumps({"version": "%d.%d.%d" % (v[0], v[1], v[2]), "results": out}))
-"#;
+/// The tree before the patch, file by file, asked for only when a check fails: relative path
+/// → its text unpatched (`None` for a file the patch creates); a file not listed is the same
+/// patched and unpatched. `None` when it cannot be told (verify derives it by revert's
+/// removal plan, which refuses a hand-edited piece).
+pub type Unpatched<'a> = &'a dyn Fn() -> Option<HashMap<String, Option<String>>>;
 
-#[derive(serde::Deserialize)]
-struct PyResults {
-    version: String,
-    results: Vec<PyResult>,
-}
-
-#[derive(serde::Deserialize)]
-struct PyResult {
-    after: Option<Failure>,
-    before: Option<Failure>,
-}
-
-/// The interpreter the agent runs on: `$ACP_PATCH_PYTHON`, else a virtualenv in the agent's
-/// folder or a folder above it (up to its repository root), else `python3` on PATH.
-pub fn python_for(root: &Path) -> Option<PathBuf> {
-    if let Some(p) = std::env::var_os("ACP_PATCH_PYTHON") {
-        return Some(PathBuf::from(p));
-    }
-    for dir in root.ancestors() {
-        for venv in [".venv", "venv", "env"] {
-            let py = dir.join(venv).join("bin").join("python");
-            if py.is_file() {
-                return Some(py);
-            }
-        }
-        if dir.join(".git").exists() {
-            break;
-        }
-    }
-    find_on_path("python3")
+/// What a start-up check established: the modules (Python) or files (TypeScript) proven to
+/// load, and what to tell the user (no interpreter, a module that fails unpatched too).
+/// Failures blamed on the patch are errors ([`Error::WouldNotCompile`],
+/// [`Error::WouldNotStart`]).
+#[derive(Debug, Clone, Default)]
+pub struct Startup {
+    /// Whether the language has a start-up check (verify then shows its `starts` row).
+    pub applies: bool,
+    pub proven: Vec<String>,
+    pub notes: Vec<String>,
 }
 
 pub fn find_on_path(name: &str) -> Option<PathBuf> {
@@ -94,96 +52,56 @@ pub fn find_on_path(name: &str) -> Option<PathBuf> {
         .find(|p| p.is_file())
 }
 
-/// Compiles every patched Python file with the agent's interpreter. A file that compiled
-/// before and does not after is an error (nothing is written); one the interpreter cannot
-/// compile even as it is (another Python version?) is noted, its patch checked by the
-/// parser only.
-pub fn python(project: &Project, files: &[Patched]) -> Result<Checked> {
-    let mut checked = Checked::default();
-    if files.is_empty() {
-        return Ok(checked);
-    }
-    let Some(python) = python_for(&project.root) else {
-        checked.notes.push(
-            "no Python interpreter found (set ACP_PATCH_PYTHON): the patched files were checked with tree-sitter only".into(),
-        );
-        return Ok(checked);
+/// Waits for a child, ending its whole process group (what it started included) once it
+/// exits or after `timeout`; `None` when it timed out.
+pub fn wait_group(
+    mut child: std::process::Child,
+    timeout: std::time::Duration,
+) -> std::io::Result<Option<std::process::Output>> {
+    use std::io::Read;
+    let pid = child.id() as i32;
+    let mut stdout = child.stdout.take();
+    let mut stderr = child.stderr.take();
+    let out_reader = std::thread::spawn(move || {
+        let mut buf = Vec::new();
+        if let Some(s) = stdout.as_mut() {
+            let _ = s.read_to_end(&mut buf);
+        }
+        buf
+    });
+    let err_reader = std::thread::spawn(move || {
+        let mut buf = Vec::new();
+        if let Some(s) = stderr.as_mut() {
+            let _ = s.read_to_end(&mut buf);
+        }
+        buf
+    });
+    let deadline = std::time::Instant::now() + timeout;
+    let status = loop {
+        if let Some(status) = child.try_wait()? {
+            break Some(status);
+        }
+        if std::time::Instant::now() >= deadline {
+            break None;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
     };
-    let payload: Vec<serde_json::Value> = files
-        .iter()
-        .map(|f| serde_json::json!({ "file": f.rel, "before": f.before, "after": f.after }))
-        .collect();
-    let results = match run_python(&python, &serde_json::to_string(&payload).expect("json")) {
-        Ok(r) => r,
-        Err(why) => {
-            checked.notes.push(format!(
-                "{} could not check the patched files ({why}): they were checked with tree-sitter only",
-                python.display()
-            ));
-            return Ok(checked);
+    // the group: anything the checked code started (it may hold the pipes open)
+    unsafe {
+        libc::kill(-pid, libc::SIGKILL);
+    }
+    let status = match status {
+        Some(s) => s,
+        None => {
+            let _ = child.wait();
+            return Ok(None);
         }
     };
-    let compiler = format!("Python {} ({})", results.version, python.display());
-    for (f, r) in files.iter().zip(results.results) {
-        let Some(after) = r.after else { continue };
-        match (&f.before, r.before) {
-            (Some(_), Some(before)) => checked.notes.push(format!(
-                "{}:{}: {compiler} cannot compile it as it is ({}); its patch was checked with tree-sitter only",
-                f.rel, before.line, before.message
-            )),
-            _ => {
-                return Err(Error::WouldNotCompile {
-                    file: f.rel.clone(),
-                    line: after.line,
-                    compiler,
-                    message: after.message,
-                });
-            }
-        }
-    }
-    Ok(checked)
-}
-
-/// The first compile failure of each file as it is now (verify: a file holding inserted
-/// code must compile). `None` when no interpreter could run.
-pub fn python_failures(
-    project: &Project,
-    files: &[(String, String)],
-) -> Option<(String, Vec<(String, Failure)>)> {
-    let python = python_for(&project.root)?;
-    let payload: Vec<serde_json::Value> = files
-        .iter()
-        .map(|(rel, text)| serde_json::json!({ "file": rel, "before": null, "after": text }))
-        .collect();
-    let results = run_python(&python, &serde_json::to_string(&payload).expect("json")).ok()?;
-    let compiler = format!("Python {}", results.version);
-    let failures = files
-        .iter()
-        .zip(results.results)
-        .filter_map(|((rel, _), r)| r.after.map(|f| (rel.clone(), f)))
-        .collect();
-    Some((compiler, failures))
-}
-
-fn run_python(python: &Path, payload: &str) -> std::result::Result<PyResults, String> {
-    use std::io::Write;
-    let mut child = Command::new(python)
-        .args(["-I", "-B", "-c", PY_CHECK])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .map_err(|e| e.to_string())?;
-    let mut stdin = child.stdin.take().expect("piped");
-    let payload = payload.to_string();
-    let writer = std::thread::spawn(move || stdin.write_all(payload.as_bytes()));
-    let out = child.wait_with_output().map_err(|e| e.to_string())?;
-    let _ = writer.join();
-    if !out.status.success() {
-        let err = String::from_utf8_lossy(&out.stderr);
-        return Err(err.lines().last().unwrap_or("failed").trim().to_string());
-    }
-    serde_json::from_slice(&out.stdout).map_err(|e| format!("unreadable answer: {e}"))
+    Ok(Some(std::process::Output {
+        status,
+        stdout: out_reader.join().unwrap_or_default(),
+        stderr: err_reader.join().unwrap_or_default(),
+    }))
 }
 
 /// `--check-build`: the language's build check (`tsc --noEmit`, `cargo check`) on a
@@ -199,7 +117,7 @@ pub fn check_build(
         .prefix("acp-patch-check-")
         .tempdir()
         .map_err(crate::error::io_err(std::env::temp_dir()))?;
-    copy_tree(&project.root, copy.path())?;
+    copy_tree(&project.root, copy.path(), None)?;
     let mut cmd = match language.build_check(project, copy.path()) {
         None => {
             return Ok(Some(format!(
@@ -229,7 +147,7 @@ pub fn check_build(
         .prefix("acp-patch-check-")
         .tempdir()
         .map_err(crate::error::io_err(std::env::temp_dir()))?;
-    copy_tree(&project.root, pristine.path())?;
+    copy_tree(&project.root, pristine.path(), None)?;
     let before = match language.build_check(project, pristine.path()) {
         Some(Ok(mut c)) => run_build(&mut c)?,
         _ => None,
@@ -273,11 +191,13 @@ fn run_build(cmd: &mut Command) -> Result<Option<String>> {
     Ok(Some(lines.join("\n")))
 }
 
-/// Copies the agent's files (respecting .gitignore; no VCS folder, build output or
-/// installed packages: those are linked, so the copy builds against the same ones).
-fn copy_tree(from: &Path, to: &Path) -> Result<()> {
-    const LINKED: &[&str] = &["node_modules"];
-    const SKIPPED: &[&str] = &[".git", "target"];
+/// Copies the agent's files (respecting .gitignore; no VCS folder, build output, bytecode or
+/// installed packages: those are linked, so the copy builds against the same ones). With
+/// `only`, just the files with those endings are copied, the others linked to the originals
+/// (a start-up check reads them, never writes them).
+pub fn copy_tree(from: &Path, to: &Path, only: Option<&[&str]>) -> Result<()> {
+    const LINKED: &[&str] = &["node_modules", ".venv", "venv"];
+    const SKIPPED: &[&str] = &[".git", "target", "__pycache__"];
     // packages installed above the agent (a workspace root) resolve from the copy too
     if !from.join("node_modules").exists()
         && let Some(up) = from
@@ -311,7 +231,18 @@ fn copy_tree(from: &Path, to: &Path) -> Result<()> {
                 }
             }
         } else if kind.is_file() {
-            std::fs::copy(entry.path(), &dest).map_err(crate::error::io_err(entry.path()))?;
+            let copied = only.is_none_or(|exts| {
+                entry
+                    .path()
+                    .extension()
+                    .is_some_and(|e| exts.iter().any(|x| e == *x))
+            });
+            if copied {
+                std::fs::copy(entry.path(), &dest).map_err(crate::error::io_err(entry.path()))?;
+            } else {
+                std::os::unix::fs::symlink(entry.path(), &dest)
+                    .map_err(crate::error::io_err(&dest))?;
+            }
         } else if kind.is_symlink()
             && let Ok(target) = std::fs::read_link(entry.path())
         {
@@ -319,48 +250,4 @@ fn copy_tree(from: &Path, to: &Path) -> Result<()> {
         }
     }
     Ok(())
-}
-
-/// `tsc --noEmit -p DIR` with the TypeScript the agent installed (`node_modules`), else a
-/// `tsc` on PATH.
-pub fn tsc_command(dir: &Path) -> std::result::Result<Command, String> {
-    if !dir.join("tsconfig.json").is_file() {
-        return Err("no tsconfig.json in the agent's folder, so tsc cannot check it; leave out --check-build".into());
-    }
-    let local = dir.join("node_modules/typescript/bin/tsc");
-    let mut cmd = if local.is_file() {
-        let node = find_on_path("node")
-            .ok_or("node is not on PATH; install Node.js or leave out --check-build")?;
-        let mut c = Command::new(node);
-        c.arg(local);
-        c
-    } else if let Some(tsc) = find_on_path("tsc") {
-        Command::new(tsc)
-    } else {
-        return Err("no TypeScript compiler: neither node_modules/typescript nor a tsc on PATH; install typescript (npm install --save-dev typescript) or leave out --check-build".into());
-    };
-    cmd.args(["--noEmit", "-p"]).arg(dir).current_dir(dir);
-    Ok(cmd)
-}
-
-/// `cargo check` in DIR, building into `$CARGO_TARGET_DIR` or a folder in the system's
-/// temporary folder kept per agent (so a second check is quick), never the agent's target/.
-pub fn cargo_check_command(root: &Path, dir: &Path) -> std::result::Result<Command, String> {
-    let cargo = std::env::var_os("CARGO")
-        .map(PathBuf::from)
-        .or_else(|| find_on_path("cargo"))
-        .ok_or("cargo is not on PATH; install Rust (rustup) or leave out --check-build")?;
-    let target = std::env::var_os("CARGO_TARGET_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            use std::hash::{Hash, Hasher};
-            let mut h = std::collections::hash_map::DefaultHasher::new();
-            root.hash(&mut h);
-            std::env::temp_dir().join(format!("acp-patch-check-target-{:016x}", h.finish()))
-        });
-    let mut cmd = Command::new(cargo);
-    cmd.args(["check", "--quiet", "--message-format", "short"])
-        .env("CARGO_TARGET_DIR", target)
-        .current_dir(dir);
-    Ok(cmd)
 }

@@ -161,6 +161,16 @@ pub enum Error {
         message: String,
     },
 
+    #[error(
+        "{file}:{line}: the patched agent would not start: {} fails with {}: {}; unpatched it {}, so the patch is at fault. Nothing was written (a custom template? otherwise a bug in acp-patch)",
+        failure.what, failure.by, failure.message, failure.unpatched
+    )]
+    WouldNotStart {
+        file: String,
+        line: usize,
+        failure: Box<StartFailure>,
+    },
+
     #[error("--check-build: {message} (nothing was written)")]
     Build { message: String },
 
@@ -281,6 +291,7 @@ impl Error {
             Error::Changed { .. } => "changed",
             Error::Owner { .. } => "owner",
             Error::WouldNotCompile { .. } => "would_not_compile",
+            Error::WouldNotStart { .. } => "would_not_start",
             Error::Build { .. } => "build",
             Error::VerifyFails { .. } => "verify_fails",
             Error::Exists { .. } => "exists",
@@ -308,7 +319,8 @@ impl Error {
             | Error::NotUtf8 { file, line, .. }
             | Error::NotRevertible { file, line, .. }
             | Error::HandEdited { file, line, .. }
-            | Error::WouldNotCompile { file, line, .. } => at(file, *line),
+            | Error::WouldNotCompile { file, line, .. }
+            | Error::WouldNotStart { file, line, .. } => at(file, *line),
             Error::ReadOnly { file }
             | Error::Symlink { file, .. }
             | Error::Changed { file }
@@ -334,4 +346,17 @@ pub type Result<T> = std::result::Result<T, Error>;
 pub(crate) fn io_err(path: impl Into<PathBuf>) -> impl FnOnce(std::io::Error) -> Error {
     let path = path.into();
     move |source| Error::Io { path, source }
+}
+
+/// What failed in a start-up check ([`Error::WouldNotStart`]).
+#[derive(Debug, Clone)]
+pub struct StartFailure {
+    /// What failed: `` `import pkg.mod` ``, `` the import of `./x.js` ``.
+    pub what: String,
+    /// The interpreter or tool that ran it: `Python 3.12.1 (/usr/bin/python3.12)`.
+    pub by: String,
+    /// The last line of the traceback (or the resolver's word).
+    pub message: String,
+    /// How the unpatched tree fares: `imports`, `fails differently (...)`.
+    pub unpatched: String,
 }

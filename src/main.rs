@@ -73,6 +73,7 @@ impl Common {
             config: self.config.clone(),
             env_prefix: self.env_prefix.clone(),
             templates: self.templates.clone(),
+            python: None,
         }
     }
 }
@@ -91,6 +92,10 @@ struct ApplyArgs {
     /// temporary copy of the patched tree.
     #[arg(long)]
     check_build: bool,
+    /// The Python interpreter for the compile and start-up checks (default: $ACP_PATCH_PYTHON,
+    /// the agent's virtual environment, else one that satisfies its requires-python).
+    #[arg(long)]
+    python: Option<PathBuf>,
     /// Output: text (diff on stdout, summary on stderr), json (one document on stdout,
     /// the diff in its `diff` field) or github (refusals as annotations).
     #[arg(long, value_enum, default_value_t = Format::Text)]
@@ -108,6 +113,9 @@ struct VerifyArgs {
     /// Also run the smoke test (acp-patch.toml [smoke] must say how to start the agent).
     #[arg(long)]
     smoke: bool,
+    /// The Python interpreter for the compile and start-up checks (as for apply).
+    #[arg(long)]
+    python: Option<PathBuf>,
 }
 
 #[derive(Args)]
@@ -239,7 +247,10 @@ fn run_apply(args: &ApplyArgs, s: &mut Streams) -> Verdict {
         root: &args.common.path,
     };
     let opts = ApplyOptions {
-        common: args.common.options(),
+        common: Options {
+            python: args.python.clone(),
+            ..args.common.options()
+        },
         dry_run: args.dry_run,
         allow_dirty: args.allow_dirty,
         check_build: args.check_build,
@@ -256,7 +267,11 @@ fn run_verify(args: &VerifyArgs, s: &mut Streams) -> Verdict {
         command: "verify",
         root: &args.common.path,
     };
-    let outcome = match ops::verify(&args.common.path, &args.common.options()) {
+    let verify_opts = Options {
+        python: args.python.clone(),
+        ..args.common.options()
+    };
+    let outcome = match ops::verify(&args.common.path, &verify_opts) {
         Ok(o) => o,
         // verify's contract: 2 for usage, I/O and parse errors; 1 when a site cannot be found
         Err(e @ Error::Parse { .. }) => return (2, printer.error(s, &cx, &e)),

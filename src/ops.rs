@@ -146,15 +146,15 @@ fn plan_checked(
         }
     }
     check_parses(lang, &plan)?;
-    let patched = patched_files(&plan);
-    notes.extend(lang.compile_check(project, &patched)?.notes);
-    // apply inserts what is missing; what it cannot mend (a piece renamed or edited by
-    // hand) must stop it, not be written around
     let report = if plan.is_empty() {
         lang.verify(project)?
     } else {
         verify_planned(lang, project, opts, &plan)?
     };
+    // the patched agent must start: compiled and loaded by its own toolchain
+    notes.extend(startup(lang, project, &plan, &report)?.notes);
+    // apply inserts what is missing; what it cannot mend (a piece renamed or edited by
+    // hand) must stop it, not be written around
     if !report.ok() {
         return Err(Error::VerifyFails {
             nothing_to_insert: plan.is_empty(),
@@ -212,6 +212,7 @@ fn verify_planned(
             config,
             env_prefix: Some(project.env_prefix.clone()),
             templates: project.templates.override_dir.clone(),
+            python: project.python.clone(),
         },
     )?;
     lang.verify(&copy)
@@ -347,7 +348,8 @@ pub fn verify(root: &Path, opts: &Options) -> Result<VerifyOutcome> {
     for lang in &langs {
         match lang.verify(&project).map_err(|e| explain(e, &project)) {
             Ok(mut report) => {
-                compile_inserted(*lang, &project, &mut report);
+                startup_rows(*lang, &project, &mut report, &mut notes)
+                    .map_err(|e| in_agent(e, *lang, several))?;
                 reports.push(report);
             }
             Err(e @ Error::NoAgent { .. }) if several => {
@@ -366,40 +368,130 @@ pub fn verify(root: &Path, opts: &Options) -> Result<VerifyOutcome> {
     Ok(VerifyOutcome { reports, notes })
 }
 
-/// Files that hold inserted code must compile with the language's own compiler (where it
-/// is on the machine): tree-sitter accepts code CPython rejects. A failure marks `parses`.
-fn compile_inserted(lang: &dyn Language, project: &Project, report: &mut Report) {
+/// The files a report shows holding inserted code (`file` of each `file:line` location).
+fn holding(report: &Report) -> Vec<String> {
     let mut holding: Vec<String> = report
         .checks
         .iter()
-        .filter(|c| c.id != "parses")
+        .filter(|c| c.id != "parses" && c.id != "starts")
         .flat_map(|c| c.locations.iter())
         .filter_map(|l| l.split(' ').next())
         .filter_map(|l| l.rsplit_once(':').map(|(f, _)| f.to_string()))
         .collect();
     holding.sort();
     holding.dedup();
-    let files: Vec<crate::compile::Patched> = holding
+    holding
+}
+
+/// The start-up check of one agent as apply leaves it, shared by apply and verify so they
+/// agree: the files the plan patches or creates (unpatched: as they are now) and those that
+/// already hold inserted code (unpatched: as revert would leave them, worked out only when
+/// something fails).
+fn startup(
+    lang: &dyn Language,
+    project: &Project,
+    plan: &Plan,
+    report: &Report,
+) -> Result<crate::compile::Startup> {
+    let mut files = patched_files(plan);
+    let planned: std::collections::HashMap<String, Option<String>> = files
         .iter()
-        .filter_map(|rel| project.files.iter().find(|f| &f.rel == rel))
-        .map(|f| crate::compile::Patched {
-            rel: f.rel.clone(),
-            before: None,
-            after: f.original(),
-        })
+        .map(|f| (f.rel.clone(), f.before.clone()))
         .collect();
-    if let Err(Error::WouldNotCompile {
-        file,
-        line,
-        compiler,
-        message,
-    }) = lang.compile_check(project, &files)
-        && let Some(row) = report.checks.iter_mut().find(|c| c.id == "parses")
-    {
-        row.status = Status::Malformed;
-        row.detail = format!("{file}:{line}: {message} ({compiler})");
-        row.insert_at = Some(format!("{file}:{line}"));
+    let mut already = Vec::new();
+    for rel in holding(report) {
+        if planned.contains_key(&rel) {
+            continue;
+        }
+        if let Some(f) = project.files.iter().find(|f| f.rel == rel) {
+            already.push(rel.clone());
+            files.push(crate::compile::Patched {
+                rel,
+                before: None,
+                after: f.original(),
+            });
+        }
     }
+    let unpatched = || {
+        let mut map = planned.clone();
+        if !already.is_empty() {
+            let reverted = crate::revert::unpatched_texts(lang, project)?;
+            for rel in &already {
+                if let Some(text) = reverted.get(rel) {
+                    map.insert(rel.clone(), text.clone());
+                }
+            }
+        }
+        Some(map)
+    };
+    lang.startup_check(project, &files, &unpatched)
+}
+
+/// Verify's side of the start-up check: a compile failure marks `parses`, a failing start
+/// the `starts` row (added for the languages that have the check).
+fn startup_rows(
+    lang: &dyn Language,
+    project: &Project,
+    report: &mut Report,
+    notes: &mut Vec<String>,
+) -> Result<()> {
+    // on a tree with pieces missing, the check is apply's: the tree as the plan leaves it
+    let plan = if report.ok() {
+        Plan::default()
+    } else {
+        lang.plan(project).unwrap_or_default()
+    };
+    let mut row = crate::report::Check {
+        id: "starts".into(),
+        status: Status::Ok,
+        locations: vec![],
+        detail: String::new(),
+        insert_at: None,
+    };
+    match startup(lang, project, &plan, report) {
+        Ok(s) => {
+            if !s.applies {
+                return Ok(());
+            }
+            if !s.proven.is_empty() {
+                row.locations.push(s.proven.join(", "));
+            } else if !s.notes.is_empty() {
+                row.detail = "not started here (see the notes)".into();
+            }
+            notes.extend(s.notes);
+        }
+        Err(Error::WouldNotCompile {
+            file,
+            line,
+            compiler,
+            message,
+        }) => {
+            if let Some(parses) = report.checks.iter_mut().find(|c| c.id == "parses") {
+                parses.status = Status::Malformed;
+                parses.detail = format!("{file}:{line}: {message} ({compiler})");
+                parses.insert_at = Some(format!("{file}:{line}"));
+            }
+            row.status = Status::Malformed;
+            row.detail = format!("cannot start: {file}:{line} does not compile");
+        }
+        Err(Error::WouldNotStart {
+            file,
+            line,
+            failure,
+        }) => {
+            let f = *failure;
+            row.status = Status::Malformed;
+            row.locations.push(format!("{file}:{line}"));
+            row.detail = format!(
+                "{} fails with {}: {} (unpatched it {})",
+                f.what, f.by, f.message, f.unpatched
+            );
+            row.insert_at = Some(format!("{file}:{line}"));
+        }
+        Err(e) => return Err(e),
+    }
+    report.checks.push(row);
+    Ok(())
 }
 
 pub use crate::revert::{RevertOptions, RevertOutcome, revert};

@@ -28,6 +28,8 @@ pub struct Project {
     pub config: Config,
     pub env_prefix: String,
     pub templates: Templates,
+    /// The Python interpreter the user named (`--python`), for the toolchain checks.
+    pub python: Option<PathBuf>,
     /// Every source file of a known language, sorted by relative path.
     pub files: Vec<SourceFile>,
     /// Source files that are not UTF-8: never patched, named when they matter.
@@ -64,6 +66,8 @@ pub struct Options {
     pub config: Option<PathBuf>,
     pub env_prefix: Option<String>,
     pub templates: Option<PathBuf>,
+    /// The interpreter for the compile and start-up checks (`--python`).
+    pub python: Option<PathBuf>,
 }
 
 /// How much of a tree acp-patch reads before it refuses it (`apply /` must end quickly,
@@ -146,6 +150,7 @@ impl Project {
             config,
             env_prefix,
             templates,
+            python: opts.python.clone(),
             files: Vec::new(),
             not_utf8: Vec::new(),
             symlinks: Vec::new(),

@@ -101,6 +101,26 @@ pub fn revert(root: &Path, opts: &RevertOptions) -> Result<RevertOutcome> {
     })
 }
 
+/// The text of each file holding inserted code with every present piece taken out (`None`
+/// for a file apply created), as revert would leave it: the unpatched tree a start-up check
+/// compares with. `None` when revert would refuse the tree (a hand-edited piece).
+pub(crate) fn unpatched_texts(
+    lang: &dyn Language,
+    project: &Project,
+) -> Option<std::collections::HashMap<String, Option<String>>> {
+    let inventory = lang.inventory(project).ok()?;
+    let (plan, _) = removal_plan(&inventory).ok()?;
+    Some(
+        plan.files
+            .iter()
+            .map(|f| {
+                let text = (!f.delete).then(|| f.file.to_disk(&f.new_text()));
+                (f.file.rel.clone(), text)
+            })
+            .collect(),
+    )
+}
+
 /// A range revert takes out: start, end, piece, whether in its end-of-file form.
 type Taken = (usize, usize, &'static str, bool);
 

@@ -31,14 +31,18 @@ pub trait Language: Sync {
     fn plan(&self, project: &Project) -> Result<Plan>;
     /// What is present and what is missing.
     fn verify(&self, project: &Project) -> Result<Report>;
-    /// Compiles the patched files with the language's own compiler when it is on the
-    /// machine, beyond the in-process re-parse (see `crate::compile`); an error aborts apply.
-    fn compile_check(
+    /// The start-up check of the files as the patch leaves them (`after`), beyond the
+    /// in-process re-parse: compiled and loaded with the language's own tools where they are
+    /// on the machine (see `lang/<language>/toolchain.rs`). What fails unpatched too (asked of
+    /// `unpatched` only then) is a note; a failure the patch causes is an error, which aborts
+    /// apply and fails verify's `parses` / `starts` rows.
+    fn startup_check(
         &self,
         _project: &Project,
         _files: &[crate::compile::Patched],
-    ) -> Result<crate::compile::Checked> {
-        Ok(crate::compile::Checked::default())
+        _unpatched: crate::compile::Unpatched,
+    ) -> Result<crate::compile::Startup> {
+        Ok(crate::compile::Startup::default())
     }
     /// The command `--check-build` runs in a copy of the tree at `dir` (e.g. `tsc --noEmit`):
     /// `None` when the language has none, `Some(Err(why))` when its tool is not at hand.

@@ -7,7 +7,9 @@
 //! 4. the dry-run diff applied by `git apply` to a pristine copy gives the applied tree;
 //! 5. `verify` on the applied tree exits 0 and prints exactly `verify-after.txt`;
 //! 6. the applied tree compiles with the language's own tools (before/ too, so a fixture is
-//!    known to be a valid agent);
+//!    known to be a valid agent), and starts: every patched Python module imports in a fresh
+//!    interpreter of the fixture venv; every JavaScript file passes `node --check` and each
+//!    relative import of a patched file resolves from it (TypeScript sources: tsc above);
 //! 7. each `[[smoke]]` run: unpatched fails exactly `unpatched_fails`, patched fails exactly
 //!    `patched_fails` (default: none).
 //! 8. `revert` on the applied tree gives `before/` back byte for byte (its dry-run diff too,
@@ -106,9 +108,15 @@ fn run_case(case: &str) {
             .map(str::to_string)
             .collect()
     };
+    // acp-patch's own compile and start-up checks use the fixture's interpreter (with the
+    // ACP SDK), so verify's `starts` row proves the imports wherever the tests run
+    let env: Vec<(&str, String)> = match lang {
+        "python" => vec![("ACP_PATCH_PYTHON", test_python())],
+        _ => vec![],
+    };
     let run = |cmd: &[&str], dir: &Path| {
         let a = args(cmd, dir);
-        acp_patch(&a.iter().map(String::as_str).collect::<Vec<_>>(), None)
+        acp_patch_env(&a.iter().map(String::as_str).collect::<Vec<_>>(), &env)
     };
 
     // 1. the dry run
@@ -198,6 +206,7 @@ fn run_case(case: &str) {
     } else {
         toolchain.compile(&before, "before");
         toolchain.compile(&applied, "applied");
+        toolchain.starts(&before, &applied);
     }
 
     // 7. the smoke runs
@@ -336,6 +345,93 @@ impl Toolchain {
         }
     }
 
+    /// The patched tree starts: what the patch changed or created loads with the fixture's own
+    /// tools, each module in a fresh process (so an import cycle shows whichever module is
+    /// first). Rust trees are built by `compile` and the smoke runs.
+    fn starts(&self, before: &Path, applied: &Path) {
+        let changed: Vec<String> = snapshot_tree(applied)
+            .into_iter()
+            .filter(|(rel, bytes)| std::fs::read(before.join(rel)).ok().as_ref() != Some(bytes))
+            .map(|(rel, _)| rel)
+            .collect();
+        match self {
+            Toolchain::Python => {
+                let home = tempfile::tempdir().unwrap();
+                for rel in changed.iter().filter(|r| r.ends_with(".py")) {
+                    let Some((root, module)) = python_module(applied, rel) else {
+                        continue;
+                    };
+                    let out = Command::new(test_python())
+                        .args(["-B", "-c", &format!("import {module}")])
+                        .current_dir(&root)
+                        .env("PYTHONPATH", &root)
+                        .env("HOME", home.path())
+                        .stdin(std::process::Stdio::null())
+                        .output()
+                        .expect("python");
+                    assert!(
+                        out.status.success() && out.stdout.is_empty(),
+                        "{} (applied): `import {module}` fails or writes to stdout:\n{}{}",
+                        applied.display(),
+                        String::from_utf8_lossy(&out.stdout),
+                        String::from_utf8_lossy(&out.stderr)
+                    );
+                }
+            }
+            Toolchain::TypeScript { deps } => {
+                let dir = copy_tree(applied);
+                crate::typescript::link_node_modules(dir.path(), deps);
+                let js: Vec<&String> = changed
+                    .iter()
+                    .filter(|r| [".js", ".mjs", ".cjs"].iter().any(|e| r.ends_with(e)))
+                    .collect();
+                for rel in &js {
+                    let out = Command::new("node")
+                        .arg("--check")
+                        .arg(dir.path().join(rel))
+                        .output()
+                        .expect("node");
+                    assert!(
+                        out.status.success(),
+                        "node --check {rel} (applied):\n{}",
+                        String::from_utf8_lossy(&out.stderr)
+                    );
+                }
+                // each relative import of a patched JavaScript file, as node resolves it
+                let script = r#"
+const { createRequire } = require("module");
+const fs = require("fs");
+const url = require("url");
+for (const file of process.argv.slice(1)) {
+  const text = fs.readFileSync(file, "utf8");
+  const esm = /^\s*(import|export)\s/m.test(text);
+  for (const m of text.matchAll(/(?:from\s+|require\(|import\()\s*["'](\.{1,2}\/[^"']+)["']/g)) {
+    if (esm && !m[0].startsWith("require")) {
+      const target = url.fileURLToPath(new URL(m[1], url.pathToFileURL(file)));
+      if (!fs.existsSync(target)) throw new Error(`${file}: ${m[1]} does not resolve`);
+    } else {
+      createRequire(file).resolve(m[1]);
+    }
+  }
+}
+"#;
+                if !js.is_empty() {
+                    let out = Command::new("node")
+                        .args(["-e", script])
+                        .args(js.iter().map(|r| dir.path().join(r)))
+                        .output()
+                        .expect("node");
+                    assert!(
+                        out.status.success(),
+                        "the imports of {js:?} do not resolve (applied):\n{}",
+                        String::from_utf8_lossy(&out.stderr)
+                    );
+                }
+            }
+            Toolchain::Rust { .. } => {}
+        }
+    }
+
     /// `cargo <cmd> --locked` on a tree in the case's shared target dir.
     fn cargo(&self, cmd: &str, tree: &Path) {
         let Toolchain::Rust { target_dir } = self else {
@@ -380,6 +476,27 @@ impl Toolchain {
         );
         r
     }
+}
+
+/// The folder to import a patched `.py` file from and its module name (its packages are the
+/// folders above it holding `__init__.py`); `None` for a `__main__` (importing it runs it).
+fn python_module(tree: &Path, rel: &str) -> Option<(PathBuf, String)> {
+    let path = tree.join(rel);
+    let stem = path.file_stem()?.to_str()?.to_string();
+    if stem == "__main__" {
+        return None;
+    }
+    let mut names = if stem == "__init__" {
+        vec![]
+    } else {
+        vec![stem]
+    };
+    let mut dir = path.parent()?.to_path_buf();
+    while dir.join("__init__.py").is_file() && dir != tree {
+        names.insert(0, dir.file_name()?.to_str()?.to_string());
+        dir = dir.parent()?.to_path_buf();
+    }
+    Some((dir, names.join(".")))
 }
 
 /// The binary a fixture crate builds: its `[[bin]]` name, else its package name.

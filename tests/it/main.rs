@@ -15,5 +15,6 @@ mod smoke_modes;
 mod smoke_presets;
 mod smoke_python;
 mod smoke_typescript;
+mod startup;
 mod support;
 mod typescript;

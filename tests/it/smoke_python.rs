@@ -29,7 +29,7 @@ fn verify_smoke_on_the_patched_fixture() {
         "{stdout}\n{}",
         String::from_utf8_lossy(&run.stderr)
     );
-    assert!(stdout.contains("all 10 checks hold"), "{stdout}");
+    assert!(stdout.contains("all 11 checks hold"), "{stdout}");
     assert!(stdout.contains("PASS think_card"), "{stdout}");
 }
 

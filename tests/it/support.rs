@@ -33,6 +33,21 @@ pub fn acp_patch(args: &[&str], cwd: Option<&Path>) -> Run {
     }
 }
 
+/// [`acp_patch`] with extra environment variables.
+pub fn acp_patch_env(args: &[&str], env: &[(&str, String)]) -> Run {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_acp-patch"));
+    cmd.args(args);
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let out: Output = cmd.output().expect("run acp-patch");
+    Run {
+        code: out.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
+
 /// A fresh temporary copy of a folder.
 pub fn copy_tree(from: &Path) -> tempfile::TempDir {
     let dir = tempfile::tempdir().expect("tempdir");

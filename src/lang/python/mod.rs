@@ -8,12 +8,14 @@ mod anchors;
 mod connection;
 mod engine;
 mod insert;
+mod interpreter;
 mod locate;
 mod package;
 mod placement;
 mod protocol;
 mod scope;
 pub(crate) mod syntax;
+mod toolchain;
 
 use crate::error::{Error, Result};
 use crate::lang::Language;
@@ -279,12 +281,13 @@ impl Language for Python {
         parts::plan(&files, &analysis.parts)
     }
 
-    fn compile_check(
+    fn startup_check(
         &self,
         project: &Project,
         files: &[crate::compile::Patched],
-    ) -> Result<crate::compile::Checked> {
-        crate::compile::python(project, files)
+        unpatched: crate::compile::Unpatched,
+    ) -> Result<crate::compile::Startup> {
+        toolchain::startup(project, files, unpatched)
     }
 
     fn inventory(&self, project: &Project) -> Result<parts::Inventory> {

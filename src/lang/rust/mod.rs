@@ -10,6 +10,7 @@ mod pieces;
 mod runtime;
 mod scan;
 mod sdk;
+mod toolchain;
 mod verify;
 
 use crate::error::{Candidate, Error, Location, Result};
@@ -766,7 +767,7 @@ impl Language for Rust {
         project: &Project,
         dir: &std::path::Path,
     ) -> Option<std::result::Result<std::process::Command, String>> {
-        Some(crate::compile::cargo_check_command(&project.root, dir))
+        Some(toolchain::cargo_check_command(&project.root, dir))
     }
 
     fn inventory(&self, project: &Project) -> Result<parts::Inventory> {

@@ -10,6 +10,7 @@ mod engine;
 mod protocol;
 mod style;
 pub(crate) mod syntax;
+mod toolchain;
 
 use crate::error::Result;
 use crate::lang::Language;
@@ -161,7 +162,16 @@ impl Language for TypeScript {
         _project: &Project,
         dir: &std::path::Path,
     ) -> Option<std::result::Result<std::process::Command, String>> {
-        Some(crate::compile::tsc_command(dir))
+        Some(toolchain::tsc_command(dir))
+    }
+
+    fn startup_check(
+        &self,
+        project: &Project,
+        files: &[crate::compile::Patched],
+        unpatched: crate::compile::Unpatched,
+    ) -> Result<crate::compile::Startup> {
+        toolchain::startup(project, files, unpatched)
     }
 
     fn inventory(&self, project: &Project) -> Result<parts::Inventory> {

@@ -1,0 +1,449 @@
+//! The Python toolchain check: every patched file compiled and every patched module imported
+//! by the agent's interpreter, on a temporary copy of the tree as the patch leaves it, in one
+//! interpreter process (`startup_check.py`: no bytecode, no network, stdout captured, each
+//! import in a child forked from it). What fails unpatched too (another Python version, a
+//! dependency that interpreter lacks) is a note; what fails only patched is the patch's fault.
+
+use super::interpreter::{self, Found};
+use super::package::Packages;
+use crate::compile::{Failure, Patched, Startup, Unpatched};
+use crate::error::{Error, Result, StartFailure};
+use crate::project::Project;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+const CHECK: &str = include_str!("startup_check.py");
+
+/// How long one module may take to import before it counts as hanging.
+const IMPORT_TIMEOUT_S: u64 = 60;
+
+/// One run of the check script.
+#[derive(Debug, serde::Deserialize)]
+struct Answer {
+    version: String,
+    compile: Vec<Option<Failure>>,
+    imports: Vec<ImportResult>,
+}
+
+#[derive(Debug, Clone, serde::Deserialize)]
+struct ImportResult {
+    error: Option<String>,
+    /// Bytes the import wrote to stdout (the protocol's channel).
+    stdout: u64,
+    file: Option<String>,
+    line: Option<usize>,
+}
+
+impl ImportResult {
+    /// What went wrong, if anything: an exception, or output on stdout.
+    fn problem(&self) -> Option<String> {
+        self.error.clone().or_else(|| {
+            (self.stdout > 0).then(|| {
+                format!(
+                    "it writes {} bytes to stdout at import (stdout carries the protocol)",
+                    self.stdout
+                )
+            })
+        })
+    }
+}
+
+/// A module to import: the file holding it and its dotted name.
+#[derive(Clone)]
+struct Module {
+    rel: String,
+    name: String,
+    /// The folder its top package sits in, relative to the tree.
+    root: String,
+}
+
+/// The check on the patched files (`after`), compared with the tree unpatched when something
+/// fails.
+pub fn startup(project: &Project, files: &[Patched], unpatched: Unpatched) -> Result<Startup> {
+    let mut out = Startup {
+        applies: true,
+        ..Startup::default()
+    };
+    if files.is_empty() {
+        return Ok(out);
+    }
+    let rels: Vec<String> = files.iter().map(|f| f.rel.clone()).collect();
+    let found = interpreter::find(project, &rels);
+    let Some(choice) = found.choice.clone() else {
+        out.notes.push(format!(
+            "no Python interpreter found{} (pass --python or set ACP_PATCH_PYTHON): the patched files were checked with tree-sitter only, and not started",
+            wanted(&found)
+        ));
+        return Ok(out);
+    };
+    let python = choice.python.clone();
+    let (modules, skipped) = modules(project, files);
+    out.notes.extend(skipped);
+    let tree = tempfile::Builder::new()
+        .prefix("acp-patch-start-")
+        .tempdir()
+        .map_err(crate::error::io_err(std::env::temp_dir()))?;
+    let tree_path = tree
+        .path()
+        .canonicalize()
+        .map_err(crate::error::io_err(tree.path()))?;
+    crate::compile::copy_tree(&project.root, &tree_path, Some(&["py"]))?;
+    for f in files {
+        put(&tree_path, &f.rel, Some(&f.after))?;
+    }
+    let texts: Vec<(String, String)> = files
+        .iter()
+        .map(|f| (f.rel.clone(), f.after.clone()))
+        .collect();
+    let answer = match run(&python, &tree_path, &texts, &modules) {
+        Ok(a) => a,
+        Err(why) => {
+            out.notes.push(format!(
+                "{} could not check the patched files ({why}): they were checked with tree-sitter only, and not started",
+                python.display()
+            ));
+            return Ok(out);
+        }
+    };
+    let by = format!("Python {} ({})", answer.version, python.display());
+    if let Some(r) = &found.requirement
+        && let Some(v) = interpreter::parse_version(&answer.version)
+        && !r.allows(v)
+    {
+        out.notes.push(format!(
+            "the agent requires Python {} ({}), and the interpreter used, {by} from {}, does not satisfy it{}: what fails there unpatched too is noted, not blamed on the patch (pass --python or set ACP_PATCH_PYTHON to a Python {})",
+            r.spec,
+            r.source,
+            choice.source,
+            others(&found, &choice.python),
+            r.spec
+        ));
+    }
+    let failing_files: Vec<usize> = (0..files.len())
+        .filter(|&i| answer.compile.get(i).is_some_and(Option::is_some))
+        .collect();
+    let failing_modules: Vec<usize> = (0..modules.len())
+        .filter(|&i| answer.imports.get(i).is_some_and(|r| r.problem().is_some()))
+        .collect();
+    if failing_files.is_empty() && failing_modules.is_empty() {
+        out.proven = modules.iter().map(|m| m.name.clone()).collect();
+        return Ok(out);
+    }
+    // the same checks on the tree unpatched, for what failed
+    let Some(before) = unpatched() else {
+        return Err(blame(files, &modules, &answer, &by, None));
+    };
+    let unpatched_text = |f: &Patched| -> Option<String> {
+        match before.get(&f.rel) {
+            Some(text) => text.clone(),
+            None => Some(f.after.clone()),
+        }
+    };
+    for f in files {
+        put(&tree_path, &f.rel, unpatched_text(f).as_deref())?;
+    }
+    // (index in `files`, its text unpatched) of each file that failed and existed before
+    let recompile: Vec<(usize, String)> = failing_files
+        .iter()
+        .filter_map(|&i| unpatched_text(&files[i]).map(|t| (i, t)))
+        .collect();
+    let reimport: Vec<usize> = failing_modules
+        .iter()
+        .copied()
+        .filter(|&i| !matches!(before.get(&modules[i].rel), Some(None)))
+        .collect();
+    let texts: Vec<(String, String)> = recompile
+        .iter()
+        .map(|(i, t)| (files[*i].rel.clone(), t.clone()))
+        .collect();
+    let retry: Vec<Module> = reimport.iter().map(|&i| modules[i].clone()).collect();
+    let base = run(&python, &tree_path, &texts, &retry)
+        .map_err(|why| blame(files, &modules, &answer, &by, Some(why)))?;
+    // compile failures first: a file that does not compile fails every import of it
+    let mut noted: Vec<String> = Vec::new();
+    for &i in &failing_files {
+        let f = &files[i];
+        let after = answer.compile[i].clone().expect("failing");
+        let fails_before = recompile
+            .iter()
+            .position(|(j, _)| *j == i)
+            .and_then(|k| base.compile.get(k).cloned().flatten());
+        match fails_before {
+            Some(b) => {
+                out.notes.push(format!(
+                    "{}:{}: {by} cannot compile it unpatched either ({}); its patch was checked with tree-sitter only, and not started",
+                    f.rel, b.line, b.message
+                ));
+                noted.push(f.rel.clone());
+            }
+            None => {
+                return Err(Error::WouldNotCompile {
+                    file: f.rel.clone(),
+                    line: after.line,
+                    compiler: by,
+                    message: after.message,
+                });
+            }
+        }
+    }
+    let mut proven: Vec<String> = Vec::new();
+    for (i, m) in modules.iter().enumerate() {
+        let Some(problem) = answer.imports[i].problem() else {
+            proven.push(m.name.clone());
+            continue;
+        };
+        let unpatched_result = reimport
+            .iter()
+            .position(|&j| j == i)
+            .and_then(|k| base.imports.get(k));
+        if noted.contains(&m.rel) {
+            continue; // it does not compile there unpatched either: said above
+        }
+        let unpatched_problem = unpatched_result.and_then(ImportResult::problem);
+        // a module the patch creates fails as the agent's own modules fail unpatched (a
+        // dependency that interpreter lacks): not the patch's doing either
+        let as_the_agents = unpatched_result.is_none()
+            && base
+                .imports
+                .iter()
+                .any(|r| r.problem().as_deref() == Some(problem.as_str()));
+        if as_the_agents {
+            out.notes.push(format!(
+                "`import {}` fails with {by} as the agent's own modules do unpatched ({problem}): not started here (pass --python or set ACP_PATCH_PYTHON to the agent's own interpreter)",
+                m.name
+            ));
+            continue;
+        }
+        match unpatched_problem {
+            Some(p) if p == problem => out.notes.push(format!(
+                "`import {}` fails with {by} unpatched too ({p}): not started here (a dependency that interpreter lacks? pass --python or set ACP_PATCH_PYTHON to the agent's own)",
+                m.name
+            )),
+            other => {
+                let r = &answer.imports[i];
+                return Err(Error::WouldNotStart {
+                    file: r.file.clone().unwrap_or_else(|| m.rel.clone()),
+                    line: r.line.unwrap_or(1),
+                    failure: Box::new(StartFailure {
+                        what: format!("`import {}`", m.name),
+                        by,
+                        message: problem,
+                        unpatched: match other {
+                            None if unpatched_result.is_some() => "imports".into(),
+                            None => "does not exist".into(),
+                            Some(p) => format!("fails differently ({p})"),
+                        },
+                    }),
+                });
+            }
+        }
+    }
+    out.proven = proven;
+    Ok(out)
+}
+
+/// The error for the first failure when the unpatched tree could not be checked.
+fn blame(
+    files: &[Patched],
+    modules: &[Module],
+    answer: &Answer,
+    by: &str,
+    why: Option<String>,
+) -> Error {
+    let unpatched = match why {
+        Some(w) => format!("could not be checked ({w})"),
+        None => "could not be told apart (revert refuses this tree)".into(),
+    };
+    if let Some((f, fail)) = files
+        .iter()
+        .zip(&answer.compile)
+        .find_map(|(f, r)| r.as_ref().map(|r| (f, r)))
+    {
+        return Error::WouldNotCompile {
+            file: f.rel.clone(),
+            line: fail.line,
+            compiler: by.to_string(),
+            message: fail.message.clone(),
+        };
+    }
+    let (m, r) = modules
+        .iter()
+        .zip(&answer.imports)
+        .find(|(_, r)| r.problem().is_some())
+        .expect("a failing module");
+    Error::WouldNotStart {
+        file: r.file.clone().unwrap_or_else(|| m.rel.clone()),
+        line: r.line.unwrap_or(1),
+        failure: Box::new(StartFailure {
+            what: format!("`import {}`", m.name),
+            by: by.to_string(),
+            message: r.problem().unwrap_or_default(),
+            unpatched,
+        }),
+    }
+}
+
+/// " (the agent requires Python >=3.12, pyproject.toml requires-python)" or "".
+fn wanted(found: &Found) -> String {
+    found
+        .requirement
+        .as_ref()
+        .map(|r| format!(" (the agent requires Python {}, {})", r.spec, r.source))
+        .unwrap_or_default()
+}
+
+/// "; found: Python 3.11.7 (/usr/bin/python3)" for the interpreters the search saw.
+fn others(found: &Found, used: &Path) -> String {
+    if found.seen.is_empty() {
+        return String::new(); // named by the user or the agent's own: no search was made
+    }
+    let list: Vec<String> = found
+        .seen
+        .iter()
+        .filter(|c| c.python != used)
+        .map(|c| match c.version {
+            Some(v) => format!("Python {} ({})", interpreter::show(v), c.python.display()),
+            None => c.python.display().to_string(),
+        })
+        .collect();
+    if list.is_empty() {
+        return " (and no other Python was found: PATH, pyenv, uv, /usr/local/bin, /usr/bin)"
+            .into();
+    }
+    format!(" (nor does any other found: {})", list.join(", "))
+}
+
+/// The modules of the patched files, with the roots to import them from; and a note for each
+/// file that is not imported (a `__main__` runs the agent; a path that is no module name).
+fn modules(project: &Project, files: &[Patched]) -> (Vec<Module>, Vec<String>) {
+    let parsed = super::Python.parse_all(project);
+    let packages = Packages::new(project, &parsed);
+    let mut out = Vec::new();
+    let mut notes = Vec::new();
+    for f in files.iter().filter(|f| f.rel.ends_with(".py")) {
+        let name = packages.module_name(&f.rel);
+        let segments: Vec<&str> = name.split('.').collect();
+        if segments.last() == Some(&"__main__") {
+            continue; // importing it runs the agent: its package is imported instead
+        }
+        if !segments.iter().all(|s| is_identifier(s)) {
+            notes.push(format!(
+                "{}: not imported by the start-up check ({name} is no module name)",
+                f.rel
+            ));
+            continue;
+        }
+        let dirs: Vec<&str> = f.rel.split('/').collect();
+        let is_init = f.rel.ends_with("__init__.py");
+        let depth = segments.len() - usize::from(!is_init);
+        let folder = &dirs[..dirs.len() - 1];
+        let root = folder[..folder.len().saturating_sub(depth)].join("/");
+        out.push(Module {
+            rel: f.rel.clone(),
+            name,
+            root,
+        });
+    }
+    // the packages of `__main__` modules patched, when nothing else of them is imported
+    for f in files.iter().filter(|f| f.rel.ends_with("__main__.py")) {
+        let name = packages.module_name(&f.rel);
+        let package = name.trim_end_matches("__main__").trim_end_matches('.');
+        if package.is_empty() || out.iter().any(|m| m.name == package) {
+            continue;
+        }
+        let dirs: Vec<&str> = f.rel.split('/').collect();
+        let depth = package.split('.').count();
+        let folder = &dirs[..dirs.len() - 1];
+        out.push(Module {
+            rel: f.rel.clone(),
+            name: package.to_string(),
+            root: folder[..folder.len().saturating_sub(depth)].join("/"),
+        });
+    }
+    out.sort_by(|a, b| a.name.cmp(&b.name));
+    out.dedup_by(|a, b| a.name == b.name);
+    (out, notes)
+}
+
+fn is_identifier(s: &str) -> bool {
+    let mut chars = s.chars();
+    chars.next().is_some_and(|c| c == '_' || c.is_alphabetic())
+        && chars.all(|c| c == '_' || c.is_alphanumeric())
+}
+
+/// Writes (or, for `None`, removes) a file in the copy; never through a link to the original.
+fn put(tree: &Path, rel: &str, text: Option<&str>) -> Result<()> {
+    let dest = tree.join(rel);
+    let _ = std::fs::remove_file(&dest);
+    let Some(text) = text else { return Ok(()) };
+    if let Some(dir) = dest.parent() {
+        std::fs::create_dir_all(dir).map_err(crate::error::io_err(dir))?;
+    }
+    std::fs::write(&dest, text).map_err(crate::error::io_err(&dest))
+}
+
+/// One run of the check script: compile `texts`, import `modules` from the copy at `tree`.
+fn run(
+    python: &Path,
+    tree: &Path,
+    texts: &[(String, String)],
+    modules: &[Module],
+) -> std::result::Result<Answer, String> {
+    use std::io::Write;
+    use std::os::unix::process::CommandExt;
+    let mut roots: Vec<String> = modules
+        .iter()
+        .map(|m| path_of(tree, &m.root))
+        .collect::<Vec<_>>();
+    roots.sort();
+    roots.dedup();
+    let home = tempfile::Builder::new()
+        .prefix("acp-patch-start-home-")
+        .tempdir()
+        .map_err(|e| e.to_string())?;
+    let user_home = std::env::var_os("HOME").map(PathBuf::from);
+    let payload = serde_json::json!({
+        "compile": texts.iter().map(|(f, t)| serde_json::json!({"file": f, "text": t})).collect::<Vec<_>>(),
+        "imports": modules.iter().map(|m| m.name.clone()).collect::<Vec<_>>(),
+        "sys_path": roots,
+        "tree": tree.display().to_string(),
+        "timeout_s": IMPORT_TIMEOUT_S,
+        "user_home": user_home.map(|h| h.display().to_string()),
+    });
+    // what the agent writes at import (config, caches) goes into a home of its own
+    let mut cmd = Command::new(python);
+    cmd.args(["-I", "-B", "-c", CHECK])
+        .current_dir(tree)
+        .env("HOME", home.path())
+        .env("XDG_CONFIG_HOME", home.path().join(".config"))
+        .env("XDG_DATA_HOME", home.path().join(".local/share"))
+        .env("XDG_CACHE_HOME", home.path().join(".cache"))
+        .env("XDG_STATE_HOME", home.path().join(".local/state"))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0);
+    let mut child = cmd.spawn().map_err(|e| e.to_string())?;
+    let mut stdin = child.stdin.take().expect("piped");
+    let body = payload.to_string();
+    let writer = std::thread::spawn(move || stdin.write_all(body.as_bytes()));
+    let timeout = std::time::Duration::from_secs(IMPORT_TIMEOUT_S * (modules.len() as u64 + 1));
+    let out = crate::compile::wait_group(child, timeout).map_err(|e| e.to_string())?;
+    let _ = writer.join();
+    let Some(out) = out else {
+        return Err(format!("it did not finish within {} s", timeout.as_secs()));
+    };
+    if !out.status.success() {
+        let err = String::from_utf8_lossy(&out.stderr);
+        return Err(err.lines().last().unwrap_or("failed").trim().to_string());
+    }
+    serde_json::from_slice(&out.stdout).map_err(|e| format!("unreadable answer: {e}"))
+}
+
+fn path_of(tree: &Path, rel: &str) -> String {
+    if rel.is_empty() {
+        tree.display().to_string()
+    } else {
+        tree.join(rel).display().to_string()
+    }
+}
