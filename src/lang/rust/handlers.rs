@@ -605,8 +605,21 @@ pub fn prompt_handlers(
             Err(r) => refused.push(r),
         }
     }
+    // the text of the prompt closures: a fn one of them calls is covered through it
+    let closure_calls: Vec<String> = c
+        .closures
+        .iter()
+        .filter(|(_, closure, registered, _)| is_prompt_closure(closure, *registered))
+        .map(|(_, closure, ..)| quote::ToTokens::to_token_stream(closure).to_string())
+        .collect();
     for (file, f) in &c.fns {
-        if fn_is_prompt_handler(&f.sig) {
+        let called = format!("{} (", f.sig.ident);
+        let strict = fn_is_prompt_handler(&f.sig) && f.sig.inputs.len() == 3;
+        let loose = fn_is_prompt_handler(&f.sig)
+            && !closure_calls
+                .iter()
+                .any(|t| t.contains(&called) || t.contains(&format!(":: {called}")));
+        if strict || loose {
             match entry_fn(
                 files,
                 *file,
@@ -643,7 +656,15 @@ fn is_prompt_closure(c: &syn::ExprClosure, registered: bool) -> bool {
                 .contains("PromptResponse"))
 }
 
+/// A fn taking the request, the prompt's responder and the connection, in any order and
+/// beside parameters of the agent's own (state handed over by a wrapper or a macro of its own
+/// that registers it: `.on_receive_request(with_state!(state, prompt::handle_prompt), ..)`).
 fn fn_is_prompt_handler(sig: &syn::Signature) -> bool {
+    prompt_fn_params(sig).is_some()
+}
+
+/// The positions (among the typed parameters) of the request, the responder and the connection.
+fn prompt_fn_params(sig: &syn::Signature) -> Option<(usize, usize, usize)> {
     let types: Vec<String> = sig
         .inputs
         .iter()
@@ -652,10 +673,10 @@ fn fn_is_prompt_handler(sig: &syn::Signature) -> bool {
             syn::FnArg::Receiver(_) => None,
         })
         .collect();
-    types.len() == 3
-        && types[0].ends_with("PromptRequest")
-        && is_prompt_responder(&types[1])
-        && types[2].contains("ConnectionTo")
+    let request = types.iter().position(|t| t.ends_with("PromptRequest"))?;
+    let responder = types.iter().position(|t| is_prompt_responder(t))?;
+    let cx = types.iter().position(|t| t.contains("ConnectionTo"))?;
+    Some((request, responder, cx))
 }
 
 fn closure_handler(
@@ -722,10 +743,12 @@ fn entry_fn(
         line: at,
         message: format!("{name}: {message}"),
     };
-    let session = session_of(&typed[0].pat).ok_or_else(|| refuse("name the request parameter"))?;
+    let (request_at, responder_at, cx_at) = prompt_fn_params(sig).unwrap_or((0, 1, 2));
+    let session =
+        session_of(&typed[request_at].pat).ok_or_else(|| refuse("name the request parameter"))?;
     let responder =
-        ident_of(&typed[1].pat).ok_or_else(|| refuse("name the responder parameter"))?;
-    let cx = ident_of(&typed[2].pat)
+        ident_of(&typed[responder_at].pat).ok_or_else(|| refuse("name the responder parameter"))?;
+    let cx = ident_of(&typed[cx_at].pat)
         .filter(|n| n != "_")
         .ok_or_else(|| refuse("name the connection parameter"))?;
     let params = typed.iter().filter_map(|t| ident_of(&t.pat)).collect();
