@@ -1,5 +1,6 @@
 //! The one integration-test binary: one module per area.
 
+mod agent_suites;
 mod cli;
 mod fixtures;
 mod hostile;
