@@ -4,7 +4,8 @@
 acp-patch wrote this module beside the agent's prompt handler; the agent's own files only call it:
 
 - ``@acp_progress.prompt_handler(...)`` on each prompt handler the SDK calls: the session's
-    card opens at the prompt's entry; when the handler returns, raises or is cancelled the card
+    card opens when the prompt's first real update has not come within a short grace (a turn
+    answered at once shows none); when the handler returns, raises or is cancelled the card
     closes (failed when it raised), held text goes out and the timers stop;
 - ``@acp_progress.cancel_handler`` on ``cancel``: held text goes out, no new card opens;
 - ``acp_progress.emitter(conn).session_update(...)`` around every SDK send of a session update:
@@ -21,7 +22,8 @@ acp-patch wrote this module beside the agent's prompt handler; the agent's own f
 
 Everything is kept per session id. Environment: {{PREFIX}}_HEARTBEAT_S (default 30),
 {{PREFIX}}_HEARTBEAT_DISABLED=1, {{PREFIX}}_THINK_HOLD_MS (default 200; 0 = the next tick),
-{{PREFIX}}_THINK_GAP_MS (default 500; 0 = no card after tool calls). Nothing here writes to
+{{PREFIX}}_THINK_GAP_MS (default 500; 0 = no card after tool calls), {{PREFIX}}_THINK_AFTER_MS
+(default 50; 0 = the card at the prompt's entry). Nothing here writes to
 stdout (it carries the protocol); a failing card update is logged at debug level and never
 reaches the agent.
 """
@@ -206,7 +208,7 @@ def _heartbeat_interval():
 # ---- the three hooks ---------------------------------------------------------------------
 
 async def _progress_start(session):
-    """Hook A (prompt entry, or a silent gap after a tool call): open the card, start its heartbeat."""
+    """Hook A (the prompt's grace or a silent gap after a tool call ended): open the card, start its heartbeat."""
     await _progress_complete(session)  # a new start closes the open card first
     callback = getattr(session, "agent_progress_callback", None)
     if callback is None:
@@ -369,7 +371,11 @@ async def _begin_turn(session, agent, connection, send_kwargs):
             for key, value in send_kwargs.items():
                 session.send_kwargs.setdefault(key, value)
             if not session.open:
-                await _progress_start(session)
+                after = _env_number("THINK_AFTER_MS", 50.0)
+                if after > 0:
+                    _arm_gap(session, after)  # the card waits out the grace: a turn answered in it needs none
+                else:
+                    await _progress_start(session)
     except Exception:
         _log.debug("ACP progress turn start failed", exc_info=True)
 
@@ -625,11 +631,12 @@ def _with_update(entry, update):
     return [send, tuple(args), kwargs, update, where]
 
 
-# ---- the silent gap after a tool call ----------------------------------------------------
+# ---- the silent gap: after the prompt's grace, after a tool call ---------------------------
 
-def _arm_gap(session):
+def _arm_gap(session, delay_ms=None):
+    """A card once the session stays silent (no real update, under its lock) for the delay."""
     _disarm_gap(session)
-    delay = _env_number("THINK_GAP_MS", 500.0) / 1000.0
+    delay = (_env_number("THINK_GAP_MS", 500.0) if delay_ms is None else delay_ms) / 1000.0
     if not session.turns or session.cancelled or delay <= 0:
         return
     token = session.gap_token = object()

@@ -27,6 +27,17 @@ def make_agent_progress_cb(conn, session_id, loop):
         adopted.add("llm_response")
         card["release"] = release
 
+    def withheld(tool_call_id, drop=False):
+        """The entry card still in its grace: none of it is on the wire (drop: it never will be)."""
+        if card is None or tool_call_id != card["id"] or "lock" not in card:
+            return False
+        with card["lock"]:
+            if card["state"] != "pending":
+                return False
+            if drop:
+                card["state"] = "dropped"  # the engine answered within the grace: no card at all
+            return True
+
     def _send(build, *build_args):
         try:
             {{SEND}}(conn, session_id, loop, build(*build_args))
@@ -41,19 +52,19 @@ def make_agent_progress_cb(conn, session_id, loop):
                     adopted.discard(name)
                     return  # the card opened at the prompt's entry stands for this start
                 previous = open_ids.pop(name, None)
-                if previous is not None:
+                if previous is not None and not withheld(previous, drop=True):
                     _send(build_thinking_complete, previous)
                 tool_call_id = f"think-{uuid.uuid4().hex[:12]}"
                 open_ids[name] = tool_call_id
                 _send(build_thinking_start, tool_call_id)
             elif state == "heartbeat":
                 tool_call_id = open_ids.get(name)
-                if tool_call_id is not None:  # no card open: nothing to update
+                if tool_call_id is not None and not withheld(tool_call_id):  # no card on the wire: nothing to update
                     elapsed = args.get("elapsed", 0) if isinstance(args, dict) else 0
                     _send(build_thinking_progress, tool_call_id, elapsed)
             elif state == "complete":
                 tool_call_id = open_ids.pop(name, None)
-                if tool_call_id is not None:
+                if tool_call_id is not None and not withheld(tool_call_id, drop=True):
                     _send(build_thinking_complete, tool_call_id)
 
     return callback

@@ -8,6 +8,8 @@
 //!
 //! Env: `{{PREFIX}}_HEARTBEAT_S` (30), `{{PREFIX}}_HEARTBEAT_DISABLED`, `{{PREFIX}}_THINK_HOLD_MS`
 //! (200; 0 = the next tick), `{{PREFIX}}_THINK_GAP_MS` (500; 0 = no gap cards),
+//! `{{PREFIX}}_THINK_AFTER_MS` (50: the turn's card waits that long for a first real update,
+//! so a turn answered at once shows none; 0 = at once),
 //! `{{PREFIX}}_PROGRESS_DEBUG` (failed card sends on stderr). Nothing is ever written to stdout.
 // generated code: the crate's own lint levels are not asked of it
 #![allow(
@@ -311,7 +313,8 @@ impl AcpTurn {
     }
 }
 
-/// Turn start: records where the session's updates go, opens the card, starts the heartbeat.
+/// Turn start: records where the session's updates go, arms the card (opened, with its
+/// heartbeat, when no real update came within the grace).
 fn acp_begin<S: AcpSink + ?Sized>(sink: &S, session: String, on_drop: Option<bool>) -> AcpTurn {
     let send = sink.acp_sender();
     acp_runtime_seen();
@@ -329,7 +332,12 @@ fn acp_begin<S: AcpSink + ?Sized>(sink: &S, session: String, on_drop: Option<boo
         s.active = true;
         s.turn += 1;
         s.reasoning = false;
-        acp_open_card(s, &session);
+        let after_ms = acp_env_f64("{{PREFIX}}_THINK_AFTER_MS").unwrap_or(50.0);
+        if after_ms > 0.0 {
+            acp_arm_silence(s, &session, after_ms); // a turn answered within it needs no card
+        } else {
+            acp_open_card(s, &session);
+        }
         s.turn
     });
     AcpTurn({{PTR}}::new(AcpTurnInner {
@@ -464,13 +472,19 @@ fn acp_arm_hold(s: &mut AcpSession, session: &str) {
 /// After a real tool call finished: a new card if the session stays silent.
 fn acp_arm_gap(s: &mut AcpSession, session: &str) {
     let gap_ms = acp_env_f64("{{PREFIX}}_THINK_GAP_MS").unwrap_or(500.0);
-    if gap_ms <= 0.0 {
-        return;
+    if gap_ms > 0.0 {
+        acp_arm_silence(s, session, gap_ms);
     }
+}
+
+/// A card once the session sends no real update for `ms` (every real update bumps the
+/// generation). Decided and sent under the state's lock, so no update of the turn can be
+/// sent ahead of a card opened at the same moment.
+fn acp_arm_silence(s: &mut AcpSession, session: &str, ms: f64) {
     s.gap_generation += 1;
     let generation = s.gap_generation;
     let key = session.to_string();
-    let timer = acp_spawn_after(Duration::from_secs_f64(gap_ms / 1000.0), move || {
+    let timer = acp_spawn_after(Duration::from_secs_f64(ms / 1000.0), move || {
         acp_with(|sessions| {
             if let Some(s) = sessions.get_mut(&key) {
                 if s.active && s.gap_generation == generation && s.card.is_none() {

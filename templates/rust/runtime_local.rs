@@ -276,8 +276,8 @@ impl<C: acp_sdk::Client + ?Sized> acp_sdk::Client for AcpEmitter<'_, C> {
 
 /// The prompt handler's body, run as one turn:
 /// `turn(&self.conn, args.session_id.to_string(), async move { .. }).await`. The card opens
-/// at once; the turn ends when the body returns (failed on `Err`) or is dropped (cancelled),
-/// and the card and held text reach the channel's drain before the response leaves.
+/// after the grace; the turn ends when the body returns (failed on `Err`) or is dropped
+/// (cancelled), and the card and held text reach the channel's drain before the response leaves.
 pub async fn turn<S: AcpSink + ?Sized, R: AcpOutcome>(
     sink: &S,
     session: impl std::fmt::Display,

@@ -252,7 +252,7 @@ impl AcpEmitter<'_> {
 }
 
 /// At the entry of a prompt handler: `let acp_turn = begin(&cx, &request.session_id);`. The
-/// card opens at once; the turn ends at the response given through `.acp_turn(&acp_turn)`,
+/// card opens after the grace; the turn ends at the response given through `.acp_turn(&acp_turn)`,
 /// or (failed) when the last copy of the guard is dropped without one.
 pub fn begin<S: AcpSink + ?Sized>(cx: &S, session: &impl std::fmt::Display) -> AcpTurn {
     acp_begin(cx, session.to_string(), {{ON_DROP}})
@@ -265,8 +265,8 @@ pub fn open<S: AcpSink + ?Sized>(cx: &S, session: &impl std::fmt::Display) -> Ac
 }
 
 /// A prompt method's body, run as one turn (a method that returns the prompt's response):
-/// `turn(&cx, request.session_id.to_string(), async move { .. }).await`. The card opens at
-/// once; the turn ends when the body returns (failed on `Err`) or is dropped (cancelled).
+/// `turn(&cx, request.session_id.to_string(), async move { .. }).await`. The card opens after
+/// the grace; the turn ends when the body returns (failed on `Err`) or is dropped (cancelled).
 pub async fn turn<S: AcpSink + ?Sized, R: AcpOutcome>(
     sink: &S,
     session: impl std::fmt::Display,

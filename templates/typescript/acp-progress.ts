@@ -215,10 +215,12 @@ function clearGap(session: AcpSession): void {
     session.gapTimer = undefined;
 }
 
-/** After a tool call finishes the model is asked again: a silence longer than {{PREFIX}}_THINK_GAP_MS opens a new card. */
-function armGap(session: AcpSession): void {
+/**
+ * A card once the session stays silent (no real update) for `ms`: {{PREFIX}}_THINK_AFTER_MS after the
+ * prompt (a turn answered within it needs none), {{PREFIX}}_THINK_GAP_MS after a tool call finished.
+ */
+function armGap(session: AcpSession, ms = envMs("THINK_GAP_MS", 500)): void {
     clearGap(session);
-    const ms = envMs("THINK_GAP_MS", 500);
     if (ms <= 0 || session.cancelled) {
         return;
     }
@@ -410,7 +412,12 @@ function beginTurn(sessionId: string, conn: unknown): AcpSession {
         session.agentProgressCallback = makeAgentProgressCb((update) => session.send?.(update));
     }
     session.turns += 1;
-    openCard(session);
+    const grace = envMs("THINK_AFTER_MS", 50);
+    if (grace <= 0) {
+        openCard(session);
+    } else if (!session.card) {
+        armGap(session, grace);
+    }
     return session;
 }
 
@@ -428,9 +435,10 @@ async function endTurn(session: AcpSession, failed: boolean): Promise<void> {
 }
 
 /**
- * Runs one prompt turn of a session: the card opens now, on the connection the SDK handed over, and
- * closes at the first real update; when the turn returns, throws or rejects, the card is closed
- * (failed on error), held text goes out and the timers stop. `body` is the handler's own code.
+ * Runs one prompt turn of a session: the card opens on the connection the SDK handed over unless a
+ * real update comes within {{PREFIX}}_THINK_AFTER_MS (default 50; 0 = now), and closes at the first
+ * one; when the turn returns, throws or rejects, the card is closed (failed on error), held text goes
+ * out and the timers stop. `body` is the handler's own code.
  */
 export function turn<T>(conn: unknown, sessionId: unknown, body: () => T): T {
     const session = beginTurn(String(sessionId), conn);

@@ -11,7 +11,7 @@
 //!    interpreter of the fixture venv; every JavaScript file passes `node --check` and each
 //!    relative import of a patched file resolves from it (TypeScript sources: tsc above);
 //! 7. each `[[smoke]]` run: unpatched fails exactly `unpatched_fails`, patched fails exactly
-//!    `patched_fails` (default: none).
+//!    `patched_fails` (default: none) and shows `think_cards` cards when the case pins it.
 //! 8. `revert` on the applied tree gives `before/` back byte for byte (its dry-run diff too,
 //!    by `git apply`), and a second revert has nothing to revert.
 //!
@@ -59,6 +59,8 @@ struct SmokeRun {
     unpatched_fails: Option<Vec<String>>,
     /// The exact checks that fail patched (default: none).
     patched_fails: Vec<String>,
+    /// The number of think cards on the patched run's wire (every session), when pinned.
+    think_cards: Option<usize>,
 }
 
 fn load(case: &str) -> Case {
@@ -218,6 +220,15 @@ fn run_case(case: &str) {
         }
         let r = toolchain.smoke(case, &applied, &format!("smoke-{i}-applied"), &args);
         assert_failing_exactly(case, "patched", &r, &s.patched_fails);
+        if let Some(cards) = s.think_cards {
+            assert_eq!(
+                think_cards(&r),
+                cards,
+                "{case}: think cards
+{}",
+                r.stdout
+            );
+        }
     }
 
     // 8. revert: before/ byte for byte
@@ -264,6 +275,20 @@ fn assert_failing_exactly(case: &str, tree: &str, run: &crate::smoke::Run, expec
         run.stderr
     );
     assert_group_gone(run);
+}
+
+/// The think cards the agent opened in a smoke run (`tool_call`s of kind `think`).
+fn think_cards(run: &crate::smoke::Run) -> usize {
+    let lines = run.report["lines"].as_array().cloned().unwrap_or_default();
+    lines
+        .iter()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l["text"].as_str()?).ok())
+        .filter(|m| m["method"] == "session/update")
+        .filter(|m| {
+            let update = &m["params"]["update"];
+            update["sessionUpdate"] == "tool_call" && update["kind"] == "think"
+        })
+        .count()
 }
 
 /// How a language's trees are compiled and started.

@@ -1,5 +1,6 @@
 //! The one integration-test binary: one module per area.
 
+mod agent_suites;
 mod agree;
 mod cli;
 mod fixtures;

@@ -83,6 +83,9 @@ def thought(t):
 
 
 def env(**values):
+    """The ACP_ variables given, nothing else; the card opens at the prompt's entry
+    (ACP_THINK_AFTER_MS=0) unless a test sets the grace (``ACP_THINK_AFTER_MS=None``: unset)."""
+    values.setdefault("ACP_THINK_AFTER_MS", "0")
     patch = mock.patch.dict(os.environ)
     patch.start()
     for key in list(os.environ):
@@ -498,6 +501,125 @@ class Gap(unittest.TestCase):
             with env(ACP_HEARTBEAT_DISABLED="1", ACP_THINK_GAP_MS=gap):
                 run(main())
             self.assertEqual(conn.kinds(), ["card:in_progress", "card:completed", "tool_call_update:completed"], gap)
+
+
+async def until(condition):
+    """Waits (generously) for a condition the runtime's own timers bring about."""
+    deadline = time.monotonic() + WAIT
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError("timed out")
+        await asyncio.sleep(0.001)
+
+
+class Grace(unittest.TestCase):
+    """ACP_THINK_AFTER_MS: a turn whose first real update comes within it gets no card."""
+
+    def setUp(self):
+        self.rt = load_runtime()
+
+    def test_an_answer_within_the_grace_gets_no_card(self):
+        conn = Conn()
+
+        async def script(agent, sid):
+            await agent.send(sid, {"sessionUpdate": "available_commands_update", "availableCommands": []})
+            await agent.send(sid, text("/help: the commands"))
+            await asyncio.sleep(0.05)  # the turn goes on: the grace is over, the answer has begun
+
+        async def main():
+            await decorate(self.rt)(self.rt, conn, script).prompt([], "s")
+            await asyncio.sleep(0.05)
+
+        with env(ACP_HEARTBEAT_DISABLED="1", ACP_THINK_AFTER_MS="10000"):
+            run(main())
+        self.assertEqual(conn.kinds(), ["available_commands_update", "text:/help: the commands"])
+        self.assertIsNone(self.rt._sessions["s"].gap_timer)
+
+    def test_the_default_grace_is_50_ms_from_the_prompts_entry(self):
+        async def main():
+            seen = {}
+
+            async def script(agent, sid):
+                seen["timer"] = self.rt._sessions[sid].gap_timer
+
+            loop = asyncio.get_running_loop()
+            before = loop.time()
+            await decorate(self.rt)(self.rt, Conn(), script).prompt([], "s")
+            after = loop.time()
+            return before, seen["timer"].when() - 0.05, after
+
+        with env(ACP_HEARTBEAT_DISABLED="1", ACP_THINK_AFTER_MS=None):
+            before, armed_at, after = run(main())
+        self.assertLessEqual(before, armed_at + 1e-9)
+        self.assertLessEqual(armed_at, after + 1e-9)
+
+    def test_silence_through_the_grace_opens_the_card_then_the_answer_completes_it(self):
+        conn = Conn()
+
+        async def script(agent, sid):
+            await until(lambda: conn.kinds() == ["card:in_progress"])
+            await agent.send(sid, thought("r"))
+
+        with env(ACP_HEARTBEAT_DISABLED="1", ACP_THINK_AFTER_MS="1"):
+            run(decorate(self.rt)(self.rt, conn, script).prompt([], "s"))
+        self.assertEqual(conn.kinds(), ["card:in_progress", "card:completed", "thought:r"])
+
+    def test_the_heartbeat_runs_on_a_card_opened_by_the_grace(self):
+        conn = Conn()
+
+        async def script(agent, sid):
+            await until(lambda: conn.kinds().count("card:in_progress") >= 2)
+            await agent.send(sid, text("done"))
+
+        with env(ACP_HEARTBEAT_S="0.01", ACP_THINK_AFTER_MS="1"):
+            run(decorate(self.rt)(self.rt, conn, script).prompt([], "s"))
+        beats = [u for _, u, _ in conn.sent if u.get("sessionUpdate") == "tool_call_update" and u.get("status") == "in_progress"]
+        self.assertTrue(beats)
+        self.assertEqual(conn.kinds()[-2:], ["card:completed", "text:done"])
+
+    def test_a_chunk_sent_while_the_grace_card_goes_out_follows_it(self):
+        conn = Conn(delay=0.02)  # the card's start is still on its way when the chunk is sent
+        rt = self.rt
+
+        async def script(agent, sid):
+            await until(lambda: sid in rt._sessions and rt._sessions[sid].open)
+            self.assertEqual(conn.kinds(), [])
+            await agent.send(sid, text("now"))
+
+        with env(ACP_HEARTBEAT_DISABLED="1", ACP_THINK_AFTER_MS="1"):
+            run(decorate(rt)(rt, conn, script).prompt([], "s"))
+        self.assertEqual(conn.kinds(), ["card:in_progress", "card:completed", "text:now"])
+
+    def test_a_turn_ending_in_the_grace_sends_nothing_card_related(self):
+        for outcome in ("return", "raise", "cancelled", "session/cancel"):
+            self.rt = load_runtime()
+            conn = Conn()
+
+            async def script(agent, sid, outcome=outcome):
+                if outcome == "raise":
+                    raise ValueError("boom")
+                if outcome == "cancelled":
+                    raise asyncio.CancelledError()
+                if outcome == "session/cancel":
+                    await agent.cancel(sid)
+                    await asyncio.sleep(0.6)  # well past the grace, still in the turn
+
+            async def main():
+                agent = decorate(self.rt)(self.rt, conn, script)
+                try:
+                    await agent.prompt([], "s")
+                except (ValueError, asyncio.CancelledError):
+                    pass
+                await asyncio.sleep(0.6)  # well past the grace
+
+            with env(ACP_HEARTBEAT_DISABLED="1", ACP_THINK_AFTER_MS="200"):
+                run(main())
+            self.assertEqual(conn.kinds(), [], outcome)
+
+    def test_invalid_values_fall_back_to_the_default(self):
+        for raw in ("-5", "nan", "inf", "soon"):
+            with env(ACP_THINK_AFTER_MS=raw):
+                self.assertEqual(self.rt._env_number("THINK_AFTER_MS", 50.0), 50.0, raw)
 
 
 class Emitter(unittest.TestCase):

@@ -70,7 +70,7 @@ def env(**values):
     """Patch the environment; keys set to None are removed."""
     patch = mock.patch.dict(os.environ)
     patch.start()
-    for key in ("ACP_HEARTBEAT_S", "ACP_HEARTBEAT_DISABLED", "ACP_THINK_HOLD_MS"):
+    for key in ("ACP_HEARTBEAT_S", "ACP_HEARTBEAT_DISABLED", "ACP_THINK_HOLD_MS", "ACP_THINK_AFTER_MS"):
         os.environ.pop(key, None)
     for key, value in values.items():
         if value is not None:
@@ -654,11 +654,13 @@ class HermesLikeTurn(unittest.TestCase):
         )
 
 
-class EntryCard(unittest.TestCase):
-    """The card opened at the prompt's entry (turn_thread.py) and the factory taking it over."""
+class EntryCardTurns(unittest.TestCase):
+    """Prompt turns through acp_thinking_turn (turn_thread.py) with the factory; no grace here."""
+
+    GRACE = "0"
 
     def setUp(self):
-        self.addCleanup(env(ACP_HEARTBEAT_DISABLED="1").stop)
+        self.addCleanup(env(ACP_HEARTBEAT_DISABLED="1", ACP_THINK_AFTER_MS=self.GRACE).stop)
         self.ns = load("helpers.py", "send.py", "factory.py", "turn_thread.py", send="_acp_send_update")
 
     def agent_class(self, body):
@@ -682,6 +684,17 @@ class EntryCard(unittest.TestCase):
 
     def kinds(self, conn):
         return [(u["sessionUpdate"], u.get("status")) for _, u in conn.wire]
+
+    def test_no_connection_means_no_card(self):
+        conn = FakeConn()
+        Agent = self.agent_class(lambda agent, sid: asyncio.sleep(0, "end_turn"))
+        agent = Agent(None)
+        self.assertEqual(asyncio.run(agent.prompt([], "s")), "end_turn")
+        self.assertEqual(conn.wire, [])
+
+
+class EntryCard(EntryCardTurns):
+    """The card opened at the prompt's entry (no grace) and the factory taking it over."""
 
     def test_the_card_is_on_the_wire_before_the_handler_runs(self):
         seen = []
@@ -738,12 +751,100 @@ class EntryCard(unittest.TestCase):
         agent.callback("complete", "llm_response", {})
         self.assertEqual(len(conn.wire), 2)
 
-    def test_no_connection_means_no_card(self):
+
+class EntryCardGrace(EntryCardTurns):
+    """ACP_THINK_AFTER_MS: the entry card waits out a grace; a turn answered within it has none."""
+
+    GRACE = "10000"
+
+    def engine_turn(self, steps, wait_for=None):
+        """A turn whose engine (a worker thread) calls the progress callback with `steps`."""
+        ns = self.ns
+
+        async def body(agent, sid):
+            loop = asyncio.get_running_loop()
+            callback = ns["make_agent_progress_cb"](agent._conn, sid, loop)
+            agent.callback = callback
+
+            def engine():
+                for step in steps:
+                    if callable(step):
+                        self.assertTrue(wait_until(step))
+                    else:
+                        callback(step, "llm_response", {"elapsed": 1})
+
+            await loop.run_in_executor(None, engine)
+            return "end_turn"
+
+        return self.run_turn(body)
+
+    def test_a_turn_answered_within_the_grace_sends_no_card(self):
+        async def body(agent, sid):
+            await agent._conn.session_update(session_id=sid, update=acp.update_agent_message_text("/help"))
+            return "end_turn"
+
+        conn, result = self.run_turn(body)
+        self.assertEqual((self.kinds(conn), result), ([("agent_message_chunk", None)], "end_turn"))
+
+    def test_the_engines_first_output_within_the_grace_drops_the_card(self):
+        conn, _ = self.engine_turn(["start", "heartbeat", "complete", "start", "complete"])
+        # the entry card never went out; the later model call gets its own card
+        self.assertEqual(self.kinds(conn), [("tool_call", "in_progress"), ("tool_call_update", "completed")])
+        self.assertEqual(len({u["toolCallId"] for _, u in conn.wire}), 1)
+
+    def test_a_turn_that_raises_or_is_cancelled_in_the_grace_sends_nothing(self):
+        for error in (RuntimeError("boom"), asyncio.CancelledError()):
+
+            async def body(agent, sid, error=error):
+                raise error
+
+            conn = FakeConn()
+            with self.assertRaises(type(error)):
+                asyncio.run(self.agent_class(body)(conn).prompt([], "s"))
+            self.assertEqual(conn.wire, [], error)
+
+
+class EntryCardAfterTheGrace(EntryCardTurns):
+    """A grace that runs out: the card opens, then behaves as the entry card always did."""
+
+    GRACE = "1"
+
+    def test_the_card_is_on_the_wire_before_the_handler_runs(self):
+        async def body(agent, sid):
+            self.assertTrue(await async_wait_until(lambda: len(agent._conn.wire) == 1))
+            return "end_turn"
+
+        conn, result = self.run_turn(body)
+        self.assertEqual(self.kinds(conn), [("tool_call", "in_progress"), ("tool_call_update", "completed")])
+
+    def test_the_factory_takes_the_card_over_and_the_engine_closes_it(self):
+        ns = self.ns
+
+        async def body(agent, sid):
+            loop = asyncio.get_running_loop()
+            callback = ns["make_agent_progress_cb"](agent._conn, sid, loop)
+
+            def engine():
+                callback("start", "llm_response", {})  # the entry card stands for this start
+                self.assertTrue(wait_until(lambda: len(agent._conn.wire) == 1))  # the grace is over
+                callback("complete", "llm_response", {})  # first delta
+
+            await loop.run_in_executor(None, engine)
+            return "end_turn"
+
+        conn, _ = self.run_turn(body)
+        self.assertEqual(self.kinds(conn), [("tool_call", "in_progress"), ("tool_call_update", "completed")])
+        self.assertEqual(len({u["toolCallId"] for _, u in conn.wire}), 1)
+
+    def test_a_card_still_open_at_the_end_is_closed_once(self):
+        async def body(agent, sid):
+            self.assertTrue(await async_wait_until(lambda: len(agent._conn.wire) == 1))
+            raise RuntimeError("the engine failed before its first delta")
+
         conn = FakeConn()
-        Agent = self.agent_class(lambda agent, sid: asyncio.sleep(0, "end_turn"))
-        agent = Agent(None)
-        self.assertEqual(asyncio.run(agent.prompt([], "s")), "end_turn")
-        self.assertEqual(conn.wire, [])
+        with self.assertRaises(RuntimeError):
+            asyncio.run(self.agent_class(body)(conn).prompt([], "s"))
+        self.assertEqual(self.kinds(conn), [("tool_call", "in_progress"), ("tool_call_update", "completed")])
 
 
 if __name__ == "__main__":

@@ -1,8 +1,10 @@
-//! The think card: opened at once, kept alive, completed at the first real output.
+//! The think card: opened soon after the prompt, kept alive, completed at the first real
+//! output — or none at all when the turn's first real output came within the card's limit
+//! (the runtime's grace: nobody waited).
 
 use serde_json::Value;
 
-use super::super::wire::{RawLine, TurnFrame, Update};
+use super::super::wire::{RawLine, TurnFrame, Update, is_real_output};
 use super::{COMPLETE, Check, CheckContext, HEARTBEAT, THINK_CARD};
 
 pub(super) fn find_card(ups: &[Update]) -> Option<&Update> {
@@ -14,12 +16,88 @@ pub(super) fn first_chunk(ups: &[Update]) -> Option<&Update> {
     ups.iter().find(|u| u.is_chunk())
 }
 
+/// The turn's first real output: a chunk, a plan, a tool call other than a think card or an
+/// update of one (what completes a card; bookkeeping such as usage does not).
+fn first_real(ups: &[Update]) -> Option<&Update> {
+    ups.iter().find(|u| is_real(ups, u))
+}
+
+fn is_real(ups: &[Update], u: &Update) -> bool {
+    is_real_output(u, |id| {
+        ups.iter().any(|c| {
+            c.tag == "tool_call" && c.kind() == Some("think") && c.tool_call_id() == Some(id)
+        })
+    })
+}
+
+/// The turn answered within the grace: no card before its first real output, which came
+/// within the card's own limit. Its cards, if any, can only be gap cards after a tool call.
+pub(super) fn answered_in_grace<'a>(ups: &'a [Update], ctx: &CheckContext) -> Option<&'a Update> {
+    let real = first_real(ups)?;
+    let card_first = find_card(ups).is_some_and(|c| c.index < real.index);
+    (!card_first && real.t_ms <= ctx.think_card_max_ms).then_some(real)
+}
+
+fn no_card_needed(name: &str, real: &Update, ctx: &CheckContext) -> Check {
+    Check::new(
+        name,
+        true,
+        format!(
+            "no card needed: the first real update ({}) came {} after the prompt, within the limit ({})",
+            real.tag,
+            ms(real.t_ms),
+            ms(ctx.think_card_max_ms)
+        ),
+    )
+    .fig("first_real_ms", real.t_ms)
+    .fig("limit_ms", ctx.think_card_max_ms)
+}
+
+/// A turn answered within the grace: passes unless a card shows after the answer began
+/// without a finished tool call before it (a gap card has one).
+fn think_card_in_grace(ups: &[Update], real: &Update, ctx: &CheckContext) -> Check {
+    let finished_tool = |before: usize| {
+        ups.iter().any(|u| {
+            u.index < before
+                && is_real(ups, u)
+                && u.tag.starts_with("tool_call")
+                && matches!(u.status(), Some("completed") | Some("failed"))
+        })
+    };
+    let late = ups.iter().find(|u| {
+        u.tag == "tool_call"
+            && u.kind() == Some("think")
+            && u.index > real.index
+            && !finished_tool(u.index)
+    });
+    match late {
+        None => no_card_needed(THINK_CARD, real, ctx),
+        Some(card) => Check::new(
+            THINK_CARD,
+            false,
+            format!(
+                "think card {:?} at {}, after the turn's first real update ({} at {}) with no tool call before it: a card opens before the answer or not at all",
+                card.tool_call_id().unwrap_or("?"),
+                ms(card.t_ms),
+                real.tag,
+                ms(real.t_ms)
+            ),
+        )
+        .fig("latency_ms", card.t_ms)
+        .fig("first_real_ms", real.t_ms),
+    }
+}
+
 pub(super) fn ms(v: f64) -> String {
     format!("{v:.0} ms")
 }
 
-/// A `tool_call` with `kind: "think"` before any chunk, within the limit of the prompt.
+/// A `tool_call` with `kind: "think"` before any chunk, within the limit of the prompt; or
+/// none, when the first real update came within that limit.
 pub fn think_card(ups: &[Update], ctx: &CheckContext) -> Check {
+    if let Some(real) = answered_in_grace(ups, ctx) {
+        return think_card_in_grace(ups, real, ctx);
+    }
     let chunk = first_chunk(ups);
     let Some(card) = find_card(ups) else {
         let mut c = Check::new(
@@ -98,6 +176,9 @@ pub fn heartbeat(
     ups: &[Update],
     ctx: &CheckContext,
 ) -> Check {
+    if let Some(real) = answered_in_grace(ups, ctx) {
+        return no_card_needed(HEARTBEAT, real, ctx);
+    }
     let Some(card) = find_card(ups) else {
         return Check::new(HEARTBEAT, false, "no think card, so no heartbeat");
     };
@@ -162,7 +243,10 @@ pub fn heartbeat(
 }
 
 /// The card is completed no later than the first chunk.
-pub fn complete(ups: &[Update]) -> Check {
+pub fn complete(ups: &[Update], ctx: &CheckContext) -> Check {
+    if let Some(real) = answered_in_grace(ups, ctx) {
+        return no_card_needed(COMPLETE, real, ctx);
+    }
     let Some(card) = find_card(ups) else {
         return Check::new(COMPLETE, false, "no think card to complete");
     };

@@ -199,7 +199,7 @@ pub fn run_session(lines: &[RawLine], ctx: &CheckContext) -> Vec<Check> {
     let mut out = vec![
         think_card(&ups, ctx),
         heartbeat(lines, &frame, &ups, ctx),
-        complete(&ups),
+        complete(&ups, ctx),
         one_thought_block(&ups),
         cards_well_formed(&ups),
         well_formed_tool_calls(&ups),

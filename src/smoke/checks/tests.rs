@@ -78,8 +78,9 @@ fn late_or_misnamed_card_fails() {
     assert!(!c.passed);
     assert_eq!(c.figures["latency_ms"], 400.0);
 
+    // (after the limit: a real tool call within it would be an answer that needs no card)
     let mut r = Rec::new();
-    r.card(4.0, "t", "thinking", None).message(600.0, "x");
+    r.card(300.0, "t", "thinking", None).message(600.0, "x");
     let checks = run_all(&r.lines, &CheckContext::default());
     let c = by_name(&checks, THINK_CARD);
     assert!(!c.passed);
@@ -441,7 +442,7 @@ fn cancel_checks() {
 fn sessions_merge_into_one_row_each() {
     let a = run_all(&good().lines, &CheckContext::default());
     let mut r = Rec::new();
-    r.message(5.0, "x").end(10.0, "end_turn");
+    r.message(500.0, "x").end(510.0, "end_turn");
     let b = run_all(&r.lines, &CheckContext::default());
     let merged = merge_sessions(&[a.clone(), b]);
     assert_eq!(merged.len(), a.len());
@@ -654,4 +655,65 @@ fn after_a_cancel_the_text_up_to_it_must_be_intact() {
     r.lines.pop();
     r.end(2700.0, "cancelled");
     assert!(!intact(&r, &ctx).passed);
+}
+
+// ---- the grace: no card where nobody waited ------------------------------------------------
+
+#[test]
+fn a_turn_answered_within_the_limit_needs_no_card() {
+    let mut r = Rec::new();
+    r.update(
+        1.0,
+        serde_json::json!({"sessionUpdate": "available_commands_update", "availableCommands": []}),
+    )
+    .message(3.0, "/help: the commands")
+    .end(5.0, "end_turn");
+    let checks = run_all(&r.lines, &CheckContext::default());
+    for c in &checks {
+        assert!(c.passed, "{c:?}");
+    }
+    for name in [THINK_CARD, HEARTBEAT, COMPLETE] {
+        let c = by_name(&checks, name);
+        assert!(c.summary.starts_with("no card needed"), "{c:?}");
+        assert_eq!(c.figures["first_real_ms"], 3.0);
+    }
+}
+
+#[test]
+fn an_answer_after_the_limit_without_a_card_still_fails() {
+    let mut r = Rec::new();
+    r.message(251.0, "x").end(260.0, "end_turn");
+    let checks = run_all(&r.lines, &CheckContext::default());
+    for name in [THINK_CARD, HEARTBEAT, COMPLETE] {
+        assert!(!by_name(&checks, name).passed, "{name}");
+    }
+}
+
+#[test]
+fn a_card_after_the_answer_began_fails_unless_a_tool_call_finished_before_it() {
+    // the grace's card opening late, after the first chunk
+    let mut r = Rec::new();
+    r.message(3.0, "hi")
+        .card(60.0, "t", "think", None)
+        .tcu(61.0, "t", Some("completed"))
+        .end(70.0, "end_turn");
+    let ups = turn_updates(&r.lines, &TurnFrame::find(&r.lines));
+    let c = think_card(&ups, &CheckContext::default());
+    assert!(!c.passed, "{c:?}");
+    assert!(
+        c.summary.contains("after the turn's first real update"),
+        "{c:?}"
+    );
+
+    // a tool call answered at once, then a gap card in the silence after it
+    let mut r = Rec::new();
+    r.tool(5.0, "c1", "read", "in_progress")
+        .tcu(10.0, "c1", Some("completed"))
+        .card(600.0, "t", "think", None)
+        .tcu(900.0, "t", Some("completed"))
+        .message(901.0, "done")
+        .end(910.0, "end_turn");
+    let ups = turn_updates(&r.lines, &TurnFrame::find(&r.lines));
+    let c = think_card(&ups, &CheckContext::default());
+    assert!(c.passed, "{c:?}");
 }

@@ -382,7 +382,7 @@ fn runtime_semantics(name: &str, module: &str) {
         String::from_utf8_lossy(&out.stderr)
     );
     assert!(
-        stdout.contains("# pass 12") && stdout.contains("# fail 0"),
+        stdout.contains("# pass 15") && stdout.contains("# fail 0"),
         "{stdout}"
     );
 }
