@@ -150,17 +150,17 @@ fn plan_checked(
     notes.extend(lang.compile_check(project, &patched)?.notes);
     // apply inserts what is missing; what it cannot mend (a piece renamed or edited by
     // hand) must stop it, not be written around
-    let report = if plan.is_empty() {
+    let reports = if plan.is_empty() {
         lang.verify(project)?
     } else {
         verify_planned(lang, project, opts, &plan)?
     };
-    if !report.ok() {
+    if reports.iter().any(|r| !r.ok()) {
         return Err(Error::VerifyFails {
             nothing_to_insert: plan.is_empty(),
-            problems: report
-                .checks
+            problems: reports
                 .iter()
+                .flat_map(|r| r.checks.iter())
                 .filter(|c| c.status != Status::Ok)
                 .map(|c| format!("{} {}: {}", c.id, c.status.word(), c.detail))
                 .collect(),
@@ -176,7 +176,7 @@ fn verify_planned(
     project: &Project,
     opts: &Options,
     plan: &Plan,
-) -> Result<Report> {
+) -> Result<Vec<Report>> {
     let tmp = tempfile::Builder::new()
         .prefix("acp-patch-verify-")
         .tempdir()
@@ -346,9 +346,12 @@ pub fn verify(root: &Path, opts: &Options) -> Result<VerifyOutcome> {
     let mut no_agent = None;
     for lang in &langs {
         match lang.verify(&project).map_err(|e| explain(e, &project)) {
-            Ok(mut report) => {
-                compile_inserted(*lang, &project, &mut report);
-                reports.push(report);
+            Ok(found) => {
+                for mut report in found {
+                    notes.append(&mut report.notes);
+                    compile_inserted(*lang, &project, &mut report);
+                    reports.push(report);
+                }
             }
             Err(e @ Error::NoAgent { .. }) if several => {
                 notes.push(format!(
