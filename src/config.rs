@@ -29,10 +29,23 @@ pub struct TemplatesConfig {
     pub dir: Option<PathBuf>,
 }
 
+/// Which strategy patches the agent: the protocol strategy (every agent) or the engine-level
+/// refinement (Hermes- and pi-acp-shaped agents). Unpinned, the refinement is used where it
+/// fits and the protocol strategy everywhere else.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum StrategyPin {
+    Protocol,
+    Engine,
+}
+
 /// Each pin is `path/to/file.py` or `path/to/file.py:Qualified.name`, relative to the agent root.
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct PythonPins {
+    /// `"protocol"` or `"engine"`; the engine-level pins (`llm_call`, `handoff`, `helpers`,
+    /// `factories`, `callback_store`) imply `"engine"`.
+    pub strategy: Option<StrategyPin>,
     /// The ACP prompt handler, e.g. `acp_adapter/server.py:HermesACPAgent.prompt`.
     pub prompt: Option<String>,
     /// The function holding the LLM call, e.g. `agent/conversation_loop.py:run_conversation._perform_api_call`.
@@ -58,6 +71,9 @@ pub struct PythonPins {
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct TypeScriptPins {
+    /// `"protocol"` or `"engine"`; the engine-level pins (`emitter`, `handoff`, `turn_end`)
+    /// imply `"engine"`.
+    pub strategy: Option<StrategyPin>,
     /// A prompt handler no SDK binding was found for, e.g. `src/agent.ts:MyAgent.prompt`.
     pub prompt: Option<String>,
     /// The field holding the connection the start card goes out on, e.g.
@@ -121,6 +137,29 @@ impl Pin {
     }
 }
 
+impl PythonPins {
+    /// The strategy the config chooses, explicitly or through an engine-level pin.
+    pub fn chosen_strategy(&self) -> Option<StrategyPin> {
+        let engine_pin = self.llm_call.is_some()
+            || self.handoff.is_some()
+            || self.helpers.is_some()
+            || self.factories.is_some()
+            || self.callback_store.is_some();
+        self.strategy
+            .or_else(|| engine_pin.then_some(StrategyPin::Engine))
+    }
+}
+
+impl TypeScriptPins {
+    /// The strategy the config chooses, explicitly or through an engine-level pin.
+    pub fn chosen_strategy(&self) -> Option<StrategyPin> {
+        let engine_pin =
+            self.emitter.is_some() || self.handoff.is_some() || self.turn_end.is_some();
+        self.strategy
+            .or_else(|| engine_pin.then_some(StrategyPin::Engine))
+    }
+}
+
 impl Config {
     /// Reads `path` if given, else `<root>/acp-patch.toml` if it exists.
     pub fn load(root: &Path, path: Option<&Path>) -> Result<Config> {
@@ -177,5 +216,12 @@ mod tests {
         .unwrap();
         assert_eq!(cfg.env_prefix.as_deref(), Some("PI"));
         assert!(toml::from_str::<Config>("[python]\npromt = \"x\"\n").is_err());
+        let cfg: Config = toml::from_str("[python]\nstrategy = \"protocol\"\n").unwrap();
+        assert_eq!(cfg.python.strategy, Some(StrategyPin::Protocol));
+        let bad = toml::from_str::<Config>("[typescript]\nstrategy = \"engin\"\n").unwrap_err();
+        assert!(
+            bad.to_string().contains("expected `protocol` or `engine`"),
+            "{bad}"
+        );
     }
 }

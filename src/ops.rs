@@ -152,25 +152,25 @@ fn plan_checked(
         }
     }
     check_parses(lang, &plan).map_err(|e| in_template(e, project, &plan))?;
-    let report = if plan.is_empty() {
+    let reports = if plan.is_empty() {
         judged(lang, project)?
     } else {
         verify_planned(lang, project, opts, &plan)?
     };
     // the patched agent must start: compiled and loaded by its own toolchain
     notes.extend(
-        startup(lang, project, &plan, &report)
+        startup(lang, project, &plan, &merged(&reports))
             .map_err(|e| in_template(e, project, &plan))?
             .notes,
     );
     // apply inserts what is missing; what it cannot mend (a piece renamed or edited by
     // hand) must stop it, not be written around
-    if !report.ok() {
+    if reports.iter().any(|r| !r.ok()) {
         return Err(Error::VerifyFails {
             nothing_to_insert: plan.is_empty(),
-            problems: report
-                .checks
+            problems: reports
                 .iter()
+                .flat_map(|r| r.checks.iter())
                 .filter(|c| c.status != Status::Ok)
                 .map(|c| format!("{} {}: {}", c.id, c.status.word(), c.detail))
                 .collect(),
@@ -241,7 +241,7 @@ fn verify_planned(
     project: &Project,
     opts: &Options,
     plan: &Plan,
-) -> Result<Report> {
+) -> Result<Vec<Report>> {
     let tmp = tempfile::Builder::new()
         .prefix("acp-patch-verify-")
         .tempdir()
@@ -286,9 +286,22 @@ fn verify_planned(
 /// The language's verify report, and revert's refusal of the same tree as a failing row:
 /// what revert would refuse (a duplicated piece, one edited or moved by hand) fails verify,
 /// named with the same `file:line`.
-fn judged(lang: &dyn Language, project: &Project) -> Result<Report> {
-    let mut report = lang.verify(project)?;
-    if let Some(r) = crate::revert::refusal(lang, project) {
+fn judged(lang: &dyn Language, project: &Project) -> Result<Vec<Report>> {
+    let mut reports = lang.verify(project)?;
+    if let Some(r) = crate::revert::refusal(lang, project)
+        && !reports.is_empty()
+    {
+        // the agent whose report names the refused file, else the first
+        let at = format!("{}:", r.file);
+        let agent = reports
+            .iter()
+            .position(|rep| {
+                rep.checks
+                    .iter()
+                    .any(|c| c.locations.iter().any(|l| l.starts_with(&at)))
+            })
+            .unwrap_or(0);
+        let report = &mut reports[agent];
         let row = r
             .check
             .and_then(|id| report.checks.iter().position(|c| c.id == id))
@@ -305,7 +318,16 @@ fn judged(lang: &dyn Language, project: &Project) -> Result<Report> {
             .join("; ");
         c.insert_at.get_or_insert(l);
     }
-    Ok(report)
+    Ok(reports)
+}
+
+/// One report of all of a language's agents: what the start-up check reads of them.
+fn merged(reports: &[Report]) -> Report {
+    let mut all = reports[0].clone();
+    for r in &reports[1..] {
+        all.checks.extend(r.checks.iter().cloned());
+    }
+    all
 }
 
 fn patched_files(plan: &Plan) -> Vec<crate::compile::Patched> {
@@ -440,10 +462,13 @@ pub fn verify(root: &Path, opts: &Options) -> Result<VerifyOutcome> {
     let mut no_agent = None;
     for lang in &langs {
         match judged(*lang, &project).map_err(|e| explain(e, &project)) {
-            Ok(mut report) => {
-                startup_rows(*lang, &project, &mut report, &mut notes)
-                    .map_err(|e| in_agent(e, *lang, several))?;
-                reports.push(report);
+            Ok(found) => {
+                for mut report in found {
+                    notes.append(&mut report.notes);
+                    startup_rows(*lang, &project, &mut report, &mut notes)
+                        .map_err(|e| in_agent(e, *lang, several))?;
+                    reports.push(report);
+                }
             }
             Err(e @ Error::NoAgent { .. }) if several => {
                 notes.push(format!(

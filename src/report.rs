@@ -43,6 +43,10 @@ pub struct Report {
     /// `callback` (engine object with callbacks, e.g. Hermes) or `emitter` (SDK agent).
     pub shape: String,
     pub checks: Vec<Check>,
+    /// What is worth a word beside the checks (which strategy patched the agent, and why);
+    /// the command prints them as notes.
+    #[serde(skip)]
+    pub notes: Vec<String>,
 }
 
 impl Report {

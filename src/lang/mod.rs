@@ -6,7 +6,7 @@ pub mod rust;
 pub(crate) mod tree;
 pub mod typescript;
 
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::plan::Plan;
 use crate::project::Project;
 use crate::report::Report;
@@ -29,8 +29,9 @@ pub trait Language: Sync {
     fn detect(&self, project: &Project) -> bool;
     /// Every edit apply would make (empty when all is present).
     fn plan(&self, project: &Project) -> Result<Plan>;
-    /// What is present and what is missing.
-    fn verify(&self, project: &Project) -> Result<Report>;
+    /// What is present and what is missing: one report per agent of this language in the
+    /// tree (two Python agents under their own import roots are judged each on its own).
+    fn verify(&self, project: &Project) -> Result<Vec<Report>>;
     /// The start-up check of the files as the patch leaves them (`after`), beyond the
     /// in-process re-parse: compiled and loaded with the language's own tools where they are
     /// on the machine (see `lang/<language>/toolchain.rs`). What fails unpatched too (asked of
@@ -60,4 +61,44 @@ pub trait Language: Sync {
 
 pub fn all() -> Vec<&'static dyn Language> {
     vec![&python::Python, &rust::Rust, &typescript::TypeScript]
+}
+
+/// What apply and verify say when an engine-level refinement does not fit the agent (several
+/// hand-offs, a site it cannot find) and the protocol strategy patches it instead.
+pub(crate) fn fallback_note(language: &str, e: &Error) -> String {
+    let why = match e {
+        Error::Ambiguous {
+            site, candidates, ..
+        } => format!(
+            "found {} candidates for the {site}: {}",
+            candidates.len(),
+            candidates
+                .iter()
+                .map(|c| format!("{} {}", c.location, c.name))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+        other => {
+            let text = other.to_string();
+            let first = text.lines().next().unwrap_or_default();
+            first
+                .trim_end_matches(" (nothing was written)")
+                .trim_end_matches("; nothing was written")
+                .trim_end_matches(':')
+                .to_string()
+        }
+    };
+    format!(
+        "{language}: patched with the protocol strategy: the engine-level one does not fit ({why}); `[{language}] strategy = \"engine\"` in acp-patch.toml insists on it"
+    )
+}
+
+/// The refusal when `strategy = "engine"` is pinned but the agent is not engine-shaped.
+pub(crate) fn not_engine_shaped(project: &Project, language: &str, why: &str) -> Error {
+    Error::Config {
+        path: project.root.join(crate::config::FILE_NAME),
+        message: format!(
+            "`[{language}] strategy = \"engine\"` (or an engine-level pin) is set, but the agent is not engine-shaped: {why}; remove it to patch the agent with the protocol strategy (nothing was written)"
+        ),
+    }
 }

@@ -358,6 +358,7 @@ pub fn report_any<P: ParsedSource>(
         language: naming.language.into(),
         shape: naming.shape.clone(),
         checks,
+        notes: Vec::new(),
     })
 }
 

@@ -1,7 +1,7 @@
 # acp-patch: runtime module, generated — do not edit; acp-patch apply updates it, acp-patch revert removes it
 """A "Thinking..." card for an ACP agent while it waits for its model, and one thought block.
 
-acp-patch wrote this module beside the agent's prompt handler; the agent's own files only call it:
+acp-patch wrote this module into the agent's top-level package; the agent's own files only call it:
 
 - ``@acp_progress.prompt_handler(...)`` on each prompt handler the SDK calls: the session's
     card opens when the prompt's first real update has not come within a short grace (a turn

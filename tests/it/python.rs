@@ -479,7 +479,14 @@ fn every_listed_hand_off_is_accepted_as_a_pin() {
         );
         d
     };
+    // unpinned, the refinement gives way to the protocol strategy (python_strategy.rs); the
+    // engine strategy pinned lists the hand-offs
     let dir = make();
+    write(
+        dir.path(),
+        "acp-patch.toml",
+        "[python]\nstrategy = \"engine\"\n",
+    );
     let run = acp_patch(&["apply", path_str(dir.path())], None);
     assert_eq!(run.code, 1, "{}", run.stderr);
     assert!(

@@ -121,7 +121,12 @@ fn patch_real_agent(root: &Path, modules: &[&str]) -> Patched {
 fn mistral_vibe_3_0_3() {
     let p = patch_real_agent(
         &mistral_vibe(),
-        &["vibe.acp.agent", "vibe.acp.acp_progress"],
+        &[
+            "vibe.acp.agent",
+            "vibe.acp.commands.controller",
+            "vibe.acp.tool_io",
+            "vibe.acp_progress",
+        ],
     );
     assert_snapshot(&fixture("python/mistral-vibe-3.0.3.placed.txt"), &p.placed);
     // its prompt carries @override: our decorator goes directly above the def, below it
@@ -138,12 +143,14 @@ fn mistral_vibe_3_0_3() {
             .contains("+        await acp_progress.emitter(self._client()).session_update("),
         "controller sends"
     );
-    assert!(p.dir.path().join("vibe/acp/acp_progress.py").is_file());
+    // the runtime module is in the top-level package, which every patched module is in
+    assert!(p.dir.path().join("vibe/acp_progress.py").is_file());
+    assert!(p.dry_run.contains("\n+from vibe import acp_progress\n"));
 }
 
 #[test]
 fn gptme_0_35_1() {
-    let p = patch_real_agent(&gptme(), &["gptme.acp.agent", "gptme.acp.acp_progress"]);
+    let p = patch_real_agent(&gptme(), &["gptme.acp.agent", "gptme.acp_progress"]);
     assert_snapshot(&fixture("python/gptme-0.35.1.placed.txt"), &p.placed);
     // `acp` is imported lazily there: the runtime module needs it only when a card is sent;
     // the agent's sends pass `source=`, so the card's first updates do too

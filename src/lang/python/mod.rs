@@ -18,6 +18,7 @@ pub(crate) mod syntax;
 mod toolchain;
 mod wire;
 
+use crate::config::StrategyPin;
 use crate::error::{Error, Result};
 use crate::lang::Language;
 use crate::lang::parts::{self, Finding, Naming, Parsed, Part};
@@ -51,7 +52,8 @@ const ENGINE_CHECKS: &[&str] = &[
 #[allow(clippy::large_enum_variant)] // one per run: boxing buys nothing
 enum Strategy<'a> {
     Engine(engine::CallbackSites<'a>),
-    Protocol(anchors::Anchors<'a>),
+    /// With the note saying why the engine-level refinement was not used, if it was tried.
+    Protocol(anchors::Anchors<'a>, Option<String>),
 }
 
 /// What one analysis of the tree gives: the shape, every part, the placement facts
@@ -61,6 +63,12 @@ struct Analysis<'a> {
     parts: Vec<Part>,
     findings: Vec<Finding>,
     prompts: Vec<(usize, tree_sitter::Node<'a>)>,
+    /// The protocol strategy's runtime modules, one per agent (import root).
+    runtimes: Vec<protocol::Runtime>,
+    /// Older runtime modules in an agent's import root that apply removes.
+    stale: Vec<usize>,
+    /// Why the engine-level refinement was not used, where it was tried.
+    note: Option<String>,
 }
 
 impl Python {
@@ -76,15 +84,19 @@ impl Python {
     /// will create it.
     fn files(&self, project: &Project) -> Result<Vec<Parsed>> {
         let mut files = self.parse_all(project);
-        let new_module = match self.strategy(project, &files)? {
-            Strategy::Protocol(a) => {
-                let rel = protocol::runtime_rel(&files, &a);
-                let style = files[a.handlers[0].prompt.file].file.style.clone();
-                (!files.iter().any(|p| p.file.rel == rel)).then_some((rel, style))
-            }
-            Strategy::Engine(_) => None,
-        };
-        if let Some((rel, mut style)) = new_module {
+        let new_modules: Vec<(String, crate::source::Style)> =
+            match self.strategy(project, &files)? {
+                Strategy::Protocol(a, _) => {
+                    let packages = package::Packages::new(project, &files);
+                    protocol::runtimes(&files, &a, &packages)
+                        .into_iter()
+                        .filter(|r| !files.iter().any(|p| p.file.rel == r.rel))
+                        .map(|r| (r.rel, files[r.importers[0]].file.style.clone()))
+                        .collect()
+                }
+                Strategy::Engine(_) => Vec::new(),
+            };
+        for (rel, mut style) in new_modules {
             // a file of that name that did not look worth parsing is still the one to judge
             match project.files.iter().find(|f| f.rel == rel) {
                 Some(existing) => files.push(parsed(existing.clone())),
@@ -108,41 +120,64 @@ impl Python {
             }
             Err(e) => return Err(e),
         };
+        let chosen = pins.chosen_strategy();
+        if chosen == Some(StrategyPin::Protocol) {
+            return Ok(Strategy::Protocol(anchors, None));
+        }
+        // the engine-level strategy is a refinement: where it does not fit, unless pinned,
+        // the protocol strategy patches the agent and a note says why
+        let mut note = None;
         if let [h] = anchors.handlers.as_slice() {
             let attr = match &h.connection {
                 anchors::Connection::Attribute { attr, .. } => Some(attr.as_str()),
                 anchors::Connection::Bind { .. } => None,
-                anchors::Connection::Wire { .. } => return Ok(Strategy::Protocol(anchors)),
+                anchors::Connection::Wire { .. } => return Ok(Strategy::Protocol(anchors, None)),
             };
-            if let Some(cb) = engine::locate(files, h.prompt, h.class, attr, pins)? {
-                return Ok(Strategy::Engine(cb));
+            match engine::locate(files, h.prompt, h.class, attr, pins) {
+                Ok(Some(cb)) => return Ok(Strategy::Engine(cb)),
+                Ok(None) => {}
+                Err(e) if chosen.is_none() => note = Some(crate::lang::fallback_note("python", &e)),
+                Err(e) => return Err(e),
             }
         }
-        Ok(Strategy::Protocol(anchors))
+        if chosen == Some(StrategyPin::Engine) {
+            let why = match anchors.handlers.len() {
+                1 => "its prompt handler assigns no engine callbacks, or no LLM call has a first-delta closure".to_string(),
+                n => format!("it has {n} prompt handlers"),
+            };
+            return Err(crate::lang::not_engine_shaped(project, "python", &why));
+        }
+        Ok(Strategy::Protocol(anchors, note))
     }
 
     fn analyze<'a>(&self, project: &'a Project, files: &'a [Parsed]) -> Result<Analysis<'a>> {
         let mut b = insert::Builder::new(files, project)?;
-        let (shape, prompts) = match self.strategy(project, files)? {
+        let mut note = None;
+        let (shape, prompts, runtimes) = match self.strategy(project, files)? {
             Strategy::Engine(cb) => {
                 b.callback_shape(&cb)?;
-                ("callback", vec![(cb.prompt.file, cb.prompt.node)])
+                ("callback", vec![(cb.prompt.file, cb.prompt.node)], vec![])
             }
-            Strategy::Protocol(a) => {
-                b.protocol(&a)?;
+            Strategy::Protocol(a, why) => {
+                note = why;
+                let runtimes = b.protocol(&a)?;
                 let prompts = a
                     .handlers
                     .iter()
                     .map(|h| (h.prompt.file, h.prompt.node))
                     .collect();
-                ("protocol", prompts)
+                ("protocol", prompts, runtimes)
             }
         };
+        let stale = protocol::stale_runtimes(files, &runtimes, &b.packages);
         Ok(Analysis {
             shape,
             parts: b.parts,
             findings: b.findings,
             prompts,
+            runtimes,
+            stale,
+            note,
         })
     }
 
@@ -284,7 +319,17 @@ impl Language for Python {
                 ),
             });
         }
-        parts::plan(&files, &analysis.parts)
+        let mut plan = parts::plan(&files, &analysis.parts)?;
+        plan.notes.extend(analysis.note.clone());
+        for &i in &analysis.stale {
+            plan.delete(&files[i].file);
+            plan.notes.push(format!(
+                "{}: removed, an older runtime module; the agent's files import {}",
+                files[i].file.rel,
+                runtime_list(&analysis.runtimes)
+            ));
+        }
+        Ok(plan)
     }
 
     fn startup_check(
@@ -302,7 +347,7 @@ impl Language for Python {
         Ok(parts::Inventory::new(&files, analysis.parts, MARKER))
     }
 
-    fn verify(&self, project: &Project) -> Result<Report> {
+    fn verify(&self, project: &Project) -> Result<Vec<Report>> {
         let files = self.files(project)?;
         let analysis = self.analyze(project, &files)?;
         let mut findings = analysis.findings;
@@ -326,16 +371,86 @@ impl Language for Python {
             },
             marker: MARKER,
         };
-        let root = project.root.display().to_string();
-        parts::report(
-            &root,
-            &files,
-            &analysis.parts,
-            &placement::hook_calls(&files),
-            &findings,
-            &naming,
-        )
+        let mut calls = placement::hook_calls(&files);
+        for state in calls.iter_mut() {
+            state.retain(|(f, _)| !analysis.stale.contains(f));
+        }
+        for &i in &analysis.stale {
+            findings.push(Finding {
+                check: "runtime",
+                status: Status::Malformed,
+                file: i,
+                line: 1,
+                detail: format!(
+                    "an older runtime module (the agent's runtime is {}), which apply removes",
+                    runtime_list(&analysis.runtimes)
+                ),
+            });
+        }
+        if analysis.runtimes.len() < 2 {
+            let root = project.root.display().to_string();
+            let mut report =
+                parts::report(&root, &files, &analysis.parts, &calls, &findings, &naming)?;
+            report.notes.extend(analysis.note);
+            return Ok(vec![report]);
+        }
+        // several agents (import roots), each with its runtime module: judged one by one
+        let agent = agent_of_files(project, &files, &analysis.runtimes);
+        let mut reports = Vec::new();
+        for (i, r) in analysis.runtimes.iter().enumerate() {
+            let parts: Vec<Part> = analysis
+                .parts
+                .iter()
+                .filter(|p| agent[p.file] == i)
+                .cloned()
+                .collect();
+            let findings: Vec<Finding> = findings
+                .iter()
+                .filter(|f| agent[f.file] == i)
+                .cloned()
+                .collect();
+            let calls = calls
+                .clone()
+                .map(|state| state.into_iter().filter(|(f, _)| agent[*f] == i).collect());
+            let root = project.root.join(&r.root).display().to_string();
+            reports.push(parts::report(
+                &root, &files, &parts, &calls, &findings, &naming,
+            )?);
+        }
+        Ok(reports)
     }
+}
+
+/// The runtime modules' files, for a message.
+fn runtime_list(runtimes: &[protocol::Runtime]) -> String {
+    runtimes
+        .iter()
+        .map(|r| r.rel.as_str())
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// The agent (index into `runtimes`) each file belongs to: a runtime module to its own, any
+/// other file to the one of its import root (files under no agent's root to the first).
+fn agent_of_files(
+    project: &Project,
+    files: &[Parsed],
+    runtimes: &[protocol::Runtime],
+) -> Vec<usize> {
+    let packages = package::Packages::new(project, files);
+    files
+        .iter()
+        .map(|p| {
+            runtimes
+                .iter()
+                .position(|r| r.rel == p.file.rel)
+                .or_else(|| {
+                    let root = packages.place(&p.file.rel).root;
+                    runtimes.iter().position(|r| r.root == root)
+                })
+                .unwrap_or(0)
+        })
+        .collect()
 }
 
 /// Names of the top-level functions a rendered block defines.

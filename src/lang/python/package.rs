@@ -94,36 +94,56 @@ impl Packages {
         parts.join(".")
     }
 
-    /// The statement with which the module at `importer` (relative path) imports the module at
-    /// `target` under its own name: absolute from the package root, or relative (`from . import
-    /// x`) where a folder on the way is no Python name (`my agent/`) but both sit in one package.
-    pub fn import_for(&self, importer: &str, target: &str) -> Option<String> {
-        let module = self.module_name(target);
-        if module.split('.').all(is_identifier) {
-            return Some(Self::import_statement(&module));
+    /// Where the module at `rel` sits for the import system: its import root (the folder on
+    /// `sys.path` its top name is found in) and the packages it is in, outermost first — for a
+    /// package's `__init__.py`, that package too. Every one of those packages has run (or is
+    /// running) its `__init__` by the time the module's own code runs.
+    pub fn place(&self, rel: &str) -> Place {
+        let module = self.module_name(rel);
+        let mut packages: Vec<String> = module.split('.').map(str::to_string).collect();
+        let is_init = rel.rsplit('/').next() == Some("__init__.py");
+        if !is_init || module.is_empty() {
+            packages.pop();
         }
-        let dir = |rel: &str| {
-            rel.rsplit_once('/')
-                .map(|(d, _)| d.to_string())
-                .unwrap_or_default()
-        };
-        let (from, to) = (dir(importer), dir(target));
-        let name = target.rsplit('/').next()?.trim_end_matches(".py");
-        let inside = from == to || from.starts_with(&format!("{to}/"));
-        if !inside || !self.init_dirs.contains(&from) || !is_identifier(name) {
-            return None;
-        }
-        let up = from[to.len()..].matches('/').count();
-        Some(format!("from {} import {name}", ".".repeat(up + 1)))
+        let dir = rel.rsplit_once('/').map(|(d, _)| d).unwrap_or("");
+        let segments: Vec<&str> = dir.split('/').filter(|s| !s.is_empty()).collect();
+        let root = segments[..segments.len().saturating_sub(packages.len())].join("/");
+        Place { root, packages }
     }
 
-    /// The statement importing module `module` (dotted) under the name of its last part.
-    pub fn import_statement(module: &str) -> String {
-        match module.rsplit_once('.') {
-            Some((package, name)) => format!("from {package} import {name}"),
-            None => format!("import {module}"),
-        }
+    /// Whether `packages` under the import root `root` is a regular package (`__init__.py`).
+    pub fn is_regular(&self, root: &str, packages: &[String]) -> bool {
+        let dir = packages.join("/");
+        let path = if root.is_empty() {
+            dir
+        } else {
+            format!("{root}/{dir}")
+        };
+        self.init_dirs.contains(&path)
     }
+
+    /// The statement with which a module at `importer` imports the module `name` of the
+    /// package `package` (an ancestor of the importer's, or `[]`: a top-level module):
+    /// absolute, or relative (`from .. import x`) where a folder on the way is no Python name.
+    pub fn import_from_ancestor(&self, importer: &Place, package: &[String], name: &str) -> String {
+        if package.is_empty() {
+            return format!("import {name}");
+        }
+        if package.iter().all(|p| is_identifier(p)) {
+            return format!("from {} import {name}", package.join("."));
+        }
+        let up = importer.packages.len() - package.len();
+        format!("from {} import {name}", ".".repeat(up + 1))
+    }
+}
+
+/// Where a module sits: see [`Packages::place`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Place {
+    /// The import root, relative to the tree (`""`: the tree itself).
+    pub root: String,
+    /// The packages the module is in, outermost first.
+    pub packages: Vec<String>,
 }
 
 /// The names of `root` and of each folder above it while it holds `__init__.py`, outermost
@@ -209,13 +229,56 @@ mod tests {
             p.module_name("agent/acp/acp_progress.py"),
             "agent.acp.acp_progress"
         );
-        assert_eq!(
-            Packages::import_statement("agent.acp.acp_progress"),
-            "from agent.acp import acp_progress"
+    }
+
+    fn place(root: &str, packages: &[&str]) -> Place {
+        Place {
+            root: root.into(),
+            packages: packages.iter().map(|s| s.to_string()).collect(),
+        }
+    }
+
+    #[test]
+    fn a_module_sits_in_its_import_root_inside_its_packages() {
+        let p = packages(
+            &["src/pkg", "src/pkg/acp", "src/pkg/acp/server"],
+            &["pkg.acp.acp_context"],
         );
         assert_eq!(
-            Packages::import_statement("acp_progress"),
+            p.place("src/pkg/acp/server/agent_server.py"),
+            place("src", &["pkg", "acp", "server"])
+        );
+        // a package's `__init__` is in the package itself
+        assert_eq!(
+            p.place("src/pkg/acp/__init__.py"),
+            place("src", &["pkg", "acp"])
+        );
+        assert_eq!(p.place("scripts/agent.py"), place("scripts", &[]));
+        assert_eq!(p.place("agent.py"), place("", &[]));
+        assert!(p.is_regular("src", &["pkg".into()]));
+        assert!(!p.is_regular("", &["pkg".into()]));
+        // two agents of one package name in one tree: two import roots
+        let p = packages(&["a/streamy", "b/streamy"], &[]);
+        assert_eq!(p.place("b/streamy/agent.py"), place("b", &["streamy"]));
+    }
+
+    #[test]
+    fn the_runtime_is_imported_from_an_enclosing_package() {
+        let p = packages(&[], &[]);
+        let server = place("", &["pkg", "acp", "server"]);
+        assert_eq!(
+            p.import_from_ancestor(&server, &["pkg".into()], "acp_progress"),
+            "from pkg import acp_progress"
+        );
+        assert_eq!(
+            p.import_from_ancestor(&place("", &[]), &[], "acp_progress"),
             "import acp_progress"
+        );
+        // a folder that is no Python name: relative, counted from the importer's package
+        let odd = place("", &["my agent", "acp"]);
+        assert_eq!(
+            p.import_from_ancestor(&odd, &["my agent".into()], "acp_progress"),
+            "from .. import acp_progress"
         );
     }
 }

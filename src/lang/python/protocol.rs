@@ -1,4 +1,4 @@
-//! The protocol-anchored strategy: the runtime module written beside the prompt handler, and
+//! The protocol-anchored strategy: the runtime module written into the agent's package, and
 //! the few insertions that call it — one import per file, a decorator on each prompt handler
 //! and cancel, every SDK send wrapped as `acp_progress.emitter(<receiver>)`, and a connection
 //! binding where the agent keeps the connection nowhere the decorator can read it.
@@ -6,12 +6,14 @@
 use super::anchors::{Anchors, Connection, RUNTIME_FILE, RUNTIME_MARKER, RUNTIME_NAME};
 use super::insert::{Builder, line};
 use super::locate::At;
+use super::package::Packages;
 use super::syntax::*;
 use crate::error::{Error, Result};
 use crate::lang::parts::*;
 use crate::render::{fill, reindent};
 use crate::report::Status;
 use crate::source::line_end_after;
+use std::collections::BTreeMap;
 
 pub const CHECK_MODULE: &[&str] = &[
     "runtime",
@@ -23,30 +25,128 @@ pub const CHECK_MODULE: &[&str] = &[
 const CHECK_PROMPT: &[&str] = &["hook.start", "turn_end"];
 pub const RUNTIME_LABEL: &str = "runtime module";
 
-/// Where the runtime module goes: beside the first prompt handler's module.
-pub fn runtime_rel(files: &[Parsed], anchors: &Anchors) -> String {
-    let first = anchors
-        .handlers
-        .iter()
-        .map(|h| files[h.prompt.file].file.rel.as_str())
-        .min()
-        .expect("at least one prompt handler");
-    match first.rsplit_once('/') {
-        Some((dir, _)) => format!("{dir}/{RUNTIME_FILE}"),
-        None => RUNTIME_FILE.to_string(),
+/// One runtime module and the agent files that import it: every file of one import root
+/// that calls the runtime shares one module, so the prompt handler's card and the emitters
+/// see the same state; each import root (each agent of a tree) gets its own.
+#[derive(Debug, Clone)]
+pub struct Runtime {
+    /// The module's file, relative to the tree.
+    pub rel: String,
+    /// The import root it serves (see [`super::package::Place`]).
+    pub root: String,
+    /// The package it is in (`[]`: a top-level module).
+    pub package: Vec<String>,
+    /// Files that import it, by index.
+    pub importers: Vec<usize>,
+}
+
+/// Files the protocol strategy inserts calls of the runtime into.
+pub fn importers(anchors: &Anchors) -> Vec<usize> {
+    let mut out: Vec<usize> = Vec::new();
+    for h in &anchors.handlers {
+        out.push(h.prompt.file);
+        out.extend(h.cancel.map(|c| c.file));
+        if let Connection::Bind { method, .. } = &h.connection {
+            out.push(method.file);
+        }
     }
+    out.extend(anchors.sends.iter().map(|s| s.call.file));
+    out.sort();
+    out.dedup();
+    out
+}
+
+/// Where the runtime modules go: per import root, in a package every importer is in — the
+/// outermost regular one they share (the top-level package, as a rule). Importing
+/// `from <that package> import acp_progress` then runs no package code the importer did not
+/// already run: each of its enclosing packages has run its `__init__` (or is running it)
+/// before the importer's own code, and the runtime imports only the standard library.
+/// Importers in no common package (several top-level packages, or a flat layout) import it
+/// as a top-level module from the import root. A runtime module already in a package every
+/// importer is in stays where it is.
+pub fn runtimes(files: &[Parsed], anchors: &Anchors, packages: &Packages) -> Vec<Runtime> {
+    let mut by_root: BTreeMap<String, (Vec<usize>, Vec<String>)> = BTreeMap::new();
+    for file in importers(anchors) {
+        let place = packages.place(&files[file].file.rel);
+        match by_root.get_mut(&place.root) {
+            Some((importers, common)) => {
+                importers.push(file);
+                let shared = common
+                    .iter()
+                    .zip(&place.packages)
+                    .take_while(|(a, b)| a == b)
+                    .count();
+                common.truncate(shared);
+            }
+            None => {
+                by_root.insert(place.root, (vec![file], place.packages));
+            }
+        }
+    }
+    let rel_of = |root: &str, package: &[String]| {
+        let mut parts: Vec<&str> = Vec::new();
+        if !root.is_empty() {
+            parts.push(root);
+        }
+        parts.extend(package.iter().map(String::as_str));
+        parts.push(RUNTIME_FILE);
+        parts.join("/")
+    };
+    by_root
+        .into_iter()
+        .map(|(root, (importers, common))| {
+            // an existing runtime inside the common package chain is kept (outermost first)
+            let existing = (0..=common.len()).find(|k| {
+                let rel = rel_of(&root, &common[..*k]);
+                files
+                    .iter()
+                    .any(|p| p.file.rel == rel && p.file.text.starts_with(RUNTIME_MARKER))
+            });
+            let k = existing.unwrap_or_else(|| {
+                (1..=common.len())
+                    .find(|k| packages.is_regular(&root, &common[..*k]))
+                    .unwrap_or(common.len())
+            });
+            let package = common[..k].to_vec();
+            Runtime {
+                rel: rel_of(&root, &package),
+                root,
+                package,
+                importers,
+            }
+        })
+        .collect()
+}
+
+/// Runtime modules in an agent's import root that are none of its runtimes (an older
+/// acp-patch wrote them elsewhere, e.g. beside the prompt handler): apply removes them once
+/// the agent's files import the one in its package, so two copies never split the state.
+pub fn stale_runtimes(files: &[Parsed], runtimes: &[Runtime], packages: &Packages) -> Vec<usize> {
+    files
+        .iter()
+        .enumerate()
+        .filter(|(_, p)| p.file.exists && p.file.text.starts_with(RUNTIME_MARKER))
+        .filter(|(_, p)| !runtimes.iter().any(|r| r.rel == p.file.rel))
+        .filter(|(_, p)| {
+            let root = packages.place(&p.file.rel).root;
+            runtimes.iter().any(|r| r.root == root)
+        })
+        .map(|(i, _)| i)
+        .collect()
 }
 
 impl<'a> Builder<'a> {
-    pub fn protocol(&mut self, anchors: &Anchors<'a>) -> Result<()> {
-        let rel = runtime_rel(self.files, anchors);
-        let module_file = self
-            .files
-            .iter()
-            .position(|p| p.file.rel == rel)
-            .expect("the runtime module's file is in the list (created when missing)");
-        self.runtime_module(module_file, anchors)?;
-        let mut importers: Vec<usize> = Vec::new();
+    /// The protocol strategy's parts; returns the runtime modules they import.
+    pub fn protocol(&mut self, anchors: &Anchors<'a>) -> Result<Vec<Runtime>> {
+        let runtimes = runtimes(self.files, anchors, &self.packages);
+        for r in &runtimes {
+            let module_file = self
+                .files
+                .iter()
+                .position(|p| p.file.rel == r.rel)
+                .expect("the runtime module's file is in the list (created when missing)");
+            self.runtime_module(module_file, r.importers[0])?;
+        }
 
         for h in &anchors.handlers {
             let src = self.src(h.prompt.file);
@@ -96,7 +196,6 @@ impl<'a> Builder<'a> {
                         format!("{RUNTIME_NAME}.bind({mself}, {param})\n"),
                         &format!("{RUNTIME_NAME}.bind("),
                     )?;
-                    importers.push(method.file);
                 }
             }
             args.extend(h.send_kwargs.iter().map(|(k, v)| format!("{k}={v}")));
@@ -107,7 +206,6 @@ impl<'a> Builder<'a> {
                 format!("@{RUNTIME_NAME}.prompt_handler({})", args.join(", ")),
                 &format!("{RUNTIME_NAME}.prompt_handler("),
             )?;
-            importers.push(h.prompt.file);
             if let Some(cancel) = h.cancel {
                 self.decorator(
                     CHECK_TURN_END,
@@ -116,25 +214,24 @@ impl<'a> Builder<'a> {
                     format!("@{RUNTIME_NAME}.cancel_handler"),
                     &format!("{RUNTIME_NAME}.cancel_handler"),
                 )?;
-                importers.push(cancel.file);
             }
         }
         for s in &anchors.sends {
             self.wrap_send(s.call.file, s.receiver, s.wrapped, s.wire);
-            importers.push(s.call.file);
         }
-        importers.sort();
-        importers.dedup();
-        for file in importers {
-            self.import_runtime(file, &rel)?;
+        for r in &runtimes {
+            for &file in &r.importers {
+                self.import_runtime(file, r);
+            }
         }
-        Ok(())
+        Ok(runtimes)
     }
 
     /// The runtime module: created when missing, replaced whole when it is an older one.
-    fn runtime_module(&mut self, file: usize, anchors: &Anchors) -> Result<()> {
+    /// `style_of` is a file whose indentation and line endings it takes.
+    fn runtime_module(&mut self, file: usize, style_of: usize) -> Result<()> {
         let template = self.project.templates.get("python/acp_progress.py")?;
-        let style = &self.files[anchors.handlers[0].prompt.file].file.style;
+        let style = &self.files[style_of].file.style;
         let rendered = reindent(
             &fill(&template, &[("PREFIX", &self.project.env_prefix)]),
             "",
@@ -197,29 +294,43 @@ impl<'a> Builder<'a> {
         }
     }
 
-    /// The module-level import of the runtime module, spelled from the package root.
-    fn import_runtime(&mut self, file: usize, runtime: &str) -> Result<()> {
+    /// The module-level import of the runtime module, from the package it is in (an enclosing
+    /// package of the importer's). An import of it spelled otherwise that apply would write
+    /// (the runtime moved, e.g. by an older acp-patch beside the prompt handler) is replaced.
+    fn import_runtime(&mut self, file: usize, runtime: &Runtime) {
         let p = &self.files[file];
         let src = p.file.text.as_str();
         let root = p.tree.root_node();
-        let present = named_children(root)
-            .into_iter()
-            .find(|n| {
-                matches!(n.kind(), "import_statement" | "import_from_statement")
-                    && text(*n, src).contains(RUNTIME_NAME)
-            })
-            .map(line);
         let eol = p.file.style.eol;
-        let Some(import) = self.packages.import_for(&p.file.rel, runtime) else {
-            return Err(Error::Unsupported {
-                file: p.file.rel.clone(),
-                line: 1,
-                message: format!(
-                    "cannot import {runtime} from here: a folder on the way is no Python name and the two are not in one package"
-                ),
-            });
-        };
+        let place = self.packages.place(&p.file.rel);
+        let import = self
+            .packages
+            .import_from_ancestor(&place, &runtime.package, RUNTIME_NAME);
         let statement = format!("{import}{eol}");
+        let existing = named_children(root).into_iter().find(|n| {
+            matches!(n.kind(), "import_statement" | "import_from_statement")
+                && text(*n, src).contains(RUNTIME_NAME)
+        });
+        if let Some(n) = existing {
+            let own = text(n, src);
+            let ours = own.ends_with(&format!("import {RUNTIME_NAME}"))
+                && !own.contains(',')
+                && line_text(src, n.start_byte()) == own;
+            if own != import && ours {
+                let start = crate::source::line_start(src, n.start_byte());
+                self.push(
+                    CHECK_RUNTIME,
+                    "import of the runtime module",
+                    file,
+                    start,
+                    statement,
+                    None,
+                );
+                self.parts.last_mut().expect("pushed").replaces =
+                    line_end_after(src, n.end_byte()) - start;
+                return;
+            }
+        }
         let offset = match last_top_level_import(root) {
             Some(imp) => line_end_after(src, imp.end_byte()),
             None => after_module_docstring(root, src),
@@ -230,10 +341,15 @@ impl<'a> Builder<'a> {
             file,
             offset,
             statement,
-            present,
+            existing.map(line),
         );
-        Ok(())
     }
+}
+
+/// The text of the line holding `offset`, without its line ending.
+fn line_text(src: &str, offset: usize) -> &str {
+    let start = crate::source::line_start(src, offset);
+    src[start..line_end_after(src, offset)].trim_end_matches(['\r', '\n'])
 }
 
 /// Where a first import goes in a module without imports: after its docstring and the

@@ -775,7 +775,7 @@ impl Language for Rust {
         Ok(parts::Inventory::new(&a.files, a.parts, "acp_progress"))
     }
 
-    fn verify(&self, project: &Project) -> Result<Report> {
+    fn verify(&self, project: &Project) -> Result<Vec<Report>> {
         let a = self.analyze(project)?;
         let naming = Naming {
             language: self.name(),
@@ -788,7 +788,7 @@ impl Language for Rust {
         };
         let root = project.root.display().to_string();
         let calls = verify::hook_calls(&a.files);
-        parts::report_any(
+        let report = parts::report_any(
             &root,
             &a.files,
             &a.parts,
@@ -796,6 +796,7 @@ impl Language for Rust {
             &a.findings,
             &naming,
             &|_, _| true,
-        )
+        )?;
+        Ok(vec![report])
     }
 }

@@ -12,6 +12,7 @@ mod style;
 pub(crate) mod syntax;
 mod toolchain;
 
+use crate::config::StrategyPin;
 use crate::error::Result;
 use crate::lang::Language;
 use crate::lang::parts::{self, Naming, Parsed, Part};
@@ -60,7 +61,8 @@ enum Analysis {
         files: Vec<Parsed>,
         parts: Vec<Part>,
     },
-    Protocol(protocol::Analysis),
+    /// With the note saying why the engine-level refinement was not used, if it was tried.
+    Protocol(protocol::Analysis, Option<String>),
 }
 
 impl TypeScript {
@@ -113,11 +115,28 @@ impl TypeScript {
     fn analyze(&self, project: &Project) -> Result<Analysis> {
         let files = self.parse_all(project);
         let javascript = files.iter().any(|p| is_js(&p.file.rel));
-        if !javascript && engine::probe(&files, &project.config.typescript) {
-            let parts = engine::analyze(project, &files)?;
-            return Ok(Analysis::Engine { files, parts });
+        let chosen = project.config.typescript.chosen_strategy();
+        if chosen == Some(StrategyPin::Engine) && javascript {
+            let why = "the engine-level strategy patches TypeScript sources, and the tree has JavaScript only";
+            return Err(crate::lang::not_engine_shaped(project, "typescript", why));
         }
-        Ok(Analysis::Protocol(protocol::analyze(project, files)?))
+        // the engine-level strategy is a refinement: where it does not fit, unless pinned,
+        // the protocol strategy patches the agent and a note says why
+        let mut note = None;
+        let engine_shaped = chosen == Some(StrategyPin::Engine)
+            || (chosen.is_none()
+                && !javascript
+                && engine::probe(&files, &project.config.typescript));
+        if engine_shaped {
+            match engine::analyze(project, &files) {
+                Ok(parts) => return Ok(Analysis::Engine { files, parts }),
+                Err(e) if chosen.is_none() => {
+                    note = Some(crate::lang::fallback_note("typescript", &e))
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(Analysis::Protocol(protocol::analyze(project, files)?, note))
     }
 }
 
@@ -153,7 +172,11 @@ impl Language for TypeScript {
     fn plan(&self, project: &Project) -> Result<Plan> {
         match self.analyze(project)? {
             Analysis::Engine { files, parts } => parts::plan(&files, &parts),
-            Analysis::Protocol(a) => parts::plan(&a.files, &a.parts),
+            Analysis::Protocol(a, note) => {
+                let mut plan = parts::plan(&a.files, &a.parts)?;
+                plan.notes.extend(note);
+                Ok(plan)
+            }
         }
     }
 
@@ -179,18 +202,19 @@ impl Language for TypeScript {
             Analysis::Engine { files, parts } => {
                 parts::Inventory::new(&files, parts, "acpProgress")
             }
-            Analysis::Protocol(a) => parts::Inventory::new(&a.files, a.parts, protocol::NS),
+            Analysis::Protocol(a, _) => parts::Inventory::new(&a.files, a.parts, protocol::NS),
         })
     }
 
-    fn verify(&self, project: &Project) -> Result<Report> {
+    fn verify(&self, project: &Project) -> Result<Vec<Report>> {
         let root = project.root.display().to_string();
         let has_function = |p: &Parsed, name: &str| {
             top_level_functions(p.tree.root_node(), &p.file.text)
                 .iter()
                 .any(|(n, _)| n == name)
         };
-        match self.analyze(project)? {
+        let mut strategy_note = None;
+        let mut report = match self.analyze(project)? {
             Analysis::Engine { files, parts } => {
                 let naming = Naming {
                     language: self.name(),
@@ -203,7 +227,8 @@ impl Language for TypeScript {
                 };
                 parts::report(&root, &files, &parts, &hook_calls(&files), &[], &naming)
             }
-            Analysis::Protocol(a) => {
+            Analysis::Protocol(a, note) => {
+                strategy_note = note;
                 let naming = Naming {
                     language: self.name(),
                     checks: parts::PROTOCOL_CHECKS,
@@ -232,7 +257,9 @@ impl Language for TypeScript {
                 }
                 parts::report(&root, &a.files, &a.parts, &calls, &a.findings, &naming)
             }
-        }
+        }?;
+        report.notes.extend(strategy_note);
+        Ok(vec![report])
     }
 }
 
