@@ -63,4 +63,7 @@ if ! command -v chromium >/dev/null 2>&1 && [ "$(id -u)" = 0 ] && command -v apt
     || echo "could not install chromium: the browser test will be skipped" >&2
 fi
 
+# Most tests wait (smoke runs on their scripted model, agents starting): more test threads than
+# cores. The tests that burn CPU take turns with the smoke runs (tests/it/support.rs cpu_lock).
+export RUST_TEST_THREADS="${RUST_TEST_THREADS:-4}"
 cargo test --all-targets "$@"

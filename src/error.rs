@@ -110,7 +110,7 @@ pub enum Error {
     },
 
     #[error(
-        "{file}:{line}: the runtime module was edited by hand: it is neither what this acp-patch writes nor a module an earlier release wrote (line {line} should read `{should}`), and apply replaces the module whole; undo the edit (e.g. `git checkout -- {file}`), or delete the file to take this version's module (nothing was written)"
+        "{file}:{line}: the runtime module was edited by hand since acp-patch wrote it (its checksum on line 1 no longer matches its text; {should}), and apply and revert replace or remove the module whole; undo the edit (e.g. `git checkout -- {file}`) and move your change into the agent's own code, or delete the file to take this version's module (nothing was written)"
     )]
     RuntimeEdited {
         file: String,

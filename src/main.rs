@@ -100,7 +100,7 @@ struct ApplyArgs {
     /// The agent's Python interpreter: for the compile and start-up checks (default:
     /// $ACP_PATCH_PYTHON, the agent's virtual environment, else one that satisfies its
     /// requires-python), and the environment --installed looks in.
-    #[arg(long, value_name = "PY")]
+    #[arg(long, value_name = "PY", value_parser = interpreter_path)]
     python: Option<PathBuf>,
     /// Output: text (diff on stdout, summary on stderr), json (one document on stdout,
     /// the diff in its `diff` field), github (refusals as annotations) or patch (a `git
@@ -152,7 +152,7 @@ struct VerifyArgs {
     #[arg(long, value_name = "NAME", conflicts_with = "path")]
     installed: Option<String>,
     /// The agent's Python interpreter (as for apply).
-    #[arg(long, value_name = "PY")]
+    #[arg(long, value_name = "PY", value_parser = interpreter_path)]
     python: Option<PathBuf>,
 }
 
@@ -183,7 +183,7 @@ struct RevertArgs {
     #[arg(long, value_name = "NAME", conflicts_with = "path")]
     installed: Option<String>,
     /// The agent's Python interpreter: the environment --installed looks in.
-    #[arg(long, value_name = "PY")]
+    #[arg(long, value_name = "PY", value_parser = interpreter_path)]
     python: Option<PathBuf>,
     /// Summary format on stderr (text) or one JSON document on stdout (json; the diff is
     /// its `diff` field).
@@ -525,4 +525,14 @@ fn run_man(args: &ManArgs, s: &mut Streams) -> io::Result<u8> {
         dir.display()
     ));
     Ok(0)
+}
+
+/// `--python`: a path (it has a `/`) is taken from the current directory, whatever folder the
+/// checks later run the interpreter in; a bare name is looked up on PATH then.
+fn interpreter_path(value: &str) -> Result<PathBuf, String> {
+    if value.contains(std::path::MAIN_SEPARATOR) || value.contains('/') {
+        std::path::absolute(value).map_err(|e| format!("{value}: {e}"))
+    } else {
+        Ok(PathBuf::from(value))
+    }
 }

@@ -253,6 +253,24 @@ struct Inserted<'a> {
 fn removal_plan(inv: &Inventory) -> Result<(Plan, Vec<Placed>)> {
     let mut inserted: Vec<Inserted> = Vec::new();
     for p in &inv.parts {
+        // a runtime module acp-patch wrote (another release's: untouched) goes whole; one
+        // edited by hand is refused, never removed with the edit
+        let file = &inv.files[p.file];
+        if p.label == crate::lang::parts::RUNTIME_LABEL && p.present.is_none() && file.exists {
+            if let Some(e) = crate::lang::parts::runtime_edited(file, p) {
+                return Err(e);
+            }
+            if !file.text.is_empty() {
+                inserted.push(Inserted {
+                    file: p.file,
+                    line: 1,
+                    at: Some(0),
+                    text: &file.text,
+                    label: p.label,
+                });
+            }
+            continue;
+        }
         let Some(line) = p.present else { continue };
         if p.text.is_empty() {
             continue; // present in the agent's own form: not apply's to take out

@@ -3,6 +3,7 @@
 pub(crate) mod parts;
 pub mod python;
 pub mod rust;
+pub(crate) mod seal;
 pub(crate) mod tree;
 pub mod typescript;
 

@@ -99,6 +99,9 @@ pub const CHECK_HOLD: &[&str] = &["coalescing"];
 /// emitter; the card's connection comes from where the SDK hands it over; the turn's end
 /// closes the card; every name inserted code reads is bound where it reads it.
 pub const CHECK_RUNTIME: &[&str] = &["runtime"];
+/// The label of a runtime module's part (offset 0, the whole file): every language's, so
+/// plan, report and revert judge a module on disk the same way ([`crate::lang::seal`]).
+pub const RUNTIME_LABEL: &str = "runtime module";
 pub const CHECK_SENDS: &[&str] = &["sends"];
 pub const CHECK_CONNECTION: &[&str] = &["connection"];
 pub const CHECK_TURN_END: &[&str] = &["turn_end"];
@@ -149,6 +152,17 @@ pub fn parse_error<P: ParsedSource>(p: &P) -> Option<Error> {
 /// Apply's plan: every missing part once; a file to patch that does not parse is an error;
 /// one that does not parse but needs nothing is noted and left alone.
 pub fn plan<P: ParsedSource>(files: &[P], parts: &[Part]) -> Result<Plan> {
+    for part in parts {
+        if let Some(e) = runtime_edited(files[part.file].source(), part) {
+            return Err(e); // replacing it whole would drop the edit without a word
+        }
+    }
+    patched(files, parts)
+}
+
+/// [`plan`] without the refusal of a hand-edited runtime module: the patched text verify
+/// proves placement on (its report names the edit as a failing row instead).
+pub fn patched<P: ParsedSource>(files: &[P], parts: &[Part]) -> Result<Plan> {
     let mut plan = Plan::default();
     let mut seen = std::collections::HashSet::new();
     for part in parts.iter().filter(|p| p.present.is_none()) {
@@ -180,6 +194,22 @@ pub fn plan<P: ParsedSource>(files: &[P], parts: &[Part]) -> Result<Plan> {
     }
     plan.sort();
     Ok(plan)
+}
+
+/// A runtime module on disk that `part` would replace and that was edited by hand since
+/// acp-patch wrote it: the refusal naming its first edited line.
+pub fn runtime_edited(file: &crate::source::SourceFile, part: &Part) -> Option<Error> {
+    if part.label != RUNTIME_LABEL || part.offset != 0 || !file.exists || part.present.is_some() {
+        return None;
+    }
+    match crate::lang::seal::judge(&file.text, &part.text) {
+        crate::lang::seal::OnDisk::Edited { line, should } => Some(Error::RuntimeEdited {
+            file: file.rel.clone(),
+            line,
+            should,
+        }),
+        _ => None,
+    }
 }
 
 /// A placement fact verify established beyond the parts themselves: an SDK send that
@@ -250,7 +280,15 @@ pub fn report_any<P: ParsedSource>(
         let mine: Vec<&Part> = parts.iter().filter(|p| p.checks.contains(id)).collect();
         let mut locations: Vec<String> = Vec::new();
         let mut problems: Vec<String> = Vec::new();
-        let present = mine.iter().filter(|p| p.present.is_some()).count();
+        // a runtime module edited by hand is there (its first row says how it was edited)
+        let edited = |p: &Part| match runtime_edited(files[p.file].source(), p) {
+            Some(Error::RuntimeEdited { line, should, .. }) => Some((line, should)),
+            _ => None,
+        };
+        let present = mine
+            .iter()
+            .filter(|p| p.present.is_some() || edited(p).is_some())
+            .count();
         let mut status = if mine.is_empty() || present == mine.len() {
             Status::Ok
         } else if present == 0 {
@@ -302,11 +340,26 @@ pub fn report_any<P: ParsedSource>(
                         }
                     }
                 }
-                None => problems.push(format!(
-                    "apply inserts the {} at {}",
-                    p.label,
-                    at(p.file, p.anchor_line)
-                )),
+                None => match edited(p) {
+                    Some((line, should)) if p.checks.first() == Some(id) => {
+                        status = Status::Malformed;
+                        problems.push(format!(
+                            "{}: the runtime module was edited by hand since acp-patch wrote it (its line-1 checksum no longer matches, and {should}), so apply and revert refuse the tree: undo the edit, or delete the file to take this version's module",
+                            at(p.file, line)
+                        ));
+                    }
+                    Some(_) => {
+                        let l = format!("{} ({}, edited)", at(p.file, 1), p.label);
+                        if !locations.contains(&l) {
+                            locations.push(l);
+                        }
+                    }
+                    None => problems.push(format!(
+                        "apply inserts the {} at {}",
+                        p.label,
+                        at(p.file, p.anchor_line)
+                    )),
+                },
             }
         }
         for f in findings.iter().filter(|f| f.check == *id) {
@@ -329,7 +382,7 @@ pub fn report_any<P: ParsedSource>(
         problems.dedup();
         let insert_at = mine
             .iter()
-            .find(|p| p.present.is_none())
+            .find(|p| p.present.is_none() && edited(p).is_none())
             .map(|p| at(p.file, p.anchor_line));
         checks.push(Check {
             id: id.to_string(),

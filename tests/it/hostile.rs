@@ -188,7 +188,7 @@ fn check(dir: &Path, before: &BTreeMap<String, Entry>, ran: &Ran, code: i32, say
                 let first = text.split(['\n', '\r']).next().unwrap_or("");
                 let base = name.rsplit('/').next().unwrap_or(name);
                 assert!(
-                    first.ends_with("acp-patch: runtime module, generated — do not edit; acp-patch apply updates it, acp-patch revert removes it")
+                    first.contains("acp-patch: runtime module, generated — do not edit; acp-patch apply updates it, acp-patch revert removes it; checksum ")
                         || base == "acp-patch.toml" && text.parse::<toml::Table>().is_ok(),
                     "{name}: a new file that is neither a runtime module nor acp-patch.toml:\n{}",
                     &text[..text.len().min(300)]

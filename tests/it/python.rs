@@ -611,6 +611,9 @@ fn an_older_runtime_module_is_replaced_whole() {
         "_DISABLED = (\"1\", \"true\", \"yes\")",
         "_DISABLED = (\"1\",)  # an older runtime",
     );
+    // as an earlier release wrote it: its checksum matches its text
+    let text = std::fs::read_to_string(&module).unwrap();
+    std::fs::write(&module, resealed(&text)).unwrap();
     let v = acp_patch(&["verify", path_str(dir.path())], None);
     assert_eq!(v.code, 1, "{}", v.stdout);
     assert!(v.stdout.contains("malformed  runtime"), "{}", v.stdout);
@@ -628,6 +631,48 @@ fn an_older_runtime_module_is_replaced_whole() {
         run.stderr
     );
     assert_same_tree(dir.path(), fresh.path());
+}
+
+#[test]
+fn a_hand_edited_runtime_module_is_refused_by_apply_verify_and_revert_naming_the_line() {
+    let dir = applied(FIXTURE);
+    let module = dir.path().join("streamy/acp_progress.py");
+    edit(
+        &module,
+        "_DISABLED = (\"1\", \"true\", \"yes\")",
+        "_DISABLED = (\"1\",)  # mine",
+    );
+    let line = std::fs::read_to_string(&module)
+        .unwrap()
+        .lines()
+        .position(|l| l.contains("# mine"))
+        .unwrap()
+        + 1;
+    let at = format!("streamy/acp_progress.py:{line}");
+    let edited = snapshot_tree(dir.path());
+    let v = acp_patch(&["verify", path_str(dir.path())], None);
+    assert_eq!(v.code, 1, "{}", v.stdout);
+    assert!(v.stdout.contains("malformed  runtime"), "{}", v.stdout);
+    assert!(
+        v.stdout
+            .contains(&format!("{at}: edited by hand since acp-patch wrote it")),
+        "{}",
+        v.stdout
+    );
+    for args in [&["apply"][..], &["apply", "--dry-run"], &["revert"]] {
+        let run = acp_patch(&[args, &[path_str(dir.path())]].concat(), None);
+        assert_eq!(run.code, 1, "{args:?}: {}", run.stderr);
+        assert!(
+            run.stderr
+                .contains(&format!("{at}: the runtime module was edited by hand"))
+                && run
+                    .stderr
+                    .contains("acp-patch's line reads `_DISABLED = (\"1\", \"true\", \"yes\")`"),
+            "{args:?}: {}",
+            run.stderr
+        );
+        assert_eq!(edited, snapshot_tree(dir.path()), "{args:?} wrote");
+    }
 }
 
 // ---- what verify proves about placement -----------------------------------------------------

@@ -200,13 +200,24 @@ pub(crate) fn smoke(dir: &Path, extra: &[&str]) -> Run {
 /// `acp-patch smoke DIR EXTRA...` with extra environment for acp-patch itself; asserts the
 /// agent's tree is byte-identical afterwards.
 pub(crate) fn smoke_env(dir: &Path, extra: &[&str], env: &[(&str, &str)]) -> Run {
-    let _turn = crate::support::cpu_lock();
+    let _turn = crate::support::smoke_turn();
     let out_dir = tempfile::tempdir().unwrap();
     let json = out_dir.path().join("report.json");
     let html = out_dir.path().join("report.html");
     let before = tree_bytes(dir);
     let git_before = git_status(dir);
     let t0 = Instant::now();
+    // a latency is a benchmark's figure, not a test's: with the scripted model's default wait
+    // (2.5 s) a card must come within its first second (it does within milliseconds on an
+    // idle machine), so smoke runs beside each other cannot fail the check by load alone
+    let limit: &[&str] = if extra
+        .iter()
+        .any(|a| *a == "--delay-s" || *a == "--think-card-max-ms")
+    {
+        &[]
+    } else {
+        &["--think-card-max-ms", "1000"]
+    };
     let out = Command::new(env!("CARGO_BIN_EXE_acp-patch"))
         .arg("smoke")
         .arg(dir)
@@ -214,6 +225,7 @@ pub(crate) fn smoke_env(dir: &Path, extra: &[&str], env: &[(&str, &str)]) -> Run
         .arg(&json)
         .arg("--html")
         .arg(&html)
+        .args(limit)
         .args(extra)
         .envs(env.iter().copied())
         .output()
@@ -511,7 +523,7 @@ fn an_agent_that_writes_into_its_folder_fails_no_trace() {
     crate::support::copy_into(&fixtures().join("good"), &root.path().join("good"));
     crate::support::copy_into(&fixtures().join("litters"), &root.path().join("litters"));
     let dir = root.path().join("litters");
-    let _turn = crate::support::cpu_lock();
+    let _turn = crate::support::smoke_turn();
     let out = Command::new(env!("CARGO_BIN_EXE_acp-patch"))
         .arg("smoke")
         .arg(&dir)
@@ -683,7 +695,7 @@ fn one_format_flag_prints_text_json_github_or_html_and_the_file_aliases_write_th
     let good = fixtures().join("good");
     let out_dir = tempfile::tempdir().unwrap();
     let file = out_dir.path().join("r.json");
-    let _turn = crate::support::cpu_lock();
+    let _turn = crate::support::smoke_turn();
     use crate::support::path_str;
     let run = |args: &[&str]| {
         let out = Command::new(env!("CARGO_BIN_EXE_acp-patch"))

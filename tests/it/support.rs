@@ -48,6 +48,19 @@ pub fn acp_patch_env(args: &[&str], env: &[(&str, String)]) -> Run {
     }
 }
 
+/// A runtime module's text with its line-1 checksum made to match its body again, as an
+/// earlier release would have written it (FNV-1a 64 of the text after line 1, line endings
+/// read as `\n`).
+pub fn resealed(module: &str) -> String {
+    let (first, rest) = module.split_once('\n').expect("a module of several lines");
+    let (first, _) = first.rsplit_once("; checksum ").expect("a sealed module");
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in rest.replace("\r\n", "\n").replace('\r', "\n").bytes() {
+        h = (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
+    }
+    format!("{first}; checksum {h:016x}\n{rest}")
+}
+
 /// A fresh temporary copy of a folder.
 pub fn copy_tree(from: &Path) -> tempfile::TempDir {
     let dir = tempfile::tempdir().expect("tempdir");
@@ -187,13 +200,26 @@ pub fn normalize(s: &str, root: &Path) -> String {
         .replace(&root.display().to_string(), "<root>")
 }
 
-/// Held by tests that measure time (smoke runs) and by those that burn both cores (cargo check,
-/// tsc): on a 2-core machine a compile next to a smoke run would push the think card past its
-/// 250 ms limit, so they take turns. Everything else still runs in parallel.
-pub fn cpu_lock() -> std::sync::MutexGuard<'static, ()> {
-    static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
-    LOCK.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+/// Held (exclusively) by tests that burn both cores (cargo check, tsc, a test suite of an
+/// agent): on a 2-core machine a compile next to a smoke run would push the think card past
+/// its 250 ms limit, so they take turns with smoke runs ([`smoke_turn`]) and each other.
+/// Everything else still runs in parallel.
+pub fn cpu_lock() -> std::sync::RwLockWriteGuard<'static, ()> {
+    TURNS
+        .write()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
+
+/// Held (shared) during a smoke run: smoke runs mostly wait on their scripted model, so
+/// several run at once (as many as test threads), but never beside a compiler or a build
+/// ([`cpu_lock`]), whose load would skew the latencies they measure.
+pub fn smoke_turn() -> std::sync::RwLockReadGuard<'static, ()> {
+    TURNS
+        .read()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+static TURNS: std::sync::RwLock<()> = std::sync::RwLock::new(());
 
 /// Held while a test provisions something shared under `target/` (a venv, an unpacked wheel):
 /// two tests asking for the same one at once would otherwise build it over each other, and

@@ -235,7 +235,14 @@ pub fn find(project: &Project, files: &[String]) -> Found {
         return named(p.clone(), "--python");
     }
     if let Some(p) = std::env::var_os("ACP_PATCH_PYTHON") {
-        return named(PathBuf::from(p), "$ACP_PATCH_PYTHON");
+        // a relative path names a file from here, not from the tree the checks run in
+        let p = PathBuf::from(p);
+        let p = if p.components().count() > 1 {
+            std::path::absolute(&p).unwrap_or(p)
+        } else {
+            p
+        };
+        return named(p, "$ACP_PATCH_PYTHON");
     }
     if let Some(venv) = agent_venv(&project.root) {
         return named(venv, "the agent's virtual environment");

@@ -187,7 +187,7 @@ impl Python {
         if parts.iter().all(|p| p.present.is_some()) {
             return Ok(vec![]);
         }
-        let plan = parts::plan(files, parts)?;
+        let plan = parts::patched(files, parts)?;
         let mut patched: Vec<Parsed> = files
             .iter()
             .map(|p| Parsed {

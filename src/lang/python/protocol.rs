@@ -23,7 +23,7 @@ pub const CHECK_MODULE: &[&str] = &[
     "coalescing",
 ];
 const CHECK_PROMPT: &[&str] = &["hook.start", "turn_end"];
-pub const RUNTIME_LABEL: &str = "runtime module";
+pub use crate::lang::parts::RUNTIME_LABEL;
 
 /// One runtime module and the agent files that import it: every file of one import root
 /// that calls the runtime shares one module, so the prompt handler's card and the emitters
@@ -232,12 +232,12 @@ impl<'a> Builder<'a> {
     fn runtime_module(&mut self, file: usize, style_of: usize) -> Result<()> {
         let template = self.project.templates.get("python/acp_progress.py")?;
         let style = &self.files[style_of].file.style;
-        let rendered = reindent(
+        let rendered = crate::lang::seal::seal(&reindent(
             &fill(&template, &[("PREFIX", &self.project.env_prefix)]),
             "",
             &style.indent_unit,
             style.eol,
-        );
+        ));
         let existing = &self.files[file].file;
         let (replaces, present) = if !existing.exists {
             (0, None)

@@ -10,7 +10,7 @@ use super::scan::{RespondSite, SendSite};
 use super::{Parsed, runtime};
 use crate::error::{Error, Result};
 use crate::lang::parts::{
-    CHECK_BOUND, CHECK_RUNTIME, CHECK_SENDS, CHECK_START, CHECK_TURN_END, Part,
+    CHECK_BOUND, CHECK_RUNTIME, CHECK_SENDS, CHECK_START, CHECK_TURN_END, Part, RUNTIME_LABEL,
 };
 use crate::render::reindent;
 use crate::source::{indent_at, line_end_after, line_start};
@@ -230,6 +230,16 @@ fn use_line(b: &mut Builder, input: &Input, file: usize, name: &str, label: &'st
     b.push(CHECK_SENDS, label, file, offset, text, imports(p, name));
 }
 
+/// The runtime module as apply writes it into `f`: in its style, sealed.
+pub fn module_body(module_text: &str, f: &crate::source::SourceFile) -> String {
+    crate::lang::seal::seal(&reindent(
+        module_text,
+        "",
+        &f.style.indent_unit,
+        f.style.eol,
+    ))
+}
+
 /// Builds every part.
 pub fn build(input: &Input) -> Result<Vec<Part>> {
     let mut b = Builder {
@@ -240,21 +250,14 @@ pub fn build(input: &Input) -> Result<Vec<Part>> {
     // The runtime module, whole: current, replaced when out of date, or created.
     for &(_, mfile) in input.module_files {
         let f = &input.files[mfile].file;
-        let body = reindent(input.module_text, "", &f.style.indent_unit, f.style.eol);
+        let body = module_body(input.module_text, f);
         if f.exists && f.text == body {
-            b.push(
-                CHECK_RUNTIME_MODULE,
-                "runtime module",
-                mfile,
-                0,
-                body,
-                Some(1),
-            );
+            b.push(CHECK_RUNTIME_MODULE, RUNTIME_LABEL, mfile, 0, body, Some(1));
         } else {
             let replaces = if f.exists { f.text.len() } else { 0 };
             b.parts.push(Part {
                 checks: CHECK_RUNTIME_MODULE,
-                label: "runtime module",
+                label: RUNTIME_LABEL,
                 file: mfile,
                 offset: 0,
                 replaces,

@@ -418,6 +418,44 @@ fn partially_patched_tree_gets_only_the_missing_pieces() {
 }
 
 #[test]
+fn a_hand_edited_runtime_module_is_refused_by_apply_verify_and_revert() {
+    let dir = applied("sdk1_agent");
+    let current = read(dir.path(), "src/acp-progress.ts");
+    let edited = current.replace(
+        "export function buildThinkingProgress",
+        "function mine(): void {}\n\nexport function buildThinkingProgress",
+    );
+    write(dir.path(), "src/acp-progress.ts", &edited);
+    let line = edited
+        .lines()
+        .position(|l| l.contains("function mine"))
+        .unwrap()
+        + 1;
+    let at = format!("src/acp-progress.ts:{line}");
+    let v = verify(dir.path());
+    assert_eq!(v.code, 1, "{}", v.stdout);
+    assert!(v.stdout.contains("malformed  runtime"), "{}", v.stdout);
+    assert!(
+        v.stdout
+            .contains(&format!("{at}: edited by hand since acp-patch wrote it"))
+            && !v.stdout.contains("out of date"),
+        "{}",
+        v.stdout
+    );
+    for args in [&["apply"][..], &["apply", "--dry-run"], &["revert"]] {
+        let run = acp_patch(&[args, &[path_str(dir.path())]].concat(), None);
+        assert_eq!(run.code, 1, "{args:?}: {}", run.stderr);
+        assert!(
+            run.stderr
+                .contains(&format!("{at}: the runtime module was edited by hand")),
+            "{args:?}: {}",
+            run.stderr
+        );
+        assert_eq!(read(dir.path(), "src/acp-progress.ts"), edited, "{args:?}");
+    }
+}
+
+#[test]
 fn an_out_of_date_runtime_module_is_replaced_whole() {
     let dir = applied("sdk1_agent");
     let current = read(dir.path(), "src/acp-progress.ts");
@@ -425,7 +463,8 @@ fn an_out_of_date_runtime_module_is_replaced_whole() {
         "export function buildThinkingProgress",
         "function unused(): void {}\n\nexport function buildThinkingProgress",
     );
-    write(dir.path(), "src/acp-progress.ts", &old);
+    // as an earlier release wrote it: its checksum matches its text
+    write(dir.path(), "src/acp-progress.ts", &resealed(&old));
     let v = verify(dir.path());
     assert_eq!(v.code, 1, "{}", v.stdout);
     assert!(v.stdout.contains("malformed  runtime"), "{}", v.stdout);

@@ -149,7 +149,7 @@ pub fn analyze(project: &Project, mut files: Vec<Parsed>) -> Result<Analysis> {
     let places = module_places(&files, project).map_err(|e| fail(&files, e))?;
     let mut modules = Vec::new();
     for (package, module_rel, ext, beside) in places {
-        let text = render_module(project, &files[beside], &module_rel)?;
+        let text = crate::lang::seal::seal(&render_module(project, &files[beside], &module_rel)?);
         let file = match files.iter().position(|p| p.file.rel == module_rel) {
             Some(i) => i,
             None => {

@@ -127,10 +127,16 @@ fn module_part(b: &mut Builder, module: &Module) -> Result<()> {
     }
     let current = m.file.text == module.text;
     let replaces = if current { 0 } else { m.file.text.len() };
-    let stale = m.file.exists && !current;
+    // an edited module is reported (and refused) by the shared runtime check instead
+    let stale = m.file.exists
+        && !current
+        && !matches!(
+            crate::lang::seal::judge(&m.file.text, &module.text),
+            crate::lang::seal::OnDisk::Edited { .. }
+        );
     b.parts.push(Part {
         checks: CHECK_MODULE,
-        label: "runtime module",
+        label: crate::lang::parts::RUNTIME_LABEL,
         file: module.file,
         offset: 0,
         replaces,
