@@ -214,6 +214,32 @@ fn hermes_case(version: &str, snapshot: bool) {
 
     let after = acp_patch(&["verify", path_str(root)], None);
     assert_eq!(after.code, 0, "{}{}", after.stdout, after.stderr);
+
+    // the patched agent starts: with the release's own install (hermes-agent[acp] from PyPI),
+    // acp-patch's start-up check imports every patched module, and so does a fresh CPython
+    let python = crate::smoke_python::hermes_venv(version);
+    let python = path_str(&python);
+    let with_own = acp_patch(&["verify", "--python", python, path_str(root)], None);
+    assert_eq!(with_own.code, 0, "{}{}", with_own.stdout, with_own.stderr);
+    let proven = started(&with_own.stdout);
+    let home = tempfile::tempdir().unwrap();
+    for rel in &changed {
+        let module = rel.trim_end_matches(".py").replace('/', ".");
+        assert!(proven.contains(&module), "{module} not started: {proven:?}");
+        let out = std::process::Command::new(python)
+            .args(["-B", "-c", &format!("import {module}")])
+            .current_dir(root)
+            .env("PYTHONPATH", root)
+            .env("HOME", home.path())
+            .stdin(std::process::Stdio::null())
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success() && out.stdout.is_empty(),
+            "hermes {version}: `import {module}` (patched):\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
     let again = acp_patch(&["apply", path_str(root)], None);
     assert_eq!(again.code, 0);
     assert!(again.stderr.contains("nothing to do"), "{}", again.stderr);

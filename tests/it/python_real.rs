@@ -100,6 +100,15 @@ fn patch_real_agent(root: &Path, modules: &[&str]) -> Patched {
 
     let after = acp_patch(&["verify", path_str(dir.path())], None);
     assert_eq!(after.code, 0, "{}{}", after.stdout, after.stderr);
+    // acp-patch's own start-up check imported every patched module with the agent's CPython
+    let proven = started(&after.stdout);
+    for rel in changed.iter().filter(|r| !r.ends_with("__main__.py")) {
+        let module = rel
+            .trim_end_matches(".py")
+            .trim_end_matches("/__init__")
+            .replace('/', ".");
+        assert!(proven.contains(&module), "{module} not started: {proven:?}");
+    }
     let again = acp_patch(&["apply", path_str(dir.path())], None);
     assert_eq!(again.code, 0);
     assert!(again.stderr.contains("nothing to do"), "{}", again.stderr);

@@ -121,8 +121,27 @@ fn claude_agent_acp_0_23_1_from_npm_patched_passes_every_check() {
             String::from_utf8_lossy(&out.stderr)
         );
     }
+    // the patched module loads in node (its imports resolve), writing nothing to stdout
+    let out = std::process::Command::new("node")
+        .args(["--input-type=module", "-e", "await import(process.argv[1])"])
+        .arg(root.join("dist/acp-agent.js"))
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success() && out.stdout.is_empty(),
+        "patched dist/acp-agent.js does not load:\n{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
     let v = acp_patch(&["verify", path_str(root)], None);
     assert_eq!(v.code, 0, "{}{}", v.stdout, v.stderr);
+    assert_eq!(
+        started(&v.stdout),
+        ["dist/acp-agent.js", "dist/acp-progress.js"],
+        "{}",
+        v.stdout
+    );
     assert_snapshot(
         &fixture("typescript/claude-agent-acp-0.23.1-npm.verify-after.txt"),
         &normalize(&v.stdout, root),

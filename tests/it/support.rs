@@ -48,6 +48,21 @@ pub fn acp_patch_env(args: &[&str], env: &[(&str, String)]) -> Run {
     }
 }
 
+/// The modules (Python) or files (TypeScript) verify's `starts` row proves to load; panics
+/// when the row fails or proved nothing ("not started here").
+pub fn started(verify_stdout: &str) -> Vec<String> {
+    let row = verify_stdout
+        .lines()
+        .find(|l| l.trim_start().starts_with("ok") && l.contains(" starts "))
+        .unwrap_or_else(|| panic!("no passing starts row:\n{verify_stdout}"));
+    let list = row.split(" starts ").nth(1).unwrap().trim();
+    assert!(
+        !list.is_empty() && !list.contains("not started"),
+        "nothing started:\n{verify_stdout}"
+    );
+    list.split(", ").map(str::to_string).collect()
+}
+
 /// A runtime module's text with its line-1 checksum made to match its body again, as an
 /// earlier release would have written it (FNV-1a 64 of the text after line 1, line endings
 /// read as `\n`).

@@ -111,6 +111,30 @@ fn pi_acp_0_0_34_patched_typechecks_verifies_and_passes_the_regression_test() {
 
     let after = acp_patch(&["verify", path_str(root)], None);
     assert_eq!(after.code, 0, "{}{}", after.stdout, after.stderr);
+    assert!(
+        started(&after.stdout).contains(&"src/acp/session.ts".to_string()),
+        "{}",
+        after.stdout
+    );
+    // the patched session module loads in node (tsx), writing nothing to stdout
+    let out = Command::new("node")
+        .args([
+            "--import",
+            "tsx",
+            "--input-type=module",
+            "-e",
+            "await import('./src/acp/session.ts')",
+        ])
+        .current_dir(root)
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success() && out.stdout.is_empty(),
+        "patched src/acp/session.ts does not load:\n{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
     let again = acp_patch(&["apply", "--env-prefix", "PI_ACP", path_str(root)], None);
     assert_eq!(again.code, 0);
     assert!(again.stderr.contains("nothing to do"), "{}", again.stderr);
