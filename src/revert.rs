@@ -68,7 +68,7 @@ pub fn revert(root: &Path, opts: &RevertOptions) -> Result<RevertOutcome> {
             Err(Error::NoAgent { .. }) if langs.len() > 1 => continue,
             Err(e) => return Err(e),
         };
-        let (mine, taken) = removal_plan(&inventory)?;
+        let (mine, taken) = removal_plan_of(*lang, &inventory)?;
         if !mine.is_empty() {
             check_current_parses(*lang, &inventory)?;
             crate::ops::check_parses(*lang, &mine)?;
@@ -134,7 +134,7 @@ pub(crate) fn unpatched_texts(
 /// of (verify reports that itself), has no refusal.
 pub(crate) fn refusal(lang: &dyn Language, project: &Project) -> Option<Refusal> {
     let inventory = lang.inventory(project).ok()?;
-    let outcome = removal_plan(&inventory).and_then(|(mine, _)| {
+    let outcome = removal_plan_of(lang, &inventory).and_then(|(mine, _)| {
         if mine.is_empty() {
             return Ok(());
         }
@@ -208,8 +208,8 @@ fn check_current_parses(lang: &dyn Language, inventory: &Inventory) -> Result<()
         let touched = inventory
             .parts
             .iter()
-            .any(|p| p.file == i && p.present.is_some());
-        if !touched && !f.text.contains(inventory.marker) {
+            .any(|p| p.file == i && (p.present.is_some() || p.label == crate::lang::parts::RUNTIME_LABEL));
+        if !touched && !f.text.contains(inventory.marker) || !f.exists {
             continue;
         }
         if let Some((offset, message)) = lang.syntax_error_at(&f.path, &f.text) {
@@ -223,6 +223,21 @@ fn check_current_parses(lang: &dyn Language, inventory: &Inventory) -> Result<()
         }
     }
     Ok(())
+}
+
+/// [`removal_plan`], where a hand-edited runtime module that no longer parses is told as
+/// the syntax error (as verify tells it), not as the edit.
+fn removal_plan_of(
+    lang: &dyn Language,
+    inventory: &Inventory,
+) -> Result<(Plan, Vec<Placed>)> {
+    match removal_plan(inventory) {
+        Err(e @ Error::RuntimeEdited { .. }) => {
+            check_current_parses(lang, inventory)?;
+            Err(e)
+        }
+        planned => planned,
+    }
 }
 
 /// Revert's refusal of a tree, for verify's report.

@@ -704,27 +704,34 @@ fn verify_reports_a_turn_end_that_reads_an_unbound_turn() {
 }
 
 #[test]
-fn an_edited_runtime_module_is_reported_and_apply_writes_it_again() {
+fn an_edited_runtime_module_is_refused_and_an_earlier_releases_is_written_again() {
     let c = case("v1_agent");
     let dir = applied(&c);
     let module = dir.path().join("src/acp_progress.rs");
     let text = std::fs::read_to_string(&module).unwrap();
     let call = "    out.push(cb(AcpProgressState::Start, &card));\n";
     assert!(text.contains(call));
-    std::fs::write(&module, text.replacen(call, &format!("{call}{call}"), 1)).unwrap();
+    let edited = text.replacen(call, &format!("{call}{call}"), 1);
+    std::fs::write(&module, &edited).unwrap();
+    let line = edited[..edited.find(call).unwrap() + call.len()].lines().count() + 1;
+    let at = format!("src/acp_progress.rs:{line}: the runtime module was edited by hand");
     let run = acp_patch(&["verify", path_str(dir.path())], None);
     assert_eq!(run.code, 1);
     assert!(run.stdout.contains("malformed  runtime"), "{}", run.stdout);
-    assert!(
-        run.stdout.contains("is not what this acp-patch writes"),
-        "{}",
-        run.stdout
-    );
+    assert!(run.stdout.contains(&at), "{}", run.stdout);
     assert!(
         run.stdout.contains("duplicated hook.start"),
         "{}",
         run.stdout
     );
+    for args in [&["apply"][..], &["revert"]] {
+        let run = acp_patch(&[args, &[path_str(dir.path())]].concat(), None);
+        assert_eq!(run.code, 1, "{args:?}: {}", run.stderr);
+        assert!(run.stderr.contains(&at), "{args:?}: {}", run.stderr);
+        assert_eq!(std::fs::read_to_string(&module).unwrap(), edited);
+    }
+    // the same text as an earlier release wrote it (its checksum matching): replaced whole
+    std::fs::write(&module, resealed(&edited)).unwrap();
     let run = acp_patch(&["apply", path_str(dir.path())], None);
     assert_eq!(run.code, 0, "{}", run.stderr);
     assert_same_tree(dir.path(), applied(&c).path());
