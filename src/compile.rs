@@ -207,9 +207,10 @@ pub fn copy_tree(from: &Path, to: &Path, only: Option<&[&str]>) -> Result<()> {
     {
         let _ = std::os::unix::fs::symlink(up.join("node_modules"), to.join("node_modules"));
     }
+    // every file, whatever an ignore file says: a module git ignores (generated, or a venv's
+    // `*` above an installed package) is still imported at run time
     for entry in ignore::WalkBuilder::new(from)
-        .hidden(false)
-        .require_git(false)
+        .standard_filters(false)
         .filter_entry(|e| {
             let name = e.file_name().to_string_lossy();
             !(SKIPPED.contains(&name.as_ref()) || LINKED.contains(&name.as_ref())) || e.depth() == 0

@@ -246,8 +246,25 @@ fn verify_planned(
         .prefix("acp-patch-verify-")
         .tempdir()
         .map_err(crate::error::io_err(std::env::temp_dir()))?;
+    // under the folder names the tree sits in while they are packages (an installed
+    // `site-packages/vibe` is imported as `vibe`): the copy is read as the tree is
+    let mut chain: Vec<std::ffi::OsString> = Vec::new();
+    let mut dir = project.root.canonicalize().ok();
+    while let Some(d) = dir.filter(|d| d.join("__init__.py").is_file()) {
+        chain.extend(d.file_name().map(ToOwned::to_owned));
+        dir = d.parent().map(Path::to_path_buf);
+    }
+    let mut root = tmp.path().to_path_buf();
+    for (i, name) in chain.iter().rev().enumerate() {
+        root.push(name);
+        std::fs::create_dir_all(&root).map_err(crate::error::io_err(&root))?;
+        if i + 1 < chain.len() {
+            let init = root.join("__init__.py");
+            std::fs::write(&init, "").map_err(crate::error::io_err(&init))?;
+        }
+    }
     let put = |rel: &str, bytes: &[u8]| -> Result<()> {
-        let dest = tmp.path().join(rel);
+        let dest = root.join(rel);
         if let Some(dir) = dest.parent() {
             std::fs::create_dir_all(dir).map_err(crate::error::io_err(dir))?;
         }
@@ -262,7 +279,7 @@ fn verify_planned(
     }
     for fp in &plan.files {
         if fp.delete {
-            let _ = std::fs::remove_file(tmp.path().join(&fp.file.rel));
+            let _ = std::fs::remove_file(root.join(&fp.file.rel));
         } else {
             put(&fp.file.rel, fp.file.to_disk(&fp.new_text()).as_bytes())?;
         }
@@ -272,7 +289,7 @@ fn verify_planned(
         p.is_file().then_some(p)
     });
     let copy = Project::load(
-        tmp.path(),
+        &root,
         &Options {
             config,
             env_prefix: Some(project.env_prefix.clone()),

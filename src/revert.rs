@@ -205,10 +205,9 @@ pub(crate) fn refusal(lang: &dyn Language, project: &Project) -> Option<Refusal>
 /// there is the tree's (a hand edit), named where it is, not a revert that would break it.
 fn check_current_parses(lang: &dyn Language, inventory: &Inventory) -> Result<()> {
     for (i, f) in inventory.files.iter().enumerate() {
-        let touched = inventory
-            .parts
-            .iter()
-            .any(|p| p.file == i && (p.present.is_some() || p.label == crate::lang::parts::RUNTIME_LABEL));
+        let touched = inventory.parts.iter().any(|p| {
+            p.file == i && (p.present.is_some() || p.label == crate::lang::parts::RUNTIME_LABEL)
+        });
         if !touched && !f.text.contains(inventory.marker) || !f.exists {
             continue;
         }
@@ -227,10 +226,7 @@ fn check_current_parses(lang: &dyn Language, inventory: &Inventory) -> Result<()
 
 /// [`removal_plan`], where a hand-edited runtime module that no longer parses is told as
 /// the syntax error (as verify tells it), not as the edit.
-fn removal_plan_of(
-    lang: &dyn Language,
-    inventory: &Inventory,
-) -> Result<(Plan, Vec<Placed>)> {
+fn removal_plan_of(lang: &dyn Language, inventory: &Inventory) -> Result<(Plan, Vec<Placed>)> {
     match removal_plan(inventory) {
         Err(e @ Error::RuntimeEdited { .. }) => {
             check_current_parses(lang, inventory)?;

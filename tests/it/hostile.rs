@@ -1292,14 +1292,18 @@ fn advice_never_suggests_a_factories_pin_apply_would_not_honour() {
         )
         .replace("make_tool_cb(conn, session_id, loop)", "(lambda *a: None)")
     });
+    // the engine-level refinement does not fit: the protocol strategy patches it, and the
+    // note says why, suggesting only the pin apply honours (`strategy`), no `factories =`
     let ran = apply_case(
         dir.path(),
         &[],
-        1,
+        0,
         &[
+            "patched with the protocol strategy",
             "bridge/server.py:23",
             "make_*_cb(conn, session_id, loop",
             "no pin replaces that call",
+            "`[python] strategy = \"engine\"`",
         ],
     );
     assert!(!ran.stderr.contains("factories ="), "{}", ran.stderr);

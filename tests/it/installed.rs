@@ -150,13 +150,13 @@ fn python_environment_apply_verify_reinstall_revert() {
     );
     let agent = std::fs::read_to_string(package.join("acp/agent.py")).unwrap();
     assert!(
-        agent.contains("\nfrom vibe.acp import acp_progress\n"),
-        "the import names the installed package"
+        agent.contains("\nfrom vibe import acp_progress\n"),
+        "the import names the installed package (its runtime module in the top-level package)"
     );
     py_compile(
         path_str(&python),
         &package,
-        &["acp/agent.py".into(), "acp/acp_progress.py".into()],
+        &["acp/agent.py".into(), "acp_progress.py".into()],
     );
     let record: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&manifest).unwrap()).unwrap();
@@ -175,7 +175,7 @@ fn python_environment_apply_verify_reinstall_revert() {
         })
         .collect();
     assert!(
-        files.contains(&("acp/acp_progress.py".into(), "created".into())),
+        files.contains(&("acp_progress.py".into(), "created".into())),
         "{files:?}"
     );
     assert!(

@@ -680,8 +680,9 @@ fn a_hand_edited_runtime_module_is_refused_by_apply_verify_and_revert_naming_the
     assert_eq!(v.code, 1, "{}", v.stdout);
     assert!(v.stdout.contains("malformed  runtime"), "{}", v.stdout);
     assert!(
-        v.stdout
-            .contains(&format!("{at}: the runtime module was edited by hand since acp-patch wrote it")),
+        v.stdout.contains(&format!(
+            "{at}: the runtime module was edited by hand since acp-patch wrote it"
+        )),
         "{}",
         v.stdout
     );

@@ -48,6 +48,8 @@ fn unpinned_the_protocol_strategy_patches_an_agent_the_refinement_does_not_fit()
         .unwrap()
         .iter()
         .map(|n| n.as_str().unwrap())
+        // the start-up check's notes depend on the interpreter found (this one lacks `acp`)
+        .filter(|n| !n.contains("not started here"))
         .collect();
     assert_eq!(notes, [NOTE]);
     let v = acp_patch(&["verify", "--format", "json", path_str(dir.path())], None);
@@ -59,7 +61,13 @@ fn unpinned_the_protocol_strategy_patches_an_agent_the_refinement_does_not_fit()
         .replace("server.py:55 ", "server.py:58 ")
         .replace("server.py:60 ", "server.py:63 ")
         .replace("server.py:61 ", "server.py:64 ");
-    assert_eq!(doc["notes"], serde_json::json!([moved]));
+    let notes: Vec<&serde_json::Value> = doc["notes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|n| !n.as_str().unwrap().contains("not started here"))
+        .collect();
+    assert_eq!(notes, [&serde_json::json!(moved)]);
 }
 
 #[test]

@@ -269,6 +269,8 @@ fn drive_v2(bin: &Path) -> Vec<(f64, serde_json::Value)> {
     let _turn = cpu_lock();
     let mut child = Command::new(bin)
         .env("ACP_HEARTBEAT_S", "0.3")
+        // an echo answers within the grace, which shows no card: no grace, so the card shows
+        .env("ACP_THINK_AFTER_MS", "0")
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::null())
@@ -713,7 +715,10 @@ fn an_edited_runtime_module_is_refused_and_an_earlier_releases_is_written_again(
     assert!(text.contains(call));
     let edited = text.replacen(call, &format!("{call}{call}"), 1);
     std::fs::write(&module, &edited).unwrap();
-    let line = edited[..edited.find(call).unwrap() + call.len()].lines().count() + 1;
+    let line = edited[..edited.find(call).unwrap() + call.len()]
+        .lines()
+        .count()
+        + 1;
     let at = format!("src/acp_progress.rs:{line}: the runtime module was edited by hand");
     let run = acp_patch(&["verify", path_str(dir.path())], None);
     assert_eq!(run.code, 1);

@@ -111,6 +111,22 @@ impl Packages {
         Place { root, packages }
     }
 
+    /// How many of the leading packages of a module in import root `root` are folders above
+    /// the tree (the tree is itself a package, e.g. an installed `site-packages/vibe`): no
+    /// file can go there.
+    pub fn above_tree(&self, root: &str) -> usize {
+        if root.is_empty() && self.init_dirs.contains("") {
+            self.above_root.len()
+        } else {
+            0
+        }
+    }
+
+    /// The packages above the tree that its modules' names begin with (see [`Self::above_tree`]).
+    pub fn names_above_tree(&self) -> &[String] {
+        &self.above_root[..self.above_tree("")]
+    }
+
     /// Whether `packages` under the import root `root` is a regular package (`__init__.py`).
     pub fn is_regular(&self, root: &str, packages: &[String]) -> bool {
         let dir = packages.join("/");

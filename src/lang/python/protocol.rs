@@ -88,7 +88,9 @@ pub fn runtimes(files: &[Parsed], anchors: &Anchors, packages: &Packages) -> Vec
         if !root.is_empty() {
             parts.push(root);
         }
-        parts.extend(package.iter().map(String::as_str));
+        // the packages above the tree name folders outside it: the path starts below them
+        let above = packages.above_tree(root).min(package.len());
+        parts.extend(package[above..].iter().map(String::as_str));
         parts.push(RUNTIME_FILE);
         parts.join("/")
     };
@@ -96,15 +98,16 @@ pub fn runtimes(files: &[Parsed], anchors: &Anchors, packages: &Packages) -> Vec
         .into_iter()
         .map(|(root, (importers, common))| {
             // an existing runtime inside the common package chain is kept (outermost first)
-            let existing = (0..=common.len()).find(|k| {
+            let above = packages.above_tree(&root).min(common.len());
+            let existing = (above..=common.len()).find(|k| {
                 let rel = rel_of(&root, &common[..*k]);
                 files
                     .iter()
                     .any(|p| p.file.rel == rel && p.file.text.starts_with(RUNTIME_MARKER))
             });
             let k = existing.unwrap_or_else(|| {
-                (1..=common.len())
-                    .find(|k| packages.is_regular(&root, &common[..*k]))
+                (above.max(1)..=common.len())
+                    .find(|k| packages.is_regular(&root, &common[above..*k]))
                     .unwrap_or(common.len())
             });
             let package = common[..k].to_vec();

@@ -77,16 +77,26 @@ pub fn startup(project: &Project, files: &[Patched], unpatched: Unpatched) -> Re
         return Ok(out);
     };
     let python = choice.python.clone();
-    let (modules, skipped) = modules(project, files);
+    let (modules, skipped, above) = modules(project, files);
     out.notes.extend(skipped);
     let tree = tempfile::Builder::new()
         .prefix("acp-patch-start-")
         .tempdir()
         .map_err(crate::error::io_err(std::env::temp_dir()))?;
-    let tree_path = tree
+    // a tree that is itself a package (an installed `site-packages/vibe`) is copied under
+    // its package names, so `import vibe.…` finds it
+    let mut tree_path = tree
         .path()
         .canonicalize()
         .map_err(crate::error::io_err(tree.path()))?;
+    for (i, name) in above.iter().enumerate() {
+        tree_path.push(name);
+        std::fs::create_dir_all(&tree_path).map_err(crate::error::io_err(&tree_path))?;
+        if i + 1 < above.len() {
+            let init = tree_path.join("__init__.py");
+            std::fs::write(&init, "").map_err(crate::error::io_err(&init))?;
+        }
+    }
     crate::compile::copy_tree(&project.root, &tree_path, Some(&["py"]))?;
     for f in files {
         put(&tree_path, &f.rel, Some(&f.after))?;
@@ -124,6 +134,24 @@ pub fn startup(project: &Project, files: &[Patched], unpatched: Unpatched) -> Re
         .collect();
     let failing_modules: Vec<usize> = (0..modules.len())
         .filter(|&i| answer.imports.get(i).is_some_and(|r| r.problem().is_some()))
+        .collect();
+    // a module the interpreter lacks that is none of the agent's (its SDK, say): that
+    // interpreter is not the agent's; what the patch imports the agent depends on already
+    let failing_modules: Vec<usize> = failing_modules
+        .into_iter()
+        .filter(|&i| {
+            let problem = answer.imports[i].problem().unwrap_or_default();
+            match missing_dependency(&problem, project, &modules) {
+                Some(name) => {
+                    out.notes.push(format!(
+                        "`import {}` fails with {by}: it lacks `{name}`, which the agent depends on ({problem}): not started here (pass --python or set ACP_PATCH_PYTHON to the agent's own interpreter)",
+                        modules[i].name
+                    ));
+                    false
+                }
+                None => true,
+            }
+        })
         .collect();
     if failing_files.is_empty() && failing_modules.is_empty() {
         out.proven = modules.iter().map(|m| m.name.clone()).collect();
@@ -242,6 +270,24 @@ pub fn startup(project: &Project, files: &[Patched], unpatched: Unpatched) -> Re
     Ok(out)
 }
 
+/// The top-level module a `ModuleNotFoundError` names when it is not the agent's own (no
+/// folder or file of that name at the tree's top, no module of the agent under it).
+fn missing_dependency(problem: &str, project: &Project, modules: &[Module]) -> Option<String> {
+    let named = problem
+        .split("No module named '")
+        .nth(1)?
+        .split('\'')
+        .next()?;
+    let top = named.split('.').next()?;
+    let ours = modules
+        .iter()
+        .any(|m| m.name.split('.').next() == Some(top))
+        || project.root.join(top).is_dir()
+        || project.root.join(format!("{top}.py")).is_file()
+        || project.root.file_name().is_some_and(|n| n == top);
+    (!ours && problem.starts_with("ModuleNotFoundError")).then(|| top.to_string())
+}
+
 /// The error for the first failure when the unpatched tree could not be checked.
 fn blame(
     files: &[Patched],
@@ -315,9 +361,17 @@ fn others(found: &Found, used: &Path) -> String {
 
 /// The modules of the patched files, with the roots to import them from; and a note for each
 /// file that is not imported (a `__main__` runs the agent; a path that is no module name).
-fn modules(project: &Project, files: &[Patched]) -> (Vec<Module>, Vec<String>) {
+fn modules(project: &Project, files: &[Patched]) -> (Vec<Module>, Vec<String>, Vec<String>) {
     let parsed = super::Python.parse_all(project);
     let packages = Packages::new(project, &parsed);
+    // a root above the tree: `..` once per package the tree sits in
+    let root_of = |folder: &[&str], depth: usize| {
+        if depth > folder.len() {
+            vec![".."; depth - folder.len()].join("/")
+        } else {
+            folder[..folder.len() - depth].join("/")
+        }
+    };
     let mut out = Vec::new();
     let mut notes = Vec::new();
     for f in files.iter().filter(|f| f.rel.ends_with(".py")) {
@@ -337,7 +391,7 @@ fn modules(project: &Project, files: &[Patched]) -> (Vec<Module>, Vec<String>) {
         let is_init = f.rel.ends_with("__init__.py");
         let depth = segments.len() - usize::from(!is_init);
         let folder = &dirs[..dirs.len() - 1];
-        let root = folder[..folder.len().saturating_sub(depth)].join("/");
+        let root = root_of(folder, depth);
         out.push(Module {
             rel: f.rel.clone(),
             name,
@@ -357,12 +411,12 @@ fn modules(project: &Project, files: &[Patched]) -> (Vec<Module>, Vec<String>) {
         out.push(Module {
             rel: f.rel.clone(),
             name: package.to_string(),
-            root: folder[..folder.len().saturating_sub(depth)].join("/"),
+            root: root_of(folder, depth),
         });
     }
     out.sort_by(|a, b| a.name.cmp(&b.name));
     out.dedup_by(|a, b| a.name == b.name);
-    (out, notes)
+    (out, notes, packages.names_above_tree().to_vec())
 }
 
 fn is_identifier(s: &str) -> bool {
@@ -411,6 +465,7 @@ fn run(
         "user_home": user_home.map(|h| h.display().to_string()),
     });
     // what the agent writes at import (config, caches) goes into a home of its own
+
     let mut cmd = Command::new(python);
     cmd.args(["-I", "-B", "-c", CHECK])
         .current_dir(tree)

@@ -28,6 +28,29 @@ fn squeezed(s: &str) -> String {
     s.chars().filter(|c| !c.is_whitespace()).collect()
 }
 
+/// The text without the reasoning an agent shows inline, in `<think>…</think>` (or
+/// `<thinking>…</thinking>`) tags: the model's reasoning, not its answer.
+fn without_inline_reasoning(s: &str) -> String {
+    let mut out = String::new();
+    let mut rest = s;
+    loop {
+        let open = ["<think>", "<thinking>"]
+            .iter()
+            .filter_map(|t| rest.find(t).map(|i| (i, *t)))
+            .min();
+        let Some((i, tag)) = open else {
+            out.push_str(rest);
+            return out;
+        };
+        out.push_str(&rest[..i]);
+        let close = tag.replacen('<', "</", 1);
+        match rest[i..].find(&close) {
+            Some(j) => rest = &rest[i + j + close.len()..],
+            None => return out, // still open at the end: all of it reasoning
+        }
+    }
+}
+
 /// Where two texts part (in characters), and the few characters after it on each side.
 fn first_difference(a: &str, b: &str) -> (usize, String, String) {
     let at = a.chars().zip(b.chars()).take_while(|(x, y)| x == y).count();
@@ -70,6 +93,10 @@ pub fn answer_intact(
     } else if s_shown == s_model {
         Ok(format!(
             "the answer arrived intact up to whitespace (the agent's own line breaks): {n} character(s) shown for the model's {m}"
+        ))
+    } else if squeezed(&without_inline_reasoning(&shown)) == s_model {
+        Ok(format!(
+            "the answer arrived intact beside the reasoning the agent shows inline in <think> tags: {n} character(s) shown for the model's {m}"
         ))
     } else if cancelled && s_model.starts_with(&s_shown) {
         Ok(format!(

@@ -109,7 +109,7 @@ fn pi_acp_0_0_34_patched_typechecks_verifies_and_passes_the_regression_test() {
     link_node_modules(root, "pi-acp");
     tsc(root, "pi-acp");
 
-    let after = acp_patch(&["verify", path_str(root)], None);
+    let after = acp_patch(&["verify", "--env-prefix", "PI_ACP", path_str(root)], None);
     assert_eq!(after.code, 0, "{}{}", after.stdout, after.stderr);
     assert!(
         started(&after.stdout).contains(&"src/acp/session.ts".to_string()),
