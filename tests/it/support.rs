@@ -76,6 +76,24 @@ pub fn resealed(module: &str) -> String {
     format!("{first}; checksum {h:016x}\n{rest}")
 }
 
+/// `apply`, `apply --dry-run` and `revert` each refuse `dir` (exit 1), saying every one of
+/// `says` on stderr, and write nothing.
+pub fn refused_by_every_writer(dir: &Path, says: &[&str]) {
+    let before = snapshot_tree(dir);
+    for args in [&["apply"][..], &["apply", "--dry-run"], &["revert"]] {
+        let run = acp_patch(&[args, &[path_str(dir)]].concat(), None);
+        assert_eq!(run.code, 1, "{args:?}: {}", run.stderr);
+        for said in says {
+            assert!(
+                run.stderr.contains(said),
+                "{args:?} lacks {said:?}: {}",
+                run.stderr
+            );
+        }
+        assert_eq!(before, snapshot_tree(dir), "{args:?} wrote");
+    }
+}
+
 /// A fresh temporary copy of a folder.
 pub fn copy_tree(from: &Path) -> tempfile::TempDir {
     let dir = tempfile::tempdir().expect("tempdir");

@@ -442,17 +442,10 @@ fn a_hand_edited_runtime_module_is_refused_by_apply_verify_and_revert() {
         "{}",
         v.stdout
     );
-    for args in [&["apply"][..], &["apply", "--dry-run"], &["revert"]] {
-        let run = acp_patch(&[args, &[path_str(dir.path())]].concat(), None);
-        assert_eq!(run.code, 1, "{args:?}: {}", run.stderr);
-        assert!(
-            run.stderr
-                .contains(&format!("{at}: the runtime module was edited by hand")),
-            "{args:?}: {}",
-            run.stderr
-        );
-        assert_eq!(read(dir.path(), "src/acp-progress.ts"), edited, "{args:?}");
-    }
+    refused_by_every_writer(
+        dir.path(),
+        &[&format!("{at}: the runtime module was edited by hand")],
+    );
 }
 
 #[test]
