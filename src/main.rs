@@ -1,7 +1,7 @@
 //! The thin binary: arguments in, exit code out. Everything else is in the library.
 
+use acp_patch::commands::{self, ApplyOptions};
 use acp_patch::error::Error;
-use acp_patch::ops::{self, ApplyOptions};
 use acp_patch::output::{self, Context, Printer, SmokeResult, Streams};
 use acp_patch::project::Options;
 use clap::{Args, CommandFactory, Parser, Subcommand, ValueEnum};
@@ -254,7 +254,7 @@ fn run(cli: &Cli) -> u8 {
         Command::Revert(args) => run_revert(args, &mut streams),
         Command::Completions(args) => printed_only(run_completions(args, &mut streams)),
         Command::Man(args) => printed_only(run_man(args, &mut streams)),
-        Command::Smoke(args) => acp_patch::smoke::run_cli(args, &mut streams),
+        Command::Smoke(args) => acp_patch::output::smoke::run_cli(args, &mut streams),
     };
     let (code, printed) = result;
     match printed.and_then(|()| streams.out.flush()) {
@@ -326,7 +326,7 @@ fn run_apply(args: &ApplyArgs, s: &mut Streams) -> Verdict {
             Err(e) => refuse(printer.as_ref(), s, &cx, &e),
         };
     }
-    match ops::apply(&args.common.path, &opts) {
+    match commands::apply(&args.common.path, &opts) {
         Ok(outcome) => (0, printer.apply(s, &outcome, args.dry_run)),
         Err(e) => refuse(printer.as_ref(), s, &cx, &e),
     }
@@ -356,7 +356,7 @@ fn run_apply_series(
     let result = if args.smoke {
         series::apply_with_smoke(&args.common.path, opts)
     } else {
-        ops::apply(&args.common.path, opts).map(|o| (o, None))
+        commands::apply(&args.common.path, opts).map(|o| (o, None))
     };
     let (outcome, smoke) = match result {
         Ok(r) => r,
@@ -411,7 +411,7 @@ fn run_verify(args: &VerifyArgs, s: &mut Streams) -> Verdict {
     };
     let verified = match &found {
         Some(found) => acp_patch::installed::verify(found, &verify_opts),
-        None => ops::verify(root, &verify_opts),
+        None => commands::verify(root, &verify_opts),
     };
     let outcome = match verified {
         Ok(o) => o,
@@ -436,7 +436,7 @@ fn run_init(args: &InitArgs, s: &mut Streams) -> Verdict {
         command: "init",
         root: &args.common.path,
     };
-    match acp_patch::init::init(&args.common.path, &args.common.options(), args.dry_run) {
+    match acp_patch::commands::init::init(&args.common.path, &args.common.options(), args.dry_run) {
         Ok(outcome) => (0, printer.init(s, &outcome, args.dry_run)),
         Err(e) => refuse(printer.as_ref(), s, &cx, &e),
     }
@@ -448,7 +448,7 @@ fn run_revert(args: &RevertArgs, s: &mut Streams) -> Verdict {
         command: "revert",
         root: &args.common.path,
     };
-    let opts = ops::RevertOptions {
+    let opts = commands::RevertOptions {
         common: args.common.options(),
         dry_run: args.dry_run,
         allow_dirty: args.allow_dirty,
@@ -467,7 +467,7 @@ fn run_revert(args: &RevertArgs, s: &mut Streams) -> Verdict {
             Err(e) => refuse(printer.as_ref(), s, &cx, &e),
         };
     }
-    match ops::revert(&args.common.path, &opts) {
+    match commands::revert(&args.common.path, &opts) {
         Ok(outcome) => (0, printer.revert(s, &outcome, args.dry_run)),
         Err(e) => refuse(printer.as_ref(), s, &cx, &e),
     }

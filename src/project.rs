@@ -105,11 +105,18 @@ impl Limits {
 }
 
 impl Project {
-    pub fn load(root: &Path, opts: &Options) -> Result<Project> {
-        Self::load_with(root, opts, Limits::from_env())
+    /// Reads the tree at `root`: the files whose names end in one of `extensions` (the
+    /// languages' own, `lang::extensions()`), within the limits the environment sets.
+    pub fn load(root: &Path, opts: &Options, extensions: &[&str]) -> Result<Project> {
+        Self::load_with(root, opts, Limits::from_env(), extensions)
     }
 
-    pub fn load_with(root: &Path, opts: &Options, limits: Limits) -> Result<Project> {
+    pub fn load_with(
+        root: &Path,
+        opts: &Options,
+        limits: Limits,
+        extensions: &[&str],
+    ) -> Result<Project> {
         if std::fs::symlink_metadata(root).is_err() {
             return Err(Error::MissingPath {
                 path: root.to_path_buf(),
@@ -159,7 +166,7 @@ impl Project {
             manifests: Vec::new(),
             overlay: Vec::new(),
         };
-        read_sources(&mut project, limits)?;
+        read_sources(&mut project, limits, extensions)?;
         Ok(project)
     }
 
@@ -193,10 +200,10 @@ impl Project {
     }
 }
 
-fn has_extension(path: &Path, exts: &[&str]) -> bool {
+fn has_extension<S: AsRef<str>>(path: &Path, exts: &[S]) -> bool {
     path.extension()
         .and_then(|e| e.to_str())
-        .is_some_and(|e| exts.contains(&e))
+        .is_some_and(|e| exts.iter().any(|x| x.as_ref() == e))
 }
 
 /// A template override folder must exist and hold only templates acp-patch knows (a
@@ -282,12 +289,9 @@ fn ignored_by_parents(root: &Path) -> bool {
 /// Walks the tree in parallel (respecting .gitignore, skipping hidden and vendored
 /// folders, never following a folder link), reads every file of a known language, and
 /// sorts them so every later phase is deterministic. Stops and refuses at the limits.
-fn read_sources(project: &mut Project, limits: Limits) -> Result<()> {
+fn read_sources(project: &mut Project, limits: Limits, extensions: &[&str]) -> Result<()> {
     let root = project.root.clone();
-    let exts: Vec<&str> = crate::lang::all()
-        .iter()
-        .flat_map(|l| l.extensions().iter().copied())
-        .collect();
+    let exts: Vec<String> = extensions.iter().map(|e| e.to_string()).collect();
     let found = Found::default();
     // filter_entry must own what it touches
     let leftovers = std::sync::Arc::new(Mutex::new(Vec::new()));
@@ -469,6 +473,8 @@ fn is_leftover(name: &str) -> bool {
 mod tests {
     use super::*;
 
+    const EXTS: [&str; 2] = ["py", "ts"];
+
     #[test]
     fn limits_refuse_a_large_tree_with_advice() {
         let dir = tempfile::tempdir().unwrap();
@@ -479,7 +485,7 @@ mod tests {
             max_entries: 10,
             ..Limits::DEFAULT
         };
-        let err = Project::load_with(dir.path(), &Options::default(), small).unwrap_err();
+        let err = Project::load_with(dir.path(), &Options::default(), small, &EXTS).unwrap_err();
         assert!(
             err.to_string().contains("more than 10 files and folders"),
             "{err}"
@@ -488,9 +494,11 @@ mod tests {
             max_bytes: 20,
             ..Limits::DEFAULT
         };
-        let err = Project::load_with(dir.path(), &Options::default(), few_bytes).unwrap_err();
+        let err =
+            Project::load_with(dir.path(), &Options::default(), few_bytes, &EXTS).unwrap_err();
         assert!(err.to_string().contains("ACP_PATCH_MAX_BYTES"), "{err}");
-        let p = Project::load_with(dir.path(), &Options::default(), Limits::DEFAULT).unwrap();
+        let p =
+            Project::load_with(dir.path(), &Options::default(), Limits::DEFAULT, &EXTS).unwrap();
         assert_eq!(p.files.len(), 30);
     }
 

@@ -4,9 +4,9 @@
 //! reinstall or upgrade, and then says that the files are no longer as patched.
 
 use super::{Ecosystem, Installed};
+use crate::commands::ApplyOutcome;
 use crate::diff::Change;
 use crate::error::{Error, Result, io_err};
-use crate::ops::ApplyOutcome;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use std::path::Path;

@@ -8,8 +8,10 @@ mod manifest;
 mod npm;
 mod python;
 
+use crate::commands::{
+    self, ApplyOptions, ApplyOutcome, RevertOptions, RevertOutcome, VerifyOutcome,
+};
 use crate::error::{Error, Result};
-use crate::ops::{self, ApplyOptions, ApplyOutcome, RevertOptions, RevertOutcome, VerifyOutcome};
 use crate::project::Options;
 use std::path::{Path, PathBuf};
 
@@ -142,7 +144,7 @@ pub fn apply(found: &Installed, opts: &ApplyOptions) -> Result<ApplyOutcome> {
     // what happened since the last apply, said before this one changes the files
     let since = previous.as_ref().map(|m| m.since(found));
     // the manifest is the record here, not git: a site-packages folder is no work tree
-    let mut outcome = ops::apply(
+    let mut outcome = commands::apply(
         &found.root,
         &ApplyOptions {
             common: opts.common.clone(),
@@ -173,7 +175,7 @@ pub fn apply(found: &Installed, opts: &ApplyOptions) -> Result<ApplyOutcome> {
 
 /// `verify --installed NAME`: verify on the package's folder, with a word on its manifest.
 pub fn verify(found: &Installed, opts: &Options) -> Result<VerifyOutcome> {
-    let mut outcome = ops::verify(&found.root, opts)?;
+    let mut outcome = commands::verify(&found.root, opts)?;
     let path = found.manifest_path();
     outcome.notes.push(match Manifest::read(&path)? {
         Some(m) => m.state(found),
@@ -196,7 +198,7 @@ pub fn revert(found: &Installed, opts: &RevertOptions) -> Result<RevertOutcome> 
     let path = found.manifest_path();
     let previous = Manifest::read(&path)?;
     let since = previous.as_ref().map(|m| m.since(found));
-    let mut outcome = ops::revert(
+    let mut outcome = commands::revert(
         &found.root,
         &RevertOptions {
             common: opts.common.clone(),

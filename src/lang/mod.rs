@@ -4,12 +4,13 @@ pub(crate) mod parts;
 pub mod python;
 pub mod rust;
 pub(crate) mod seal;
+pub mod survey;
 pub(crate) mod tree;
 pub mod typescript;
 
 use crate::error::{Error, Result};
 use crate::plan::Plan;
-use crate::project::Project;
+use crate::project::{Options, Project};
 use crate::report::Report;
 
 pub trait Language: Sync {
@@ -41,10 +42,10 @@ pub trait Language: Sync {
     fn startup_check(
         &self,
         _project: &Project,
-        _files: &[crate::compile::Patched],
-        _unpatched: crate::compile::Unpatched,
-    ) -> Result<crate::compile::Startup> {
-        Ok(crate::compile::Startup::default())
+        _files: &[crate::toolchain::Patched],
+        _unpatched: crate::toolchain::Unpatched,
+    ) -> Result<crate::toolchain::Startup> {
+        Ok(crate::toolchain::Startup::default())
     }
     /// The command `--check-build` runs in a copy of the tree at `dir` (e.g. `tsc --noEmit`):
     /// `None` when the language has none, `Some(Err(why))` when its tool is not at hand.
@@ -62,6 +63,19 @@ pub trait Language: Sync {
 
 pub fn all() -> Vec<&'static dyn Language> {
     vec![&python::Python, &rust::Rust, &typescript::TypeScript]
+}
+
+/// The file endings every language reads.
+pub fn extensions() -> Vec<&'static str> {
+    all()
+        .iter()
+        .flat_map(|l| l.extensions().iter().copied())
+        .collect()
+}
+
+/// The tree at `root` as the languages read it (their files only).
+pub fn load(root: &std::path::Path, opts: &Options) -> Result<Project> {
+    Project::load(root, opts, &extensions())
 }
 
 /// What apply and verify say when an engine-level refinement does not fit the agent (several

@@ -457,7 +457,7 @@ pub fn choose<T>(
         }
     }
     let refs: Vec<&Candidate> = seen.iter().collect();
-    crate::init::record(
+    crate::lang::survey::record(
         site,
         pin_key,
         &refs,

@@ -5,9 +5,9 @@
 use super::{
     Context, Printer, SmokeResult, Streams, apply_summary, init_summary, revert_summary, smoke_text,
 };
+use crate::commands::init::InitOutcome;
+use crate::commands::{ApplyOutcome, RevertOutcome, VerifyOutcome};
 use crate::error::Error;
-use crate::init::InitOutcome;
-use crate::ops::{ApplyOutcome, RevertOutcome, VerifyOutcome};
 use crate::report::Status;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
@@ -101,7 +101,7 @@ impl Printer for Github {
                 .map(|r| PathBuf::from(&r.root))
                 .unwrap_or_default();
             match smoke {
-                Ok(r) => crate::smoke::print::annotations(s.out, r)?,
+                Ok(r) => crate::output::smoke::annotations(s.out, r)?,
                 Err(e) => annotation(s.out, &root, None, "acp-patch smoke", &e.to_string())?,
             }
         }

@@ -2,9 +2,9 @@
 //! `{"ok": false, "error": {...}}`); a dry run's diff is its `diff` field.
 
 use super::{Context, Printer, SmokeResult, Streams, apply_summary, init_summary, revert_summary};
+use crate::commands::init::InitOutcome;
+use crate::commands::{ApplyOutcome, RevertOutcome, VerifyOutcome};
 use crate::error::Error;
-use crate::init::InitOutcome;
-use crate::ops::{ApplyOutcome, RevertOutcome, VerifyOutcome};
 use serde_json::{Value, json};
 use std::io;
 
@@ -68,9 +68,9 @@ impl Printer for Json {
         }
         let doc = match smoke {
             None => verify,
-            Some(Ok(r)) => json!({ "verify": verify, "smoke": crate::smoke::print::json(r) }),
+            Some(Ok(r)) => json!({ "verify": verify, "smoke": crate::output::smoke::json(r) }),
             Some(Err(e)) => {
-                json!({ "verify": verify, "smoke": crate::smoke::print::error_value(e) })
+                json!({ "verify": verify, "smoke": crate::output::smoke::error_value(e) })
             }
         };
         emit(s, &doc)?;

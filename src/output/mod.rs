@@ -6,11 +6,12 @@
 
 mod github;
 mod json;
+pub mod smoke;
 mod text;
 
+use crate::commands::init::InitOutcome;
+use crate::commands::{ApplyOutcome, RevertOutcome, VerifyOutcome};
 use crate::error::Error;
-use crate::init::InitOutcome;
-use crate::ops::{ApplyOutcome, RevertOutcome, VerifyOutcome};
 use crate::smoke::report::SmokeReport;
 use std::io::{self, Write};
 use std::path::Path;
@@ -138,7 +139,7 @@ fn init_summary(s: &mut Streams, outcome: &InitOutcome, dry_run: bool) {
 /// `verify --smoke`'s smoke section as the smoke command's text printer writes it.
 fn smoke_text(r: &SmokeResult) -> String {
     match r {
-        Ok(report) => crate::smoke::print::text(report),
+        Ok(report) => crate::output::smoke::text(report),
         Err(e) => format!("acp-patch smoke: {e}\n"),
     }
 }

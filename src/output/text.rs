@@ -3,9 +3,9 @@
 use super::{
     Context, Printer, SmokeResult, Streams, apply_summary, init_summary, revert_summary, smoke_text,
 };
+use crate::commands::init::InitOutcome;
+use crate::commands::{ApplyOutcome, RevertOutcome, VerifyOutcome};
 use crate::error::Error;
-use crate::init::InitOutcome;
-use crate::ops::{ApplyOutcome, RevertOutcome, VerifyOutcome};
 use std::io;
 
 pub struct Text;

@@ -2,8 +2,8 @@
 //! where the edits are, and the smoke run's figures.
 
 use super::SmokeComparison;
+use crate::commands::ApplyOutcome;
 use crate::diff::FileChange;
-use crate::ops::ApplyOutcome;
 use crate::smoke::checks;
 use std::fmt::Write as _;
 

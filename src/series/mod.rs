@@ -6,9 +6,9 @@
 mod message;
 mod stamp;
 
+use crate::commands::{ApplyOptions, ApplyOutcome};
 use crate::diff::FileChange;
 use crate::error::Result;
-use crate::ops::{ApplyOptions, ApplyOutcome};
 use crate::smoke::report::SmokeReport;
 use std::fmt::Write as _;
 use std::path::Path;
@@ -237,7 +237,7 @@ pub fn apply_with_smoke(
     root: &Path,
     opts: &ApplyOptions,
 ) -> Result<(ApplyOutcome, Option<SmokeComparison>)> {
-    let planned = crate::ops::apply(
+    let planned = crate::commands::apply(
         root,
         &ApplyOptions {
             dry_run: true,
@@ -248,7 +248,7 @@ pub fn apply_with_smoke(
         return Ok((planned, None));
     }
     let before = smoke_run(root);
-    let outcome = crate::ops::apply(root, opts)?;
+    let outcome = crate::commands::apply(root, opts)?;
     let after = smoke_run(root);
     Ok((outcome, Some(SmokeComparison { before, after })))
 }

@@ -5,7 +5,8 @@
 //! workspace in a temporary folder ([`sandbox`]), in a loopback-only network namespace when
 //! possible — and drives its sessions as an ACP client ([`client`]); merges what a client would
 //! show ([`transcript`], [`timeline`]), judges the raw lines ([`checks`]), checks the agent's
-//! folder is untouched ([`trace`]) and reports ([`report`], printed per format by [`print`]);
+//! folder is untouched ([`trace`]) and reports ([`report`], printed per format by
+//! `crate::output::smoke`);
 //! a protocol v2 recording is read the way v1 is ([`wire_v2`]). Presets ([`presets`]) know how
 //! to start the agents we know. Exit codes: 0 every check of the patch passes (`--strict`: the
 //! findings about the agent too), 1 one failed, 2 could not run.
@@ -15,7 +16,6 @@ pub mod client;
 pub mod config;
 pub mod llm;
 pub mod presets;
-pub mod print;
 pub mod report;
 pub mod run;
 pub mod sandbox;
@@ -28,6 +28,22 @@ pub mod wire_v2;
 use std::path::PathBuf;
 
 pub use report::SmokeReport;
+
+/// The formats of `--format`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum Format {
+    /// The turn as a client shows it, the checks and the verdict.
+    #[default]
+    Text,
+    /// One JSON document: every raw line, check and figure.
+    Json,
+    /// GitHub Actions annotations (one per check that fails the run, a warning per finding
+    /// about the agent), the text report on stderr.
+    Github,
+    /// One self-contained HTML page with a timeline per session.
+    Html,
+}
+
 pub use run::{run, run_async};
 
 use config::{Network, Overrides};
@@ -100,8 +116,8 @@ pub struct SmokeArgs {
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
     /// What to print on stdout.
-    #[arg(long, value_enum, default_value_t = print::Format::Text)]
-    pub format: print::Format,
+    #[arg(long, value_enum, default_value_t = Format::Text)]
+    pub format: Format,
     /// Also write the JSON document (`--format json`: every raw line with its time, check
     /// and figure) into FILE.
     #[arg(long, value_name = "FILE")]
@@ -218,43 +234,4 @@ pub fn exit_code(result: &Result<SmokeReport, SmokeError>) -> u8 {
         Ok(_) => 1,
         Err(_) => 2,
     }
-}
-
-/// Writes one printer's document into `path` (`--json FILE`, `--html FILE`).
-fn write_file(
-    path: &std::path::Path,
-    format: print::Format,
-    result: &Result<SmokeReport, SmokeError>,
-) -> std::io::Result<()> {
-    let mut file = std::io::BufWriter::new(std::fs::File::create(path)?);
-    let mut quiet = std::io::sink();
-    let mut s = crate::output::Streams {
-        out: &mut file,
-        err: &mut quiet,
-    };
-    print::print(print::printer(format).as_ref(), &mut s, result)
-}
-
-/// `acp-patch smoke`: runs, prints in `--format` on `s`, writes the `--json`/`--html` files;
-/// returns the exit code (a file that cannot be written: 2) and how printing went: a stdout
-/// write error (a closed pipe) is the caller's to judge, and never changes the verdict.
-pub fn run_cli(args: &SmokeArgs, s: &mut crate::output::Streams) -> (u8, std::io::Result<()>) {
-    let result = SmokeOptions::from_args(args).and_then(|o| run(&o));
-    let mut code = exit_code(&result);
-    for (path, format) in [
-        (&args.json, print::Format::Json),
-        (&args.html, print::Format::Html),
-    ] {
-        if let Some(path) = path
-            && let Err(e) = write_file(path, format, &result)
-        {
-            s.say(&format!(
-                "acp-patch smoke: cannot write {}: {e}",
-                path.display()
-            ));
-            code = 2;
-        }
-    }
-    let printed = print::print(print::printer(args.format).as_ref(), s, &result);
-    (code, printed)
 }

@@ -6,6 +6,7 @@ mod cli;
 mod fixtures;
 mod hostile;
 mod installed;
+mod layout;
 mod property;
 mod python;
 mod python_imports;

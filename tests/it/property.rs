@@ -12,7 +12,7 @@
 //! decorator support, and standard decorators would change what tsc accepts).
 
 use crate::support::*;
-use acp_patch::ops::{self, ApplyOptions, RevertOptions};
+use acp_patch::commands::{self, ApplyOptions, RevertOptions};
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestCaseError, TestRunner};
 use std::io::{BufRead, BufReader, Write};
@@ -546,7 +546,8 @@ fn check_case(lang: Lang, case: &str, m: &Mutation, dir: &Path) -> Result<(), Te
         allow_dirty: true,
         ..Default::default()
     };
-    let applied = ops::apply(dir, &opts).map_err(|e| TestCaseError::fail(format!("apply: {e}")))?;
+    let applied =
+        commands::apply(dir, &opts).map_err(|e| TestCaseError::fail(format!("apply: {e}")))?;
     ensure!(!applied.nothing_to_do(), "apply found nothing to do");
     let mut compile = Vec::new();
     for path in walk(dir) {
@@ -595,7 +596,7 @@ fn check_case(lang: Lang, case: &str, m: &Mutation, dir: &Path) -> Result<(), Te
         );
     }
     python_compile(&compile).map_err(TestCaseError::fail)?;
-    let report = ops::verify(dir, &Default::default())
+    let report = commands::verify(dir, &Default::default())
         .map_err(|e| TestCaseError::fail(format!("verify: {e}")))?;
     ensure!(
         report.exit_code() == 0,
@@ -606,7 +607,7 @@ fn check_case(lang: Lang, case: &str, m: &Mutation, dir: &Path) -> Result<(), Te
             .map(|r| r.to_text())
             .collect::<String>()
     );
-    let again = ops::apply(
+    let again = commands::apply(
         dir,
         &ApplyOptions {
             dry_run: true,
@@ -619,7 +620,7 @@ fn check_case(lang: Lang, case: &str, m: &Mutation, dir: &Path) -> Result<(), Te
         "second apply is not a no-op:\n{}",
         again.diff
     );
-    let reverted = ops::revert(
+    let reverted = commands::revert(
         dir,
         &RevertOptions {
             allow_dirty: true,
@@ -706,7 +707,7 @@ fn typescript_sample_in_a_generated_style_typechecks() {
             dir.path(),
         )
         .unwrap();
-        ops::apply(
+        commands::apply(
             dir.path(),
             &ApplyOptions {
                 allow_dirty: true,
@@ -736,7 +737,7 @@ fn rust_sample_in_a_generated_style_passes_cargo_check() {
     for case in Lang::Rust.fixtures() {
         let dir = tempfile::tempdir().unwrap();
         check_case(Lang::Rust, case, &kitchen_sink(Lang::Rust), dir.path()).unwrap();
-        ops::apply(
+        commands::apply(
             dir.path(),
             &ApplyOptions {
                 allow_dirty: true,

@@ -504,7 +504,7 @@ pub fn locate<'a>(
         .iter()
         .map(|(_, p)| candidate(files, *p, qualified_name(p.node, &files[p.file].file.text)))
         .collect();
-    crate::init::record(
+    crate::lang::survey::record(
         "ACP prompt handler",
         "prompt",
         &cands.iter().collect::<Vec<_>>(),

@@ -152,7 +152,7 @@ pub(super) fn connection<'a>(
             .ok_or_else(|| pin_mismatch(files, "connection", "connection", &pin, &seen));
     }
     if auto_ok {
-        crate::init::record(
+        crate::lang::survey::record(
             "connection",
             "connection",
             &found.iter().map(|(_, c)| c).collect::<Vec<_>>(),

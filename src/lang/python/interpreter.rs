@@ -4,8 +4,8 @@
 //! interpreters on the machine; an interpreter named by the user (`--python`,
 //! `$ACP_PATCH_PYTHON`) or the agent's own virtual environment is taken as it is.
 
-use crate::compile::find_on_path;
 use crate::project::Project;
+use crate::toolchain::find_on_path;
 use std::path::{Path, PathBuf};
 
 /// A Python version, `(major, minor, micro)`.

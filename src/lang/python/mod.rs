@@ -335,9 +335,9 @@ impl Language for Python {
     fn startup_check(
         &self,
         project: &Project,
-        files: &[crate::compile::Patched],
-        unpatched: crate::compile::Unpatched,
-    ) -> Result<crate::compile::Startup> {
+        files: &[crate::toolchain::Patched],
+        unpatched: crate::toolchain::Unpatched,
+    ) -> Result<crate::toolchain::Startup> {
         toolchain::startup(project, files, unpatched)
     }
 

@@ -6,9 +6,9 @@
 
 use super::interpreter::{self, Found};
 use super::package::Packages;
-use crate::compile::{Failure, Patched, Startup, Unpatched};
 use crate::error::{Error, Result, StartFailure};
 use crate::project::Project;
+use crate::toolchain::{Failure, Patched, Startup, Unpatched};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
@@ -97,7 +97,7 @@ pub fn startup(project: &Project, files: &[Patched], unpatched: Unpatched) -> Re
             std::fs::write(&init, "").map_err(crate::error::io_err(&init))?;
         }
     }
-    crate::compile::copy_tree(&project.root, &tree_path, Some(&["py"]))?;
+    crate::toolchain::copy_tree(&project.root, &tree_path, Some(&["py"]))?;
     for f in files {
         put(&tree_path, &f.rel, Some(&f.after))?;
     }
@@ -483,7 +483,7 @@ fn run(
     let body = payload.to_string();
     let writer = std::thread::spawn(move || stdin.write_all(body.as_bytes()));
     let timeout = std::time::Duration::from_secs(IMPORT_TIMEOUT_S * (modules.len() as u64 + 1));
-    let out = crate::compile::wait_group(child, timeout).map_err(|e| e.to_string())?;
+    let out = crate::toolchain::wait_group(child, timeout).map_err(|e| e.to_string())?;
     let _ = writer.join();
     let Some(out) = out else {
         return Err(format!("it did not finish within {} s", timeout.as_secs()));

@@ -401,7 +401,7 @@ fn locate(
     // `acp-patch init` lists the handler when there is one (with several, all are patched)
     if let [one] = found.as_slice() {
         let c = candidate(files, one);
-        crate::init::record("ACP prompt handler", "rust.prompt", &[&c], Some(&c));
+        crate::lang::survey::record("ACP prompt handler", "rust.prompt", &[&c], Some(&c));
     }
 
     // the connection of each wrapped handler
@@ -687,7 +687,7 @@ fn wrap_sink(
     };
     if let Some(s) = pick {
         let all: Vec<&Candidate> = listed.iter().collect();
-        crate::init::record(
+        crate::lang::survey::record(
             "connection for the think card",
             "rust.connection",
             &all,

@@ -1,7 +1,7 @@
 //! The Rust toolchain check: `cargo check` on a temporary copy of the patched tree, under
 //! `apply --check-build` (a crate has no cheaper start-up check than its build).
 
-use crate::compile::find_on_path;
+use crate::toolchain::find_on_path;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 

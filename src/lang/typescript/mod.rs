@@ -191,9 +191,9 @@ impl Language for TypeScript {
     fn startup_check(
         &self,
         project: &Project,
-        files: &[crate::compile::Patched],
-        unpatched: crate::compile::Unpatched,
-    ) -> Result<crate::compile::Startup> {
+        files: &[crate::toolchain::Patched],
+        unpatched: crate::toolchain::Unpatched,
+    ) -> Result<crate::toolchain::Startup> {
         toolchain::startup(project, files, unpatched)
     }
 

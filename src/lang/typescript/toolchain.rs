@@ -6,9 +6,9 @@
 //! a `node_modules` above the file). `--check-build` adds `tsc --noEmit`.
 
 use super::syntax::{self, arguments, callee, descendants, string_value};
-use crate::compile::{Failure, Patched, Startup, Unpatched, find_on_path};
 use crate::error::{Error, Result, StartFailure};
 use crate::project::Project;
+use crate::toolchain::{Failure, Patched, Startup, Unpatched, find_on_path};
 use std::collections::HashSet;
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -386,7 +386,7 @@ fn run_node(
     let mut stdin = child.stdin.take().expect("piped");
     let body = serde_json::to_string(&payload).expect("json");
     let writer = std::thread::spawn(move || stdin.write_all(body.as_bytes()));
-    let out = crate::compile::wait_group(child, std::time::Duration::from_secs(120))
+    let out = crate::toolchain::wait_group(child, std::time::Duration::from_secs(120))
         .map_err(|e| e.to_string())?
         .ok_or("it did not finish within 120 s")?;
     let _ = writer.join();

@@ -260,12 +260,12 @@ mod tests {
             cases += 1;
             let dir = tempfile::tempdir().unwrap();
             copy(&before, dir.path());
-            let opts = crate::ops::ApplyOptions {
+            let opts = crate::commands::ApplyOptions {
                 allow_dirty: true,
                 ..Default::default()
             };
-            crate::ops::apply(dir.path(), &opts).unwrap();
-            let project = Project::load(dir.path(), &Options::default()).unwrap();
+            crate::commands::apply(dir.path(), &opts).unwrap();
+            let project = crate::lang::load(dir.path(), &Options::default()).unwrap();
             let files = crate::lang::typescript::TypeScript.parse_for_tests(&project);
             let a = analyze(&project, files).unwrap();
             let name = e.file_name().to_string_lossy().to_string();

@@ -174,7 +174,7 @@ pub fn handlers<'a>(
             let src = files[file].file.text.as_str();
             let at = if c.file == file { c.line } else { line(class) };
             let pin = candidate(files, file, at, &format!("{}.{field}", name_of(class, src)));
-            crate::init::record("connection", "typescript.connection", &[&pin], Some(&pin));
+            crate::lang::survey::record("connection", "typescript.connection", &[&pin], Some(&pin));
         }
         for (role, method) in [(Role::Prompt, "prompt"), (Role::Cancel, "cancel")] {
             let Some((f, m)) = member(files, file, class, method) else {
@@ -394,7 +394,7 @@ pub(super) fn select<'a>(
         if let [one] = prompts[..] {
             // `acp-patch init` lists the site with the pin that holds apply to it
             let c = candidate(files, one.file, one.line, &one.name);
-            crate::init::record("prompt handler", "typescript.prompt", &[&c], Some(&c));
+            crate::lang::survey::record("prompt handler", "typescript.prompt", &[&c], Some(&c));
         }
         if !prompts.is_empty() {
             return Ok(found);

@@ -4,14 +4,14 @@
 use std::fmt::Write as _;
 use std::io;
 
-use super::super::SmokeError;
-use super::super::checks::{Check, Judges};
-use super::super::llm::LlmRequest;
-use super::super::report::SmokeReport;
-use super::super::transcript::{Block, Transcript};
-use super::super::wire::truncate;
 use super::Printer;
 use crate::output::Streams;
+use crate::smoke::SmokeError;
+use crate::smoke::checks::{Check, Judges};
+use crate::smoke::llm::LlmRequest;
+use crate::smoke::report::SmokeReport;
+use crate::smoke::transcript::{Block, Transcript};
+use crate::smoke::wire::truncate;
 
 pub struct Text;
 

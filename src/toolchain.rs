@@ -1,14 +1,12 @@
 //! What the languages' toolchain checks share (each language's own is in
-//! `lang/<language>/toolchain.rs`). The in-process parsers (tree-sitter, syn) accept code the
+//! `lang/<language>/toolchain.rs`; `--check-build` is in `commands/apply.rs`). The in-process parsers (tree-sitter, syn) accept code the
 //! real compiler rejects, and code that compiles can still kill the agent at start (an
 //! import cycle), so apply runs each language's start-up check on the tree as the plan leaves
 //! it and, with `--check-build`, type-checks / builds a temporary copy of the patched tree.
 
-use crate::error::{Error, Result};
-use crate::project::Project;
+use crate::error::Result;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 
 /// One file as apply would leave it.
 #[derive(Debug, Clone)]
@@ -102,93 +100,6 @@ pub fn wait_group(
         stdout: out_reader.join().unwrap_or_default(),
         stderr: err_reader.join().unwrap_or_default(),
     }))
-}
-
-/// `--check-build`: the language's build check (`tsc --noEmit`, `cargo check`) on a
-/// temporary copy of the tree with the patch applied, before anything is written. When the
-/// patched copy fails, the unpatched tree is checked too, so the message says whose fault
-/// it is.
-pub fn check_build(
-    project: &Project,
-    language: &dyn crate::lang::Language,
-    files: &[Patched],
-) -> Result<Option<String>> {
-    let copy = tempfile::Builder::new()
-        .prefix("acp-patch-check-")
-        .tempdir()
-        .map_err(crate::error::io_err(std::env::temp_dir()))?;
-    copy_tree(&project.root, copy.path(), None)?;
-    let mut cmd = match language.build_check(project, copy.path()) {
-        None => {
-            return Ok(Some(format!(
-                "--check-build: nothing to build for a {} agent (apply compiled each patched file)",
-                language.name()
-            )));
-        }
-        Some(Err(why)) => return Err(Error::Build { message: why }),
-        Some(Ok(cmd)) => cmd,
-    };
-    let shown = describe(&cmd);
-    for f in files {
-        let dest = copy.path().join(&f.rel);
-        if let Some(parent) = dest.parent() {
-            std::fs::create_dir_all(parent).map_err(crate::error::io_err(parent))?;
-        }
-        std::fs::write(&dest, &f.after).map_err(crate::error::io_err(&dest))?;
-    }
-    let patched = run_build(&mut cmd)?;
-    if patched.is_none() {
-        return Ok(Some(format!(
-            "--check-build: `{shown}` passes on the patched tree"
-        )));
-    }
-    let output = patched.unwrap_or_default();
-    let pristine = tempfile::Builder::new()
-        .prefix("acp-patch-check-")
-        .tempdir()
-        .map_err(crate::error::io_err(std::env::temp_dir()))?;
-    copy_tree(&project.root, pristine.path(), None)?;
-    let before = match language.build_check(project, pristine.path()) {
-        Some(Ok(mut c)) => run_build(&mut c)?,
-        _ => None,
-    };
-    let message = match before {
-        None => {
-            format!("`{shown}` fails on the patched tree but passes on it unpatched:\n{output}")
-        }
-        Some(_) => format!(
-            "`{shown}` fails on the unpatched tree too, so it cannot check the patch; fix the build or leave out --check-build:\n{output}"
-        ),
-    };
-    Err(Error::Build { message })
-}
-
-fn describe(cmd: &Command) -> String {
-    std::iter::once(cmd.get_program())
-        .chain(cmd.get_args())
-        .map(|a| a.to_string_lossy().into_owned())
-        .collect::<Vec<_>>()
-        .join(" ")
-}
-
-/// `None` when the command passes, else its output (the first 40 lines).
-fn run_build(cmd: &mut Command) -> Result<Option<String>> {
-    let out = cmd
-        .stdin(Stdio::null())
-        .output()
-        .map_err(|e| Error::Build {
-            message: format!("could not run `{}`: {e}", describe(cmd)),
-        })?;
-    if out.status.success() {
-        return Ok(None);
-    }
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let lines: Vec<&str> = text.lines().take(40).collect();
-    Ok(Some(lines.join("\n")))
 }
 
 /// Copies the agent's files (respecting .gitignore; no VCS folder, build output, bytecode or

@@ -1,73 +1,14 @@
 //! `acp-patch init`: an `acp-patch.toml` listing the sites apply found, each with the pin
 //! line that holds apply to it, commented out, so a team can pin them.
 //!
-//! The survey listens to `lang::parts::choose` — the one place every language decides a
+//! The survey (`lang::survey`) listens to `lang::parts::choose` — the one place every language decides a
 //! pinnable site — so each line init writes is one the pin filter accepts.
 
-use crate::error::{Candidate, Error, Result, pin_section};
-use crate::project::{Options, Project};
+use crate::error::{Error, Result};
+use crate::lang::survey::{Site, survey};
+use crate::project::Options;
 use crate::source::{SourceFile, Style};
-use std::cell::RefCell;
 use std::path::{Path, PathBuf};
-
-/// One pinnable site as apply saw it.
-#[derive(Debug, Clone, serde::Serialize)]
-pub struct Site {
-    /// The config table (`python`, `typescript`, `rust`).
-    pub section: String,
-    /// The key in that table (`prompt`, `emitter`, ...).
-    pub key: String,
-    /// What the site is, e.g. `ACP prompt handler`.
-    pub site: String,
-    /// The pin values (`file:name`): one when the site is decided, several when apply
-    /// needs a pin to choose, none when it found nothing.
-    pub pins: Vec<Pin>,
-    /// Whether apply decided this site (one candidate, or a pin).
-    pub decided: bool,
-}
-
-#[derive(Debug, Clone, serde::Serialize)]
-pub struct Pin {
-    pub value: String,
-    /// `file:line` of the candidate.
-    pub location: String,
-}
-
-thread_local! {
-    static SURVEY: RefCell<Option<Vec<Site>>> = const { RefCell::new(None) };
-}
-
-/// Called by `parts::choose` with every candidate it saw and the one it took (if any).
-/// Does nothing unless a survey is running on this thread.
-pub(crate) fn record(
-    site: &str,
-    pin_key: &str,
-    candidates: &[&Candidate],
-    chosen: Option<&Candidate>,
-) {
-    SURVEY.with(|s| {
-        let mut s = s.borrow_mut();
-        let Some(sites) = s.as_mut() else { return };
-        let (section, key, _) = pin_section(pin_key);
-        let pin = |c: &Candidate| Pin {
-            value: format!("{}:{}", c.location.file, c.name),
-            location: c.location.to_string(),
-        };
-        let entry = Site {
-            section: section.to_string(),
-            key: key.to_string(),
-            site: site.to_string(),
-            pins: match chosen {
-                Some(c) => vec![pin(c)],
-                None => candidates.iter().map(|c| pin(c)).collect(),
-            },
-            decided: chosen.is_some(),
-        };
-        // a site decided twice (plan, then a helper asking again) is listed once
-        sites.retain(|e| !(e.section == entry.section && e.key == entry.key));
-        sites.push(entry);
-    });
-}
 
 /// What init found and wrote.
 #[derive(Debug, Clone, serde::Serialize)]
@@ -87,7 +28,7 @@ pub struct InitOutcome {
 /// Surveys the agents in `root` and writes (unless `dry_run`) their pins to
 /// `root/acp-patch.toml`.
 pub fn init(root: &Path, opts: &Options, dry_run: bool) -> Result<InitOutcome> {
-    let project = Project::load(root, opts)?;
+    let project = crate::lang::load(root, opts)?;
     let langs: Vec<_> = crate::lang::all()
         .into_iter()
         .filter(|l| l.detect(&project))
@@ -101,9 +42,7 @@ pub fn init(root: &Path, opts: &Options, dry_run: bool) -> Result<InitOutcome> {
     let mut sites = Vec::new();
     let mut stopped = Vec::new();
     for lang in langs {
-        SURVEY.with(|s| *s.borrow_mut() = Some(Vec::new()));
-        let result = lang.plan(&project);
-        let found = SURVEY.with(|s| s.borrow_mut().take()).unwrap_or_default();
+        let (result, found) = survey(|| lang.plan(&project));
         sites.extend(found);
         if let Err(e) = result {
             stopped.push(format!("{} agent: {e}", lang.name()));
@@ -172,7 +111,7 @@ fn write_config(root: &Path, path: &Path, existing: Option<String>, add: &str) -
     let mut plan = crate::plan::Plan::default();
     let text = add.replace('\n', file.style.eol);
     plan.add(&file, file.text.len(), text, "pins");
-    crate::apply::write_plan(&plan)
+    crate::write::write_plan(&plan)
 }
 
 /// The pins as TOML: a table per language, each site a comment saying what and where,

@@ -53,34 +53,34 @@ impl RevertOutcome {
 pub fn revert(root: &Path, opts: &RevertOptions) -> Result<RevertOutcome> {
     // one writer at a time, as apply
     let _lock = match root.canonicalize() {
-        Ok(dir) if !opts.dry_run && dir.is_dir() => Some(crate::apply::lock_tree(&dir)?),
+        Ok(dir) if !opts.dry_run && dir.is_dir() => Some(crate::write::lock_tree(&dir)?),
         _ => None,
     };
-    let project = Project::load(root, &opts.common)?;
+    let project = crate::lang::load(root, &opts.common)?;
     // every agent of the tree (a Python one and a TypeScript one, say): their files differ
-    let langs = crate::ops::agents(&project)?;
+    let mut notes = Vec::new();
+    let per_agent = crate::commands::each_agent(&project, &mut notes, |lang| {
+        let inventory = lang.inventory(&project)?;
+        let (mine, taken) = removal_plan_of(lang, &inventory)?;
+        if !mine.is_empty() {
+            check_current_parses(lang, &inventory)?;
+            crate::commands::check_parses(lang, &mine)?;
+            check_no_leftovers(&inventory, &mine)?;
+            check_round_trip(lang, &project, &inventory, &mine)?;
+        }
+        Ok((mine, taken))
+    })?;
     let mut plan = Plan::default();
     let mut removed = Vec::new();
-    for lang in &langs {
-        let inventory = match lang.inventory(&project) {
-            Ok(i) => i,
-            // SDK imports without an agent (a client script) beside another agent: as apply
-            Err(Error::NoAgent { .. }) if langs.len() > 1 => continue,
-            Err(e) => return Err(e),
-        };
-        let (mine, taken) = removal_plan_of(*lang, &inventory)?;
-        if !mine.is_empty() {
-            check_current_parses(*lang, &inventory)?;
-            crate::ops::check_parses(*lang, &mine)?;
-            check_no_leftovers(&inventory, &mine)?;
-            check_round_trip(*lang, &project, &inventory, &mine)?;
-        }
+    let mut langs = Vec::new();
+    for (lang, (mine, taken)) in per_agent {
+        langs.push(lang.name());
         plan.files.extend(mine.files);
         removed.extend(taken);
     }
     plan.sort();
     let outcome = RevertOutcome {
-        language: langs.iter().map(|l| l.name()).collect::<Vec<_>>().join("+"),
+        language: langs.join("+"),
         diff: crate::diff::plan_diff(&plan),
         removed,
         files: plan.files.iter().map(|f| f.file.rel.clone()).collect(),
@@ -91,15 +91,15 @@ pub fn revert(root: &Path, opts: &RevertOptions) -> Result<RevertOutcome> {
             .map(|f| f.file.rel.clone())
             .collect(),
         written: false,
-        notes: Vec::new(),
+        notes,
     };
     if opts.dry_run || plan.is_empty() {
         return Ok(outcome);
     }
     if !opts.allow_dirty {
-        crate::apply::check_clean(&project.root)?;
+        crate::write::check_clean(&project.root)?;
     }
-    crate::apply::write_plan(&plan)?;
+    crate::write::write_plan(&plan)?;
     Ok(RevertOutcome {
         written: true,
         ..outcome
@@ -139,7 +139,7 @@ pub(crate) fn refusal(lang: &dyn Language, project: &Project) -> Option<Refusal>
             return Ok(());
         }
         check_current_parses(lang, &inventory)?;
-        crate::ops::check_parses(lang, &mine)?;
+        crate::commands::check_parses(lang, &mine)?;
         check_no_leftovers(&inventory, &mine)?;
         check_round_trip(lang, project, &inventory, &mine)
     });

@@ -3,14 +3,14 @@
 use std::fmt::Write as _;
 use std::io;
 
-use super::super::SmokeError;
-use super::super::checks::{Check, Judges};
-use super::super::report::SmokeReport;
-use super::super::timeline;
-use super::super::transcript::{Block, ToolCallView, Transcript};
-use super::super::wire::Direction;
+use crate::smoke::SmokeError;
+use crate::smoke::checks::{Check, Judges};
+use crate::smoke::report::SmokeReport;
+
 use super::Printer;
 use crate::output::Streams;
+use crate::smoke::transcript::{Block, ToolCallView, Transcript};
+use crate::smoke::wire::Direction;
 
 pub struct Html;
 
@@ -210,7 +210,7 @@ pub fn html(r: &SmokeReport) -> String {
             esc(&s.session_id),
             esc(&s.outcome)
         );
-        h.push_str(&timeline::svg(
+        h.push_str(&super::svg::svg(
             &s.timeline,
             &format!("Timeline of session {} ({})", s.number, s.session_id),
         ));

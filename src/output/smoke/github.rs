@@ -3,11 +3,11 @@
 
 use std::io::{self, Write};
 
-use super::super::SmokeError;
-use super::super::checks::Judges;
-use super::super::report::SmokeReport;
 use super::{Printer, text};
 use crate::output::{Streams, escape_data, escape_property};
+use crate::smoke::SmokeError;
+use crate::smoke::checks::Judges;
+use crate::smoke::report::SmokeReport;
 
 pub struct Github;
 

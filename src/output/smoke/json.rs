@@ -6,10 +6,10 @@ use std::io;
 
 use serde_json::{Value, json};
 
-use super::super::SmokeError;
-use super::super::report::SmokeReport;
 use super::Printer;
 use crate::output::Streams;
+use crate::smoke::SmokeError;
+use crate::smoke::report::SmokeReport;
 
 pub struct Json;
 

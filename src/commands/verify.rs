@@ -1,0 +1,114 @@
+//! `verify`: every agent's report, with revert's refusal and the start-up check as rows.
+
+use super::startup::startup;
+use super::{each_agent, judged, tree_notes};
+use crate::error::{Error, Result};
+use crate::lang::Language;
+use crate::plan::Plan;
+use crate::project::{Options, Project};
+use crate::report::{Report, Status};
+use std::path::Path;
+
+/// Verify's outcome: one report per agent in the tree, and what is worth a word.
+#[derive(Debug, Clone)]
+pub struct VerifyOutcome {
+    pub reports: Vec<Report>,
+    pub notes: Vec<String>,
+}
+
+impl VerifyOutcome {
+    pub fn exit_code(&self) -> u8 {
+        self.reports
+            .iter()
+            .map(Report::exit_code)
+            .max()
+            .unwrap_or(0)
+    }
+}
+
+pub fn verify(root: &Path, opts: &Options) -> Result<VerifyOutcome> {
+    let project = crate::lang::load(root, opts)?;
+    let mut notes = tree_notes(&project);
+    let per_agent = each_agent(&project, &mut notes, |lang| {
+        let mut said = Vec::new();
+        let mut reports = judged(lang, &project)?;
+        for report in &mut reports {
+            said.append(&mut report.notes);
+            startup_rows(lang, &project, report, &mut said)?;
+        }
+        Ok((reports, said))
+    })?;
+    let mut reports = Vec::new();
+    for (_, (found, said)) in per_agent {
+        notes.extend(said);
+        reports.extend(found);
+    }
+    Ok(VerifyOutcome { reports, notes })
+}
+
+/// Verify's side of the start-up check: a compile failure marks `parses`, a failing start
+/// the `starts` row (added for the languages that have the check).
+fn startup_rows(
+    lang: &dyn Language,
+    project: &Project,
+    report: &mut Report,
+    notes: &mut Vec<String>,
+) -> Result<()> {
+    // on a tree with pieces missing, the check is apply's: the tree as the plan leaves it
+    let plan = if report.ok() {
+        Plan::default()
+    } else {
+        lang.plan(project).unwrap_or_default()
+    };
+    let mut row = crate::report::Check {
+        id: "starts".into(),
+        status: Status::Ok,
+        locations: vec![],
+        detail: String::new(),
+        insert_at: None,
+    };
+    match startup(lang, project, &plan, report) {
+        Ok(s) => {
+            if !s.applies {
+                return Ok(());
+            }
+            if !s.proven.is_empty() {
+                row.locations.push(s.proven.join(", "));
+            } else if !s.notes.is_empty() {
+                row.detail = "not started here (see the notes)".into();
+            }
+            notes.extend(s.notes);
+        }
+        Err(Error::WouldNotCompile {
+            file,
+            line,
+            compiler,
+            message,
+        }) => {
+            if let Some(parses) = report.checks.iter_mut().find(|c| c.id == "parses") {
+                parses.status = Status::Malformed;
+                parses.detail = format!("{file}:{line}: {message} ({compiler})");
+                parses.insert_at = Some(format!("{file}:{line}"));
+            }
+            row.status = Status::Malformed;
+            row.detail = format!("cannot start: {file}:{line} does not compile");
+        }
+        Err(Error::WouldNotStart {
+            file,
+            line,
+            failure,
+        }) => {
+            let f = *failure;
+            row.status = Status::Malformed;
+            row.locations.push(format!("{file}:{line}"));
+            row.detail = format!(
+                "{} fails with {}: {} (unpatched it {})",
+                f.what, f.by, f.message, f.unpatched
+            );
+            row.insert_at = Some(format!("{file}:{line}"));
+        }
+        Err(e) => return Err(e),
+    }
+    report.checks.push(row);
+    Ok(())
+}

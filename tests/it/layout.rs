@@ -1,0 +1,193 @@
+//! The shape of the code: the library's modules form layers (no `use crate::` cycle between
+//! top-level modules), and no language reaches into another.
+//!
+//! Read from the sources: every `crate::<module>` path outside comments and test modules.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+const LANGUAGES: &[&str] = &["python", "typescript", "rust"];
+
+/// Every library source file (the binary's `main.rs` sits above everything), relative to `src/`.
+fn sources() -> Vec<(PathBuf, String)> {
+    fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
+        for e in std::fs::read_dir(dir).unwrap().flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                walk(&p, out);
+            } else if p.extension().is_some_and(|x| x == "rs") {
+                out.push(p);
+            }
+        }
+    }
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = Vec::new();
+    walk(&src, &mut files);
+    files.sort();
+    files
+        .into_iter()
+        .filter(|p| p.file_name().is_some_and(|n| n != "main.rs"))
+        .map(|p| {
+            let text = std::fs::read_to_string(&p).unwrap();
+            (p.strip_prefix(&src).unwrap().to_path_buf(), text)
+        })
+        .collect()
+}
+
+/// The code of a file without its comments and its `#[cfg(test)] mod` (tests may drive the
+/// whole tool).
+fn code(text: &str) -> String {
+    let text = match text.find("#[cfg(test)]\nmod ") {
+        Some(i) => &text[..i],
+        None => text,
+    };
+    text.lines()
+        .map(|l| match l.find("//") {
+            Some(i) if !l[..i].contains('"') => &l[..i],
+            _ => l,
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// The `crate::a::b::…` paths a file names, as their segments.
+fn crate_paths(code: &str) -> Vec<Vec<String>> {
+    let mut paths = Vec::new();
+    let mut rest = code;
+    while let Some(i) = rest.find("crate::") {
+        let after = &rest[i + "crate::".len()..];
+        let end = after
+            .find(|c: char| !(c.is_alphanumeric() || c == '_' || c == ':'))
+            .unwrap_or(after.len());
+        let segments: Vec<String> = after[..end]
+            .split("::")
+            .filter(|s| !s.is_empty())
+            .map(str::to_string)
+            .collect();
+        if !segments.is_empty() {
+            paths.push(segments);
+        }
+        rest = &after[end..];
+    }
+    paths
+}
+
+/// The module path of a file: `lang/python/anchors.rs` → `[lang, python, anchors]`.
+fn module_of(rel: &Path) -> Vec<String> {
+    let mut parts: Vec<String> = rel
+        .with_extension("")
+        .iter()
+        .map(|s| s.to_string_lossy().into_owned())
+        .collect();
+    if parts.last().is_some_and(|l| l == "mod" || l == "lib") {
+        parts.pop();
+    }
+    parts
+}
+
+/// A cycle in `graph`, as the modules along it, when there is one.
+fn cycle(graph: &BTreeMap<String, BTreeSet<String>>) -> Option<Vec<String>> {
+    fn visit(
+        node: &str,
+        graph: &BTreeMap<String, BTreeSet<String>>,
+        done: &mut BTreeSet<String>,
+        path: &mut Vec<String>,
+    ) -> Option<Vec<String>> {
+        if let Some(at) = path.iter().position(|p| p == node) {
+            let mut c = path[at..].to_vec();
+            c.push(node.to_string());
+            return Some(c);
+        }
+        if done.contains(node) {
+            return None;
+        }
+        path.push(node.to_string());
+        for next in graph.get(node).into_iter().flatten() {
+            if let Some(c) = visit(next, graph, done, path) {
+                return Some(c);
+            }
+        }
+        path.pop();
+        done.insert(node.to_string());
+        None
+    }
+    let mut done = BTreeSet::new();
+    graph
+        .keys()
+        .find_map(|n| visit(n, graph, &mut done, &mut Vec::new()))
+}
+
+#[test]
+fn top_level_modules_form_layers_without_a_cycle() {
+    let mut graph: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    let mut why: BTreeMap<(String, String), String> = BTreeMap::new();
+    for (rel, text) in sources() {
+        let from = module_of(&rel);
+        let Some(top) = from.first() else { continue };
+        for path in crate_paths(&code(&text)) {
+            if &path[0] != top {
+                graph
+                    .entry(top.clone())
+                    .or_default()
+                    .insert(path[0].clone());
+                why.entry((top.clone(), path[0].clone()))
+                    .or_insert_with(|| {
+                        format!("{} names crate::{}", rel.display(), path.join("::"))
+                    });
+            }
+        }
+    }
+    assert!(
+        graph.contains_key("commands"),
+        "the reader found no module: {graph:?}"
+    );
+    if let Some(c) = cycle(&graph) {
+        let steps: Vec<String> = c
+            .windows(2)
+            .map(|w| why[&(w[0].clone(), w[1].clone())].clone())
+            .collect();
+        panic!("module cycle {}:\n  {}", c.join(" -> "), steps.join("\n  "));
+    }
+}
+
+#[test]
+fn no_language_reaches_into_another() {
+    let mut crossings = Vec::new();
+    for (rel, text) in sources() {
+        let from = module_of(&rel);
+        if from.len() < 2 || from[0] != "lang" || !LANGUAGES.contains(&from[1].as_str()) {
+            continue;
+        }
+        for path in crate_paths(&code(&text)) {
+            if path.len() > 1
+                && path[0] == "lang"
+                && LANGUAGES.contains(&path[1].as_str())
+                && path[1] != from[1]
+            {
+                crossings.push(format!(
+                    "{} names crate::{}",
+                    rel.display(),
+                    path.join("::")
+                ));
+            }
+        }
+    }
+    assert!(crossings.is_empty(), "{crossings:#?}");
+}
+
+#[test]
+fn the_reader_sees_paths_and_not_comments() {
+    let text = "use crate::lang::parts; // crate::smoke here is a comment\nlet x = \"//\"; crate::write::lock_tree(p);\n#[cfg(test)]\nmod tests { use crate::commands; }\n";
+    let paths = crate_paths(&code(text));
+    assert_eq!(
+        paths,
+        vec![
+            vec!["lang".to_string(), "parts".to_string()],
+            vec!["write".to_string(), "lock_tree".to_string()],
+        ]
+    );
+    let mut g = BTreeMap::new();
+    g.insert("a".to_string(), BTreeSet::from(["b".to_string()]));
+    g.insert("b".to_string(), BTreeSet::from(["a".to_string()]));
+    assert_eq!(cycle(&g), Some(vec!["a".into(), "b".into(), "a".into()]));
+}
