@@ -2,7 +2,7 @@
 
 use acp_patch::commands::{self, ApplyOptions};
 use acp_patch::error::Error;
-use acp_patch::output::{self, Context, Printer, SmokeResult, Streams};
+use acp_patch::output::{Context, Format, Printer, SmokeResult, Streams};
 use acp_patch::project::Options;
 use clap::{Args, CommandFactory, Parser, Subcommand, ValueEnum};
 use std::io::{self, Write};
@@ -189,24 +189,6 @@ struct RevertArgs {
     /// its `diff` field).
     #[arg(long, value_enum, default_value_t = Format::Text)]
     format: Format,
-}
-
-#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
-enum Format {
-    Text,
-    Json,
-    /// GitHub Actions annotations.
-    Github,
-}
-
-impl Format {
-    fn printer(self) -> Box<dyn Printer> {
-        output::printer(match self {
-            Format::Text => output::Format::Text,
-            Format::Json => output::Format::Json,
-            Format::Github => output::Format::Github,
-        })
-    }
 }
 
 /// Signals that end a run by request. The main thread blocks them for good, so they reach

@@ -1,4 +1,5 @@
-//! The verify report: one line per piece, text or JSON, with the exit code it implies.
+//! The verify report: one row per piece, with the exit code it implies (the printers in
+//! `output/` render it).
 
 use serde::Serialize;
 
@@ -56,54 +57,5 @@ impl Report {
 
     pub fn exit_code(&self) -> u8 {
         if self.ok() { 0 } else { 1 }
-    }
-
-    pub fn to_text(&self) -> String {
-        let mut s = format!(
-            "{} ({} agent, {} shape)\n",
-            self.root, self.language, self.shape
-        );
-        let width = self.checks.iter().map(|c| c.id.len()).max().unwrap_or(0);
-        for c in &self.checks {
-            let pad = " ".repeat(13 + width);
-            s.push_str(&format!("  {:<10} {:<width$}", c.status.word(), c.id));
-            let mut lines = c.locations.iter().map(String::as_str).collect::<Vec<_>>();
-            let detail = c
-                .detail
-                .split("; ")
-                .filter(|d| !d.is_empty())
-                .map(|d| format!("- {d}"))
-                .collect::<Vec<_>>();
-            lines.extend(detail.iter().map(String::as_str));
-            for (i, l) in lines.iter().enumerate() {
-                if i > 0 {
-                    s.push_str(&pad);
-                }
-                s.push_str(&format!("  {l}\n"));
-            }
-            if lines.is_empty() {
-                s.push('\n');
-            }
-        }
-        let bad = self
-            .checks
-            .iter()
-            .filter(|c| c.status != Status::Ok)
-            .count();
-        if bad == 0 {
-            s.push_str(&format!("all {} checks hold\n", self.checks.len()));
-        } else {
-            s.push_str(&format!(
-                "{bad} of {} checks fail; `acp-patch apply` inserts what is missing\n",
-                self.checks.len()
-            ));
-        }
-        s
-    }
-
-    pub fn to_json(&self) -> String {
-        let mut v = serde_json::to_value(self).expect("report serializes");
-        v["ok"] = serde_json::Value::Bool(self.ok());
-        serde_json::to_string_pretty(&v).expect("json") + "\n"
     }
 }

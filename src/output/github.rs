@@ -107,7 +107,7 @@ impl Printer for Github {
         }
         s.out.flush()?;
         for report in &outcome.reports {
-            let _ = s.err.write_all(report.to_text().as_bytes());
+            let _ = s.err.write_all(super::text::report_text(report).as_bytes());
         }
         if let Some(smoke) = smoke {
             let _ = s.err.write_all(smoke_text(smoke).as_bytes());

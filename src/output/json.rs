@@ -53,7 +53,9 @@ impl Printer for Json {
         smoke: Option<&SmokeResult>,
     ) -> io::Result<()> {
         let report = |r: &crate::report::Report| -> Value {
-            serde_json::from_str(&r.to_json()).expect("the report is JSON")
+            let mut v = serde_json::to_value(r).expect("report serializes");
+            v["ok"] = Value::Bool(r.ok());
+            v
         };
         // one agent: its report; several: {"ok", "agents": [...]}
         let mut verify = match outcome.reports.as_slice() {

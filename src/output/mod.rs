@@ -17,12 +17,20 @@ use std::io::{self, Write};
 use std::path::Path;
 
 pub use github::{escape_data, escape_property};
+pub use text::report_text;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum Format {
     Text,
     Json,
+    /// GitHub Actions annotations.
     Github,
+}
+
+impl Format {
+    pub fn printer(self) -> Box<dyn Printer> {
+        printer(self)
+    }
 }
 
 /// stdout and stderr, as the printers see them (tests pass buffers).

@@ -6,6 +6,7 @@ use super::{
 use crate::commands::init::InitOutcome;
 use crate::commands::{ApplyOutcome, RevertOutcome, VerifyOutcome};
 use crate::error::Error;
+use crate::report::{Report, Status};
 use std::io;
 
 pub struct Text;
@@ -30,7 +31,7 @@ impl Printer for Text {
             if i > 0 {
                 s.out.write_all(b"\n")?;
             }
-            s.out.write_all(report.to_text().as_bytes())?;
+            s.out.write_all(report_text(report).as_bytes())?;
         }
         if let Some(smoke) = smoke {
             s.out.write_all(b"\n")?;
@@ -65,4 +66,48 @@ impl Printer for Text {
         s.say(&format!("acp-patch: error: {e}"));
         Ok(())
     }
+}
+
+/// One agent's verify report as text: a row per check, then the verdict.
+pub fn report_text(report: &Report) -> String {
+    let mut s = format!(
+        "{} ({} agent, {} shape)\n",
+        report.root, report.language, report.shape
+    );
+    let width = report.checks.iter().map(|c| c.id.len()).max().unwrap_or(0);
+    for c in &report.checks {
+        let pad = " ".repeat(13 + width);
+        s.push_str(&format!("  {:<10} {:<width$}", c.status.word(), c.id));
+        let mut lines = c.locations.iter().map(String::as_str).collect::<Vec<_>>();
+        let detail = c
+            .detail
+            .split("; ")
+            .filter(|d| !d.is_empty())
+            .map(|d| format!("- {d}"))
+            .collect::<Vec<_>>();
+        lines.extend(detail.iter().map(String::as_str));
+        for (i, l) in lines.iter().enumerate() {
+            if i > 0 {
+                s.push_str(&pad);
+            }
+            s.push_str(&format!("  {l}\n"));
+        }
+        if lines.is_empty() {
+            s.push('\n');
+        }
+    }
+    let bad = report
+        .checks
+        .iter()
+        .filter(|c| c.status != Status::Ok)
+        .count();
+    if bad == 0 {
+        s.push_str(&format!("all {} checks hold\n", report.checks.len()));
+    } else {
+        s.push_str(&format!(
+            "{bad} of {} checks fail; `acp-patch apply` inserts what is missing\n",
+            report.checks.len()
+        ));
+    }
+    s
 }

@@ -604,7 +604,7 @@ fn check_case(lang: Lang, case: &str, m: &Mutation, dir: &Path) -> Result<(), Te
         report
             .reports
             .iter()
-            .map(|r| r.to_text())
+            .map(acp_patch::output::report_text)
             .collect::<String>()
     );
     let again = commands::apply(
