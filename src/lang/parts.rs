@@ -56,6 +56,61 @@ pub struct Part {
     pub anchor_line: usize,
 }
 
+impl Part {
+    /// `text` inserted at `offset` of `source` (the file at index `file`), already there at
+    /// line `present` when the tree holds it. The one way every language's builder makes a
+    /// piece.
+    pub fn insertion(
+        source: &SourceFile,
+        file: usize,
+        checks: &'static [&'static str],
+        label: &'static str,
+        offset: usize,
+        text: String,
+        present: Option<usize>,
+    ) -> Part {
+        Part {
+            checks,
+            label,
+            file,
+            offset,
+            replaces: 0,
+            text,
+            present,
+            present_at: None,
+            anchor_line: source.line_of(offset),
+        }
+    }
+
+    /// The piece, present exactly at byte `at` (revert takes it out there).
+    pub fn present_at(mut self, at: Option<usize>) -> Part {
+        self.present_at = at;
+        self
+    }
+
+    /// A runtime module, whole: `current` when the file is already `text`, else replacing the
+    /// file's `replaces` bytes (0 when the file is new).
+    pub fn runtime(
+        file: usize,
+        checks: &'static [&'static str],
+        text: String,
+        current: bool,
+        replaces: usize,
+    ) -> Part {
+        Part {
+            checks,
+            label: RUNTIME_LABEL,
+            file,
+            offset: 0,
+            replaces: if current { 0 } else { replaces },
+            text,
+            present: current.then_some(1),
+            present_at: None,
+            anchor_line: 1,
+        }
+    }
+}
+
 /// Every part of a tree with the files they index: what [`crate::lang::Language::inventory`]
 /// hands to revert, which takes the present parts out again.
 ///

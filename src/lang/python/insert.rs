@@ -104,18 +104,9 @@ impl<'a> Builder<'a> {
         text: String,
         present: Option<usize>,
     ) {
-        let anchor_line = self.files[file].file.line_of(offset);
-        self.parts.push(Part {
-            checks,
-            label,
-            file,
-            offset,
-            replaces: 0,
-            text,
-            present,
-            present_at: None,
-            anchor_line,
-        });
+        let source = &self.files[file].file;
+        let part = Part::insertion(source, file, checks, label, offset, text, present);
+        self.parts.push(part);
     }
 
     pub(super) fn unsupported(&self, at: At, message: &str) -> Error {

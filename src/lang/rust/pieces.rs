@@ -86,19 +86,10 @@ impl Builder<'_> {
         text: String,
         present: Option<usize>,
     ) {
-        let anchor_line = self.files[file].file.line_of(offset);
         let present_at = present.and_then(|_| exact_at(self.src(file), offset, &text));
-        self.parts.push(Part {
-            checks,
-            label,
-            file,
-            offset,
-            replaces: 0,
-            text,
-            present,
-            present_at,
-            anchor_line,
-        });
+        let source = &self.files[file].file;
+        let part = Part::insertion(source, file, checks, label, offset, text, present);
+        self.parts.push(part.present_at(present_at));
     }
 
     fn unsupported(&self, file: usize, line: usize, message: impl Into<String>) -> Error {
@@ -255,17 +246,13 @@ pub fn build(input: &Input) -> Result<Vec<Part>> {
             b.push(CHECK_RUNTIME_MODULE, RUNTIME_LABEL, mfile, 0, body, Some(1));
         } else {
             let replaces = if f.exists { f.text.len() } else { 0 };
-            b.parts.push(Part {
-                checks: CHECK_RUNTIME_MODULE,
-                label: RUNTIME_LABEL,
-                file: mfile,
-                offset: 0,
+            b.parts.push(Part::runtime(
+                mfile,
+                CHECK_RUNTIME_MODULE,
+                body,
+                false,
                 replaces,
-                text: body,
-                present: None,
-                present_at: None,
-                anchor_line: 1,
-            });
+            ));
         }
     }
 

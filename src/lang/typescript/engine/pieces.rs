@@ -62,18 +62,9 @@ impl<'a> Builder<'a> {
         text: String,
         present: Option<usize>,
     ) {
-        let anchor_line = self.files[self.file].file.line_of(offset);
-        self.parts.push(Part {
-            checks,
-            label,
-            file: self.file,
-            offset,
-            replaces: 0,
-            text,
-            present,
-            present_at: None,
-            anchor_line,
-        });
+        let source = &self.files[self.file].file;
+        let part = Part::insertion(source, self.file, checks, label, offset, text, present);
+        self.parts.push(part);
     }
 
     fn unsupported(&self, n: Node, message: &str) -> Error {

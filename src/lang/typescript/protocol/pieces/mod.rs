@@ -69,19 +69,11 @@ impl Builder<'_> {
         text: String,
         present: Option<usize>,
     ) {
-        let anchor_line = self.files[file].file.line_of(offset);
-        self.parts.push(Part {
-            checks,
-            label,
-            file,
-            offset,
-            replaces: 0,
-            text,
-            // present: the builder anchors every piece where its text starts
-            present_at: present.map(|_| offset),
-            present,
-            anchor_line,
-        });
+        let source = &self.files[file].file;
+        // present: the builder anchors every piece where its text starts
+        let part = Part::insertion(source, file, checks, label, offset, text, present)
+            .present_at(present.map(|_| offset));
+        self.parts.push(part);
     }
 
     fn finding(
@@ -134,17 +126,16 @@ fn module_part(b: &mut Builder, module: &Module) -> Result<()> {
             crate::lang::seal::judge(&m.file.text, &module.text),
             crate::lang::seal::OnDisk::Edited { .. }
         );
-    b.parts.push(Part {
-        checks: CHECK_MODULE,
-        label: crate::lang::parts::RUNTIME_LABEL,
-        file: module.file,
-        offset: 0,
-        replaces,
-        text: module.text.clone(),
-        present: current.then_some(1),
-        present_at: current.then_some(0),
-        anchor_line: 1,
-    });
+    b.parts.push(
+        Part::runtime(
+            module.file,
+            CHECK_MODULE,
+            module.text.clone(),
+            current,
+            replaces,
+        )
+        .present_at(current.then_some(0)),
+    );
     if stale {
         b.finding(
             "runtime",
