@@ -157,6 +157,15 @@ pub const CHECK_RUNTIME: &[&str] = &["runtime"];
 /// The label of a runtime module's part (offset 0, the whole file): every language's, so
 /// plan, report and revert judge a module on disk the same way ([`crate::lang::seal`]).
 pub const RUNTIME_LABEL: &str = "runtime module";
+/// The checks a protocol-strategy runtime module proves (it holds the card's start, heartbeat
+/// and completion and the text hold).
+pub const CHECK_RUNTIME_MODULE: &[&str] = &[
+    "runtime",
+    "hook.start",
+    "hook.heartbeat",
+    "hook.complete",
+    "coalescing",
+];
 pub const CHECK_SENDS: &[&str] = &["sends"];
 pub const CHECK_CONNECTION: &[&str] = &["connection"];
 pub const CHECK_TURN_END: &[&str] = &["turn_end"];

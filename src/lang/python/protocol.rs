@@ -15,13 +15,6 @@ use crate::report::Status;
 use crate::source::line_end_after;
 use std::collections::BTreeMap;
 
-pub const CHECK_MODULE: &[&str] = &[
-    "runtime",
-    "hook.start",
-    "hook.heartbeat",
-    "hook.complete",
-    "coalescing",
-];
 const CHECK_PROMPT: &[&str] = &["hook.start", "turn_end"];
 pub use crate::lang::parts::RUNTIME_LABEL;
 
@@ -257,7 +250,14 @@ impl<'a> Builder<'a> {
                 ),
             });
         };
-        self.push(CHECK_MODULE, RUNTIME_LABEL, file, 0, rendered, present);
+        self.push(
+            crate::lang::parts::CHECK_RUNTIME_MODULE,
+            RUNTIME_LABEL,
+            file,
+            0,
+            rendered,
+            present,
+        );
         self.parts.last_mut().expect("pushed").replaces = replaces;
         Ok(())
     }

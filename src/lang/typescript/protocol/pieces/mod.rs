@@ -20,13 +20,6 @@ use crate::report::Status;
 use crate::source::{indent_at, line_end_after, line_start};
 use tree_sitter::Node;
 
-pub const CHECK_MODULE: &[&str] = &[
-    "runtime",
-    "hook.start",
-    "hook.heartbeat",
-    "hook.complete",
-    "coalescing",
-];
 pub(super) const CHECK_IMPORT: &[&str] = &["bound"];
 pub(super) const CHECK_OPEN: &[&str] = &["hook.start", "connection"];
 pub(super) const CHECK_CLOSE: &[&str] = &["turn_end", "hook.complete"];
@@ -129,7 +122,7 @@ fn module_part(b: &mut Builder, module: &Module) -> Result<()> {
     b.parts.push(
         Part::runtime(
             module.file,
-            CHECK_MODULE,
+            crate::lang::parts::CHECK_RUNTIME_MODULE,
             module.text.clone(),
             current,
             replaces,
