@@ -56,6 +56,29 @@ pub struct Part {
     pub anchor_line: usize,
 }
 
+/// Where a language keeps its tests: folder names and file name patterns. Files there are
+/// never the agent's code (nothing in them is patched).
+pub struct TestFiles {
+    pub dirs: &'static [&'static str],
+    pub prefixes: &'static [&'static str],
+    pub suffixes: &'static [&'static str],
+    /// Parts of a file name (`.test.`).
+    pub infixes: &'static [&'static str],
+    pub names: &'static [&'static str],
+}
+
+impl TestFiles {
+    /// Whether the file at `rel` (relative, `/`-separated) is a test or lives among them.
+    pub fn holds(&self, rel: &str) -> bool {
+        let name = rel.rsplit('/').next().unwrap_or(rel);
+        rel.split('/').rev().skip(1).any(|d| self.dirs.contains(&d))
+            || self.prefixes.iter().any(|p| name.starts_with(p))
+            || self.suffixes.iter().any(|s| name.ends_with(s))
+            || self.infixes.iter().any(|i| name.contains(i))
+            || self.names.contains(&name)
+    }
+}
+
 impl Part {
     /// `text` inserted at `offset` of `source` (the file at index `file`), already there at
     /// line `present` when the tree holds it. The one way every language's builder makes a
@@ -539,5 +562,35 @@ pub fn choose<T>(
             candidates: found.into_iter().map(|(_, c)| c).collect(),
             pin_key,
         }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::TestFiles;
+
+    #[test]
+    fn test_files_are_told_by_folder_and_name() {
+        let tests = TestFiles {
+            dirs: &["tests"],
+            prefixes: &["test_"],
+            suffixes: &["_test.py"],
+            infixes: &[".spec."],
+            names: &["conftest.py"],
+        };
+        for rel in [
+            "tests/agent.py",
+            "pkg/tests/deep/x.py",
+            "pkg/test_agent.py",
+            "agent_test.py",
+            "a.spec.ts",
+            "pkg/conftest.py",
+        ] {
+            assert!(tests.holds(rel), "{rel}");
+        }
+        // a file named like the folder is not in it; a name merely containing the words is code
+        for rel in ["tests.py", "pkg/agent.py", "latest_agent.py", "contest.py"] {
+            assert!(!tests.holds(rel), "{rel}");
+        }
     }
 }

@@ -53,18 +53,14 @@ pub struct Anchors<'a> {
 
 /// Files that are neither tests nor acp-patch's runtime module: where agent code lives.
 pub fn is_agent_file(p: &Parsed) -> bool {
-    let rel = p.file.rel.as_str();
-    let name = rel.rsplit('/').next().unwrap_or(rel);
-    let in_tests = rel
-        .split('/')
-        .rev()
-        .skip(1)
-        .any(|d| matches!(d, "tests" | "test" | "testing"));
-    !(in_tests
-        || name.starts_with("test_")
-        || name.ends_with("_test.py")
-        || name == "conftest.py"
-        || p.file.text.starts_with(RUNTIME_MARKER))
+    const TESTS: crate::lang::parts::TestFiles = crate::lang::parts::TestFiles {
+        dirs: &["tests", "test", "testing"],
+        prefixes: &["test_"],
+        suffixes: &["_test.py"],
+        infixes: &[],
+        names: &["conftest.py"],
+    };
+    !(TESTS.holds(&p.file.rel) || p.file.text.starts_with(RUNTIME_MARKER))
 }
 
 /// Names a module binds to the SDK (imports anywhere in it, lazy ones included):

@@ -91,19 +91,14 @@ pub const RAW_PARAMS: &str = "acpParams";
 
 /// Every file acp-patch never patches: tests, the runtime module itself.
 pub fn is_agent_file(p: &Parsed) -> bool {
-    let rel = p.file.rel.as_str();
-    let name = rel.rsplit('/').next().unwrap_or(rel);
-    let test_dir = rel.split('/').rev().skip(1).any(|d| {
-        matches!(
-            d,
-            "test" | "tests" | "spec" | "__tests__" | "__mocks__" | "e2e"
-        )
-    });
-    !(test_dir
-        || name.contains(".test.")
-        || name.contains(".spec.")
-        || super::is_runtime_module(&p.file.text)
-        || is_sdk_copy(p))
+    const TESTS: crate::lang::parts::TestFiles = crate::lang::parts::TestFiles {
+        dirs: &["test", "tests", "spec", "__tests__", "__mocks__", "e2e"],
+        prefixes: &[],
+        suffixes: &[],
+        infixes: &[".test.", ".spec."],
+        names: &[],
+    };
+    !(TESTS.holds(&p.file.rel) || super::is_runtime_module(&p.file.text) || is_sdk_copy(p))
 }
 
 /// A file of the agent's own copy of the SDK: it declares the SDK's connection class
