@@ -311,11 +311,8 @@ pub fn build(input: &Input) -> Result<Vec<Part>> {
         if sends.is_empty() {
             continue;
         }
-        // a qualified send names the emitter's trait by its path: no import for it
-        if sends
-            .iter()
-            .any(|s| s.ufcs.as_ref().is_none_or(|u| u.qself.is_none()))
-        {
+        // a fully qualified send names the emitter's trait by its path: no import for it
+        if sends.iter().any(|s| s.ufcs.is_none()) {
             use_line(&mut b, input, *file, "AcpEmit", "emitter import");
         }
         let path = module_path(input.modules, *file, input.lib_shared);
@@ -338,10 +335,11 @@ pub fn build(input: &Input) -> Result<Vec<Part>> {
             let (a, z) = u.arg;
             match &u.qself {
                 None => {
+                    // the emitter's `Self` inferred from the argument, as the call's is
                     let w = u.arg_wrapped;
-                    b.push(CHECK_SENDS, "emitter", *file, a, "&(".into(), at(w, a));
-                    let text = ").acp_progress()".to_string();
-                    b.push(CHECK_SENDS, "emitter", *file, z, text, at(w, z));
+                    let text = format!("&{path}::AcpEmit::acp_progress(");
+                    b.push(CHECK_SENDS, "emitter", *file, a, text, at(w, a));
+                    b.push(CHECK_SENDS, "emitter", *file, z, ")".into(), at(w, z));
                 }
                 Some((from, to, ty, wrapped)) => {
                     let (w, tw) = (u.arg_wrapped, *wrapped);

@@ -261,37 +261,32 @@ fn ufcs_site(tokens: &[TokenTree], i: usize, inner: &[TokenTree], cx: &Cx) -> Op
         |t: &TokenTree| matches!(t, TokenTree::Ident(id) if cx.traits.iter().any(|n| id == n));
     let arg = first_arg(inner);
     let (first, last) = (arg.first()?, arg.last()?);
-    // the argument, or what stands between the pieces once patched
+    // the argument, or where the pieces stand once patched:
+    // `&<path>::AcpEmit::acp_progress(<arg>)`, `&<T as <path>::AcpEmit>::acp_progress(<arg>)`
     let arg_at = |qualified: bool| -> (usize, usize, bool) {
-        let close = |g: &TokenTree| match g {
+        let close = match last {
             TokenTree::Group(g) if g.delimiter() == Delimiter::Parenthesis => {
                 Some(g.span_close().byte_range().start)
             }
             _ => None,
         };
-        if !qualified {
-            // `&(<arg>).acp_progress()`
-            if let [amp, group, dot, m, call] = arg
-                && punct_is(amp, '&')
-                && punct_is(dot, '.')
-                && ident_is(m, "acp_progress")
-                && is_empty_paren(call)
-                && let Some(c) = close(group)
-            {
-                return (start_of(amp), c, true);
-            }
-        } else if punct_is(first, '&')
-            && arg.len() >= 3
-            && punct_is(&arg[1], '<')
-            && let Some(k) = runtime_path(&arg[2..], "AcpEmit").map(|k| k + 2)
-            && arg.len() == k + 5
-            && punct_is(&arg[k], '>')
+        let path_end = if qualified {
+            (arg.len() >= 2 && punct_is(&arg[1], '<'))
+                .then(|| runtime_path(&arg[2..], "AcpEmit").map(|k| k + 2))
+                .flatten()
+                .filter(|&k| k < arg.len() && punct_is(&arg[k], '>'))
+                .map(|k| k + 1)
+        } else {
+            runtime_path(&arg[1..], "AcpEmit").map(|k| k + 1)
+        };
+        if punct_is(first, '&')
+            && let Some(k) = path_end
+            && arg.len() == k + 4
+            && punct_is(&arg[k], ':')
             && punct_is(&arg[k + 1], ':')
-            && punct_is(&arg[k + 2], ':')
-            && ident_is(&arg[k + 3], "acp_progress")
-            && let Some(c) = close(last)
+            && ident_is(&arg[k + 2], "acp_progress")
+            && let Some(c) = close
         {
-            // `&<T as <path>::AcpEmit>::acp_progress(<arg>)`
             return (start_of(first), c, true);
         }
         (start_of(first), end_of(last), false)
@@ -493,13 +488,15 @@ mod tests {
         let q = u.qself.unwrap();
         assert_eq!((&src[q.0..q.1], q.2.as_str(), q.3), ("C", "C", false));
 
-        let patched = "use acp::Client as AcpClient;\nfn f() { AcpClient::session_notification(&(&*conn).acp_progress(), n); <crate::acp_progress::AcpEmitter<'_, Rc<C>> as Client>::session_notification(&<Rc<C> as crate::acp_progress::AcpEmit>::acp_progress(&self.conn), n); }";
+        let patched = "use acp::Client as AcpClient;\nfn f() { AcpClient::session_notification(&crate::acp_progress::AcpEmit::acp_progress(&*conn), n); <crate::acp_progress::AcpEmitter<'_, Rc<C>> as Client>::session_notification(&<Rc<C> as crate::acp_progress::AcpEmit>::acp_progress(&self.conn), n); }";
         let (sends, _) = scan(patched, "session_notification");
         assert_eq!(sends.len(), 2);
         assert!(sends.iter().all(|s| s.wrapped));
         let u = sends[0].ufcs.clone().unwrap();
-        assert_eq!(&patched[u.arg.0..u.arg.0 + 2], "&(");
-        assert!(patched[u.arg.1..].starts_with(").acp_progress()"));
+        assert!(
+            patched[u.arg.0..].starts_with("&crate::acp_progress::AcpEmit::acp_progress(&*conn")
+        );
+        assert!(patched[u.arg.1..].starts_with("), n)"));
         let u = sends[1].ufcs.clone().unwrap();
         let q = u.qself.unwrap();
         assert_eq!(q.2, "Rc<C>");
