@@ -813,7 +813,37 @@ fn a_decorator_reading_an_attribute_the_agent_never_sets_is_reported() {
     assert_eq!(v.code, 1, "{}", v.stdout);
     assert!(
         v.stdout.contains(
-            "reads `self._connection`, but no method of `StreamyAgent` assigns `_connection`"
+            "reads `self._connection`, but no method of `StreamyAgent` (its bases, or the classes composing it) assigns `_connection`"
+        ),
+        "{}",
+        v.stdout
+    );
+}
+
+/// A prompt handler in a mixin reads what the class composing it assigns; a composed class
+/// that no longer assigns it leaves the read unbound.
+#[test]
+fn a_mixins_read_is_bound_by_the_class_composing_it_and_only_by_it() {
+    let dir = applied("python/mixin_agent");
+    let v = acp_patch(&["verify", path_str(dir.path())], None);
+    assert!(
+        v.stdout
+            .contains("composed/prompts.py:15 (reads `self._conn`: bound there)"),
+        "{}",
+        v.stdout
+    );
+    let agent = dir.path().join("composed/agent.py");
+    edit(&agent, "        self._conn: Any = conn\n", "");
+    edit(
+        &agent,
+        "        self._conn = conn\n",
+        "        self._connection = conn\n",
+    );
+    let v = acp_patch(&["verify", path_str(dir.path())], None);
+    assert_eq!(v.code, 1, "{}", v.stdout);
+    assert!(
+        v.stdout.contains(
+            "reads `self._conn`, but no method of `PromptMixin` (its bases, or the classes composing it) assigns `_conn`"
         ),
         "{}",
         v.stdout

@@ -344,7 +344,7 @@ fn acceptable(new: &[&str], s: usize, e: usize) -> bool {
     });
     let punctuation = chunk.iter().all(|t| {
         t.chars()
-            .all(|c| "()[]{};,".contains(c) || c.is_whitespace())
+            .all(|c| "()[]{}>;,".contains(c) || c.is_whitespace())
     });
     whole_lines || names_ours || punctuation
 }
@@ -384,6 +384,11 @@ mod tests {
         assert!(only_insertions(
             "cx.send(n)?;\r\n",
             "cx.acp_progress().send(n)?;\r\n"
+        ));
+        // a type wrapped in the emitter's, its generic's `>` closing it
+        assert!(only_insertions(
+            "<C as Client>::session_notification(&c, n)\n",
+            "<crate::acp_progress::AcpEmitter<'_, C> as Client>::session_notification(&<C as crate::acp_progress::AcpEmit>::acp_progress(&c), n)\n"
         ));
     }
 }

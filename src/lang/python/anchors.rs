@@ -372,8 +372,98 @@ fn sends<'a>(files: &'a [Parsed]) -> Vec<Send<'a>> {
                 wire: false,
             });
         }
+        // the send method taken as a value and called through the name it is bound to:
+        // `sender = getattr(conn, "session_update", None)` … `await sender(..)`, `send =
+        // conn.session_update` … `send(..)` (a value never called, e.g. an update's
+        // `session_update` field read as its kind, is no send)
+        for call in descendants(p.tree.root_node(), "call") {
+            let args = positional_args(call);
+            if callee_name(call, src) != "getattr"
+                || callee_object(call, src).is_some()
+                || !(2..=3).contains(&args.len())
+                || !string_literal(args[1], src).is_some_and(|m| SEND_METHODS.contains(&m))
+                || !called_alias(call, src)
+            {
+                continue;
+            }
+            out.push(Send {
+                call: At {
+                    file: i,
+                    node: call,
+                },
+                receiver: args[0],
+                wrapped: is_emitter_call(args[0], src),
+                wire: false,
+            });
+        }
+        for a in descendants(p.tree.root_node(), "attribute") {
+            let method = a.child_by_field_name("attribute").map(|m| text(m, src));
+            let Some(receiver) = a.child_by_field_name("object") else {
+                continue;
+            };
+            let parent = a.parent();
+            let called = parent.is_some_and(|c| {
+                c.kind() == "call" && c.child_by_field_name("function") == Some(a)
+            });
+            let assigned = parent.is_some_and(|c| {
+                matches!(c.kind(), "assignment" | "augmented_assignment")
+                    && c.child_by_field_name("left") == Some(a)
+            });
+            if called
+                || assigned
+                || !method.is_some_and(|m| SEND_METHODS.contains(&m))
+                || (receiver.kind() == "call" && callee_name(receiver, src) == "super")
+                || !called_alias(a, src)
+            {
+                continue;
+            }
+            out.push(Send {
+                call: At { file: i, node: a },
+                receiver,
+                wrapped: is_emitter_call(receiver, src),
+                wire: false,
+            });
+        }
     }
     out
+}
+
+/// Whether `value` is assigned to a plain name (`name = <value>`) that the same function (or
+/// module) then calls: `name(..)`.
+fn called_alias(value: Node, src: &str) -> bool {
+    let Some(assignment) = value
+        .parent()
+        .filter(|a| a.kind() == "assignment" && a.child_by_field_name("right") == Some(value))
+    else {
+        return false;
+    };
+    let Some(name) = assignment
+        .child_by_field_name("left")
+        .filter(|l| l.kind() == "identifier")
+        .map(|l| text(l, src))
+    else {
+        return false;
+    };
+    let scope = enclosing_function(value)
+        .and_then(|f| f.child_by_field_name("body"))
+        .unwrap_or_else(|| top_level(value).parent().unwrap_or(value));
+    descendants_same_scope(scope, "call").into_iter().any(|c| {
+        c.child_by_field_name("function")
+            .is_some_and(|f| f.kind() == "identifier" && text(f, src) == name)
+    })
+}
+
+/// The value of a plain string literal (`"x"`, `'x'`), no prefix or interpolation.
+fn string_literal<'a>(node: Node, src: &'a str) -> Option<&'a str> {
+    if node.kind() != "string" {
+        return None;
+    }
+    let t = text(node, src);
+    let inner = t
+        .strip_prefix('"')
+        .and_then(|r| r.strip_suffix('"'))
+        .or_else(|| t.strip_prefix('\'').and_then(|r| r.strip_suffix('\'')))?;
+    (!inner.contains(['"', '\'', '\\', '{'])).then_some(inner)
 }
 
 /// `acp_progress.emitter(x)`.

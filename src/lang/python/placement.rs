@@ -158,15 +158,14 @@ impl Ctx<'_> {
                 let obj = a.child_by_field_name("object").expect("object");
                 if obj.kind() == "identifier" && text(obj, self.src) == me {
                     let attr = text(a.child_by_field_name("attribute").expect("attr"), self.src);
-                    if !class_has_attribute(self.files, self.file, class, attr, &mut HashSet::new())
-                    {
+                    if !instance_has_attribute(self.files, self.file, class, attr) {
                         out.push(Finding {
                             check: "bound",
                             status: Status::Malformed,
                             file: self.file,
                             line: a.start_position().row + 1,
                             detail: format!(
-                                "reads `{me}.{attr}`, but no method of `{}` assigns `{attr}`",
+                                "reads `{me}.{attr}`, but no method of `{}` (its bases, or the classes composing it) assigns `{attr}`",
                                 name_of(class, self.src)
                             ),
                         });
@@ -309,6 +308,67 @@ fn enclosing_class(node: Node) -> Option<Node> {
 
 /// Whether a class (or a class of the tree it derives from) has attribute `attr`: bound in
 /// its body, or assigned as `<self>.attr = ...` in one of its methods.
+/// Whether `self.<attr>` is bound on an instance of `class`: the class or one of its bases
+/// assigns it, or `class` is a mixin and every most-derived class of the agent's modules that
+/// composes it (`class Agent(PromptMixin, SessionMixin, ...)`) has it through its own bases.
+fn instance_has_attribute(files: &[Parsed], file: usize, class: Node, attr: &str) -> bool {
+    if class_has_attribute(files, file, class, attr, &mut HashSet::new()) {
+        return true;
+    }
+    let leaves = composers(files, file, class);
+    !leaves.is_empty()
+        && leaves
+            .iter()
+            .all(|(f, c)| class_has_attribute(files, *f, *c, attr, &mut HashSet::new()))
+}
+
+/// The name a base class expression ends in (`Mixin`, `mod.Mixin`).
+fn base_name<'a>(base: Node, src: &'a str) -> Option<&'a str> {
+    match base.kind() {
+        "identifier" => Some(text(base, src)),
+        "attribute" => base.child_by_field_name("attribute").map(|a| text(a, src)),
+        _ => None,
+    }
+}
+
+/// The most-derived classes of the agent's files that have `class` among their bases
+/// (directly or through other classes): the classes whose instances run its methods.
+fn composers<'t>(files: &'t [Parsed], file: usize, class: Node<'t>) -> Vec<(usize, Node<'t>)> {
+    let subclasses = |f: usize, c: Node| -> Vec<(usize, Node<'t>)> {
+        let name = name_of(c, &files[f].file.text).to_string();
+        let mut out = Vec::new();
+        for (i, p) in files.iter().enumerate() {
+            if !is_agent_file(p) {
+                continue;
+            }
+            let src = p.file.text.as_str();
+            for d in descendants(p.tree.root_node(), "class_definition") {
+                if superclasses(d)
+                    .into_iter()
+                    .any(|b| base_name(b, src) == Some(name.as_str()))
+                {
+                    out.push((i, d));
+                }
+            }
+        }
+        out
+    };
+    let mut seen: HashSet<(usize, usize)> = HashSet::from([(file, class.id())]);
+    let mut todo = subclasses(file, class);
+    let mut leaves = Vec::new();
+    while let Some((f, c)) = todo.pop() {
+        if !seen.insert((f, c.id())) {
+            continue;
+        }
+        let below = subclasses(f, c);
+        if below.is_empty() {
+            leaves.push((f, c));
+        }
+        todo.extend(below);
+    }
+    leaves
+}
+
 fn class_has_attribute(
     files: &[Parsed],
     file: usize,
@@ -350,13 +410,8 @@ fn class_has_attribute(
         }
     }
     for base in superclasses(class) {
-        let base_name = match base.kind() {
-            "identifier" => text(base, src),
-            "attribute" => base
-                .child_by_field_name("attribute")
-                .map(|a| text(a, src))
-                .unwrap_or(""),
-            _ => continue,
+        let Some(base_name) = base_name(base, src) else {
+            continue;
         };
         for (i, p) in files.iter().enumerate() {
             for c in descendants(p.tree.root_node(), "class_definition") {

@@ -298,16 +298,46 @@ pub fn build(input: &Input) -> Result<Vec<Part>> {
         if sends.is_empty() {
             continue;
         }
-        use_line(&mut b, input, *file, "AcpEmit", "emitter import");
+        // a fully qualified send names the emitter's trait by its path: no import for it
+        if sends.iter().any(|s| s.ufcs.is_none()) {
+            use_line(&mut b, input, *file, "AcpEmit", "emitter import");
+        }
+        let path = module_path(input.modules, *file, input.lib_shared);
         for s in sends {
-            b.push(
-                CHECK_SENDS,
-                "emitter",
-                *file,
-                s.dot,
-                ".acp_progress()".into(),
-                s.wrapped.then_some(s.line),
-            );
+            let Some(u) = &s.ufcs else {
+                b.push(
+                    CHECK_SENDS,
+                    "emitter",
+                    *file,
+                    s.dot,
+                    ".acp_progress()".into(),
+                    s.wrapped.then_some(s.line),
+                );
+                continue;
+            };
+            // fully qualified: the connection argument becomes its emitter (itself a
+            // `Client`), and a qualified self type the emitter's type
+            let f = &input.files[*file].file;
+            let at = |present: bool, offset: usize| present.then(|| f.line_of(offset));
+            let (a, z) = u.arg;
+            match &u.qself {
+                None => {
+                    // the emitter's `Self` inferred from the argument, as the call's is
+                    let w = u.arg_wrapped;
+                    let text = format!("&{path}::AcpEmit::acp_progress(");
+                    b.push(CHECK_SENDS, "emitter", *file, a, text, at(w, a));
+                    b.push(CHECK_SENDS, "emitter", *file, z, ")".into(), at(w, z));
+                }
+                Some((from, to, ty, wrapped)) => {
+                    let (w, tw) = (u.arg_wrapped, *wrapped);
+                    let text = format!("{path}::AcpEmitter<'_, ");
+                    b.push(CHECK_SENDS, "emitter", *file, *from, text, at(tw, *from));
+                    b.push(CHECK_SENDS, "emitter", *file, *to, ">".into(), at(tw, *to));
+                    let text = format!("&<{ty} as {path}::AcpEmit>::acp_progress(");
+                    b.push(CHECK_SENDS, "emitter", *file, a, text, at(w, a));
+                    b.push(CHECK_SENDS, "emitter", *file, z, ")".into(), at(w, z));
+                }
+            }
         }
     }
 

@@ -18,6 +18,25 @@ pub struct SendSite {
     /// The argument is a bare `SessionUpdate::..`: no SDK send takes one (the crate's own
     /// `send_notification(update)` helper does).
     pub takes_update: bool,
+    /// A send in fully qualified form (`Client::session_notification(&conn, n)`,
+    /// `<C as Client>::session_notification(&conn, n)`): where its pieces go instead of the
+    /// method call's `.acp_progress()`.
+    pub ufcs: Option<Ufcs>,
+}
+
+/// Where the pieces of a fully qualified send go (byte offsets of the file's text). Unpatched:
+/// at the ends of the connection argument (and of the qualified self type); patched: where
+/// they stand.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Ufcs {
+    /// Before and after the connection argument.
+    pub arg: (usize, usize),
+    /// The argument's pieces stand there.
+    pub arg_wrapped: bool,
+    /// `<T as Client>::..`: before and after `T`, `T`'s text (the argument's emitter is
+    /// built for that type, as the call coerces its argument to `&T`), and whether its pieces
+    /// stand there.
+    pub qself: Option<(usize, usize, String, bool)>,
 }
 
 /// What stands before the `.`.
@@ -164,23 +183,204 @@ pub fn scan(text: &str, send_method: &str) -> (Vec<SendSite>, Vec<RespondSite>) 
     let mut sends = Vec::new();
     let mut responds = Vec::new();
     if let Ok(stream) = text.parse::<TokenStream>() {
-        walk(stream, send_method, &mut sends, &mut responds);
+        // the names the SDK's `Client` trait goes by in this file (`Client as AcpClient`)
+        let mut traits = vec!["Client".to_string()];
+        aliases(stream.clone(), "Client", &mut traits);
+        let cx = Cx {
+            text,
+            send_method,
+            traits: &traits,
+        };
+        walk(stream, &cx, &mut sends, &mut responds);
     }
     sends.sort_by_key(|s| s.dot);
     responds.sort_by_key(|r| r.at);
     (sends, responds)
 }
 
-fn walk(
-    stream: TokenStream,
-    send_method: &str,
-    sends: &mut Vec<SendSite>,
-    responds: &mut Vec<RespondSite>,
-) {
+struct Cx<'a> {
+    text: &'a str,
+    send_method: &'a str,
+    traits: &'a [String],
+}
+
+/// `<name> as <alias>` anywhere in a stream (a `use` renaming the trait).
+fn aliases(stream: TokenStream, name: &str, out: &mut Vec<String>) {
+    let tokens: Vec<TokenTree> = stream.into_iter().collect();
+    for (i, t) in tokens.iter().enumerate() {
+        if let TokenTree::Group(g) = t {
+            aliases(g.stream(), name, out);
+        }
+        if ident_is(t, name)
+            && tokens.get(i + 1).is_some_and(|t| ident_is(t, "as"))
+            && let Some(TokenTree::Ident(alias)) = tokens.get(i + 2)
+            && alias != "_"
+        {
+            out.push(alias.to_string());
+        }
+    }
+}
+
+fn start_of(t: &TokenTree) -> usize {
+    t.span().byte_range().start
+}
+
+fn end_of(t: &TokenTree) -> usize {
+    t.span().byte_range().end
+}
+
+/// The tokens of a call's first argument (up to its first top-level `,`).
+fn first_arg(inner: &[TokenTree]) -> &[TokenTree] {
+    let end = inner
+        .iter()
+        .position(|t| punct_is(t, ','))
+        .unwrap_or(inner.len());
+    &inner[..end]
+}
+
+/// `<path>::acp_progress::<name>` at the start of `tokens`: the index after `<name>`.
+fn runtime_path(tokens: &[TokenTree], name: &str) -> Option<usize> {
+    let k = tokens.iter().position(|t| ident_is(t, name))?;
+    (k >= 3
+        && punct_is(&tokens[k - 1], ':')
+        && punct_is(&tokens[k - 2], ':')
+        && ident_is(&tokens[k - 3], "acp_progress")
+        && tokens[..k]
+            .iter()
+            .all(|t| matches!(t, TokenTree::Ident(_) | TokenTree::Punct(_))))
+    .then_some(k + 1)
+}
+
+/// A fully qualified send: `<Trait>::<method>(<arg>, ..)` with the trait one of the file's
+/// names of the SDK's `Client`, or `<T as Trait>::<method>(..)`. `i` is the method's index.
+fn ufcs_site(tokens: &[TokenTree], i: usize, inner: &[TokenTree], cx: &Cx) -> Option<Ufcs> {
+    if i < 3 || !punct_is(&tokens[i - 1], ':') || !punct_is(&tokens[i - 2], ':') {
+        return None;
+    }
+    let is_trait =
+        |t: &TokenTree| matches!(t, TokenTree::Ident(id) if cx.traits.iter().any(|n| id == n));
+    let arg = first_arg(inner);
+    let (first, last) = (arg.first()?, arg.last()?);
+    // the argument, or where the pieces stand once patched:
+    // `&<path>::AcpEmit::acp_progress(<arg>)`, `&<T as <path>::AcpEmit>::acp_progress(<arg>)`
+    let arg_at = |qualified: bool| -> (usize, usize, bool) {
+        let close = match last {
+            TokenTree::Group(g) if g.delimiter() == Delimiter::Parenthesis => {
+                Some(g.span_close().byte_range().start)
+            }
+            _ => None,
+        };
+        let path_end = if qualified {
+            (arg.len() >= 2 && punct_is(&arg[1], '<'))
+                .then(|| runtime_path(&arg[2..], "AcpEmit").map(|k| k + 2))
+                .flatten()
+                .filter(|&k| k < arg.len() && punct_is(&arg[k], '>'))
+                .map(|k| k + 1)
+        } else {
+            runtime_path(&arg[1..], "AcpEmit").map(|k| k + 1)
+        };
+        if punct_is(first, '&')
+            && let Some(k) = path_end
+            && arg.len() == k + 4
+            && punct_is(&arg[k], ':')
+            && punct_is(&arg[k + 1], ':')
+            && ident_is(&arg[k + 2], "acp_progress")
+            && let Some(c) = close
+        {
+            return (start_of(first), c, true);
+        }
+        (start_of(first), end_of(last), false)
+    };
+    if is_trait(&tokens[i - 3]) {
+        if i >= 4 && punct_is(&tokens[i - 4], '>') {
+            // `<T as Client>` ends here: handled below
+        } else {
+            let (a, b, w) = arg_at(false);
+            return Some(Ufcs {
+                arg: (a, b),
+                arg_wrapped: w,
+                qself: None,
+            });
+        }
+    }
+    // `<T as Trait>::`: back to the matching `<`
+    if !punct_is(&tokens[i - 3], '>') {
+        return None;
+    }
+    let close = i - 3;
+    let mut depth = 0i32;
+    let mut open = None;
+    for k in (0..=close).rev() {
+        if punct_is(&tokens[k], '>') && !(k > 0 && punct_is(&tokens[k - 1], '-')) {
+            depth += 1;
+        } else if punct_is(&tokens[k], '<') {
+            depth -= 1;
+            if depth == 0 {
+                open = Some(k);
+                break;
+            }
+        }
+    }
+    let open = open?;
+    let inside = &tokens[open + 1..close];
+    let as_at = inside.iter().rposition(|t| ident_is(t, "as"))?;
+    if as_at == 0 || !inside.last().is_some_and(is_trait) {
+        return None;
+    }
+    let ty = &inside[..as_at];
+    // patched: `<path>::AcpEmitter<'_, T>`
+    let qself = match runtime_path(ty, "AcpEmitter") {
+        Some(k)
+            if ty.len() > k + 4
+                && punct_is(&ty[k], '<')
+                && punct_is(&ty[k + 1], '\'')
+                && ident_is(&ty[k + 2], "_")
+                && punct_is(&ty[k + 3], ',')
+                && punct_is(ty.last()?, '>') =>
+        {
+            let t = &ty[k + 4..ty.len() - 1];
+            let text = cx.text[start_of(t.first()?)..end_of(t.last()?)].to_string();
+            (start_of(&ty[0]), start_of(ty.last()?), text, true)
+        }
+        _ => {
+            let (a, b) = (start_of(&ty[0]), end_of(ty.last()?));
+            (a, b, cx.text[a..b].to_string(), false)
+        }
+    };
+    let (a, b, w) = arg_at(true);
+    Some(Ufcs {
+        arg: (a, b),
+        arg_wrapped: w,
+        qself: Some(qself),
+    })
+}
+
+fn walk(stream: TokenStream, cx: &Cx, sends: &mut Vec<SendSite>, responds: &mut Vec<RespondSite>) {
+    let send_method = cx.send_method;
     let tokens: Vec<TokenTree> = stream.into_iter().collect();
     for i in 0..tokens.len() {
         if let TokenTree::Group(g) = &tokens[i] {
-            walk(g.stream(), send_method, sends, responds);
+            walk(g.stream(), cx, sends, responds);
+        }
+        // a fully qualified send (the trait API's `Client` trait)
+        if send_method == "session_notification"
+            && ident_is(&tokens[i], send_method)
+            && let Some(TokenTree::Group(args)) = tokens.get(skip_turbofish(&tokens, i + 1))
+            && args.delimiter() == Delimiter::Parenthesis
+        {
+            let inner: Vec<TokenTree> = args.stream().into_iter().collect();
+            if let Some(u) = ufcs_site(&tokens, i, &inner, cx) {
+                let span = tokens[i].span();
+                sends.push(SendSite {
+                    dot: span.byte_range().start,
+                    line: span.start().line,
+                    wrapped: u.arg_wrapped && u.qself.as_ref().is_none_or(|q| q.3),
+                    receiver: Receiver::Other,
+                    takes_update: false,
+                    ufcs: Some(u),
+                });
+                continue;
+            }
         }
         if !punct_is(&tokens[i], '.') || i + 2 >= tokens.len() {
             continue;
@@ -214,6 +414,7 @@ fn walk(
                 wrapped,
                 receiver: receiver_of(&tokens, at),
                 takes_update: takes_update(&inner),
+                ufcs: None,
             });
         } else if RESPOND_METHODS.contains(&method.as_str()) {
             // `r.respond(..)`, or `r.acp_turn(&acp_turn).respond(..)` once patched
@@ -272,6 +473,40 @@ mod tests {
         assert_eq!(sends[2].receiver, Receiver::Other);
         assert!(!sends[2].takes_update);
         assert_eq!(sends[3].receiver, Receiver::Other);
+    }
+
+    #[test]
+    fn finds_fully_qualified_sends_and_their_patched_form() {
+        let src = "use agent_client_protocol::{self as acp, Client as AcpClient};\nfn f() { let r = AcpClient::session_notification(&*conn, n).await; acp::Client::session_notification(&c, n); <C as acp::Client>::session_notification(&self.conn, n); Other::session_notification(&c, n); }";
+        let (sends, _) = scan(src, "session_notification");
+        assert_eq!(sends.len(), 3);
+        let u = sends[0].ufcs.clone().unwrap();
+        assert_eq!(&src[u.arg.0..u.arg.1], "&*conn");
+        assert!(!sends[0].wrapped && u.qself.is_none());
+        let u = sends[2].ufcs.clone().unwrap();
+        assert_eq!(&src[u.arg.0..u.arg.1], "&self.conn");
+        let q = u.qself.unwrap();
+        assert_eq!((&src[q.0..q.1], q.2.as_str(), q.3), ("C", "C", false));
+
+        let patched = "use acp::Client as AcpClient;\nfn f() { AcpClient::session_notification(&crate::acp_progress::AcpEmit::acp_progress(&*conn), n); <crate::acp_progress::AcpEmitter<'_, Rc<C>> as Client>::session_notification(&<Rc<C> as crate::acp_progress::AcpEmit>::acp_progress(&self.conn), n); }";
+        let (sends, _) = scan(patched, "session_notification");
+        assert_eq!(sends.len(), 2);
+        assert!(sends.iter().all(|s| s.wrapped));
+        let u = sends[0].ufcs.clone().unwrap();
+        assert!(
+            patched[u.arg.0..].starts_with("&crate::acp_progress::AcpEmit::acp_progress(&*conn")
+        );
+        assert!(patched[u.arg.1..].starts_with("), n)"));
+        let u = sends[1].ufcs.clone().unwrap();
+        let q = u.qself.unwrap();
+        assert_eq!(q.2, "Rc<C>");
+        assert!(patched[q.0..].starts_with("crate::acp_progress::AcpEmitter<'_, "));
+        assert!(patched[q.1..].starts_with("> as Client"));
+        assert!(
+            patched[u.arg.0..]
+                .starts_with("&<Rc<C> as crate::acp_progress::AcpEmit>::acp_progress(")
+        );
+        assert!(patched[u.arg.1..].starts_with("), n)"));
     }
 
     #[test]
