@@ -85,6 +85,9 @@ pub fn walk<'t>(node: Node<'t>, f: &mut dyn FnMut(Node<'t>) -> bool) {
 
 /// Every descendant (and the node itself) of a kind.
 pub fn descendants<'t>(node: Node<'t>, kind: &str) -> Vec<Node<'t>> {
+    if let Some(found) = crate::lang::cache::descendants_of_root(node, kind) {
+        return found;
+    }
     let mut out = Vec::new();
     walk(node, &mut |n| {
         if n.kind() == kind {

@@ -76,6 +76,9 @@ impl SdkNames {
         let root = p.tree.root_node();
         let mut names = HashMap::new();
         let mut modules = HashSet::new();
+        if !src.contains("acp") {
+            return SdkNames { names, modules }; // every SDK module name holds it
+        }
         let is_sdk = |m: &str| m == "acp" || m.starts_with("acp.");
         for n in descendants(root, "import_statement") {
             for m in named_children(n) {
@@ -224,6 +227,9 @@ fn bound_classes<'a>(files: &'a [Parsed], classes: &Classes<'a>) -> Vec<At<'a>> 
             continue;
         }
         let sdk = SdkNames::of(p);
+        if sdk.names.is_empty() && sdk.modules.is_empty() {
+            continue; // nothing in it resolves to the SDK
+        }
         let src = p.file.text.as_str();
         for c in descendants(p.tree.root_node(), "class_definition") {
             if superclasses(c)

@@ -73,11 +73,12 @@ struct Analysis<'a> {
 
 impl Python {
     fn parse_all(&self, project: &Project) -> Vec<Parsed> {
-        project
+        let wanted: Vec<&SourceFile> = project
             .files_with_extension(self.extensions())
             .filter(|f| self.worth_parsing(&f.text))
-            .map(|f| parsed(f.clone()))
-            .collect()
+            .collect();
+        syntax::prefetch(&wanted.iter().map(|f| f.text.as_str()).collect::<Vec<_>>());
+        wanted.into_iter().map(|f| parsed(f.clone())).collect()
     }
 
     /// The parsed files, plus an empty one for the runtime module when the protocol strategy

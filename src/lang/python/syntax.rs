@@ -3,7 +3,17 @@
 pub use crate::lang::tree::{descendants, first_error, named_children, text, walk};
 use tree_sitter::{Node, Parser, Tree};
 
+/// The tree of a Python text (parsed once per run: see [`crate::lang::cache`]).
 pub fn parse(text: &str) -> Tree {
+    crate::lang::cache::parse(crate::lang::cache::Grammar::Python, text, parse_uncached)
+}
+
+/// Parses every text not parsed yet in this run, on all cores.
+pub fn prefetch(texts: &[&str]) {
+    crate::lang::cache::prefetch(crate::lang::cache::Grammar::Python, texts, parse_uncached);
+}
+
+fn parse_uncached(text: &str) -> Tree {
     // tree-sitter-python's scanner looks past every following comment line at each line
     // end, so a long run of comment lines parses in time quadratic in its length; the
     // run blanked out (same offsets) parses in linear time and gives the same tree, bar

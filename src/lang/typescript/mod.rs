@@ -82,7 +82,16 @@ impl TypeScript {
                 error,
             }
         };
-        let mut parsed: Vec<Parsed> = sources(exts).map(parse).collect();
+        let wanted: Vec<&crate::source::SourceFile> = sources(exts).collect();
+        for tsx in [false, true] {
+            let texts: Vec<&str> = wanted
+                .iter()
+                .filter(|f| is_tsx(&f.path) == tsx)
+                .map(|f| f.text.as_str())
+                .collect();
+            syntax::prefetch(&texts, tsx);
+        }
+        let mut parsed: Vec<Parsed> = wanted.into_iter().map(parse).collect();
         // an agent that builds its own `session/update` messages may write them in a module
         // that names nothing of ACP (a transport): the modules its files import are read too
         let raw = parsed.iter().any(|p| {

@@ -5,7 +5,28 @@ use tree_sitter::{Node, Parser, Tree};
 
 /// Parses TypeScript (`.ts`, `.mts`, `.cts`) or, with `tsx`, TSX (`.tsx`: JSX allowed, `<T>x`
 /// casts not).
+/// The tree of a TypeScript text, in the TSX grammar when `tsx` (parsed once per run: see
+/// [`crate::lang::cache`]).
 pub fn parse(text: &str, tsx: bool) -> Tree {
+    use crate::lang::cache::{self, Grammar};
+    if tsx {
+        cache::parse(Grammar::Tsx, text, |t| parse_uncached(t, true))
+    } else {
+        cache::parse(Grammar::TypeScript, text, |t| parse_uncached(t, false))
+    }
+}
+
+/// Parses every text not parsed yet in this run, on all cores.
+pub fn prefetch(texts: &[&str], tsx: bool) {
+    use crate::lang::cache::{self, Grammar};
+    if tsx {
+        cache::prefetch(Grammar::Tsx, texts, |t| parse_uncached(t, true));
+    } else {
+        cache::prefetch(Grammar::TypeScript, texts, |t| parse_uncached(t, false));
+    }
+}
+
+fn parse_uncached(text: &str, tsx: bool) -> Tree {
     let mut parser = Parser::new();
     let language = if tsx {
         tree_sitter_typescript::LANGUAGE_TSX

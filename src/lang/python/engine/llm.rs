@@ -254,8 +254,12 @@ pub(super) fn locate_module_def<'a>(
     pin: Option<&String>,
     site: &'static str,
     pin_key: &'static str,
+    needles: &[&str],
     is_one: impl Fn(Node, &str) -> bool,
 ) -> Result<At<'a>> {
+    // `is_one` needs one of `needles` in a module's text (none given: every module)
+    let may_hold =
+        |p: &Parsed| needles.is_empty() || needles.iter().any(|n| p.file.text.contains(n));
     let pin = pin.map(|s| Pin::parse(s));
     let mut best: Option<(usize, At)> = None;
     let mut tied = Vec::new();
@@ -263,6 +267,9 @@ pub(super) fn locate_module_def<'a>(
         if let Some(pin) = &pin
             && pin.file != p.file.rel
         {
+            continue;
+        }
+        if !may_hold(p) {
             continue;
         }
         let defs: Vec<Node> = top_level_functions(p.tree.root_node())
@@ -305,9 +312,10 @@ pub(super) fn locate_module_def<'a>(
                     let seen: Vec<String> = files
                         .iter()
                         .filter(|p| {
-                            top_level_functions(p.tree.root_node())
-                                .into_iter()
-                                .any(|d| is_one(d, &p.file.text))
+                            may_hold(p)
+                                && top_level_functions(p.tree.root_node())
+                                    .into_iter()
+                                    .any(|d| is_one(d, &p.file.text))
                         })
                         .map(|p| p.file.rel.clone())
                         .collect();

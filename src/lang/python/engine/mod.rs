@@ -256,6 +256,7 @@ pub fn locate<'a>(
         pins.helpers.as_ref(),
         "tool-call builders",
         "helpers",
+        &["start_tool_call", "update_tool_call"],
         |def, src| {
             descendants_same_scope(def, "call")
                 .iter()
@@ -267,6 +268,7 @@ pub fn locate<'a>(
         pins.factories.as_ref(),
         "callback factories",
         "factories",
+        &["make_"],
         |def, src| {
             let params: Vec<String> = parameters(def, src).into_iter().map(|(n, _)| n).collect();
             name_of(def, src).starts_with("make_")

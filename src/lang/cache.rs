@@ -1,0 +1,262 @@
+//! Every tree-sitter parse of a run, kept for the run: apply and verify analyse the same
+//! files several times (the plan, verify's report, revert's inventory, the tree as the plan
+//! leaves it, the start-up check), and each text is parsed once. A tree is keyed by its
+//! grammar and its whole text (a hit compares the text), so a copy of a file (the planned
+//! tree verify re-reads from a temporary folder) is a hit too.
+//!
+//! The kind searches over a whole cached tree ([`descendants_of_root`]) are kept as well:
+//! the analyses ask each file for its calls, classes and imports again and again.
+
+use std::collections::HashMap;
+use std::collections::hash_map::DefaultHasher;
+use std::hash::{Hash, Hasher};
+use std::sync::{Arc, Mutex, OnceLock};
+use tree_sitter::{Node, Tree};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Grammar {
+    Python,
+    TypeScript,
+    Tsx,
+}
+
+struct Entry {
+    text: Box<str>,
+    tree: Tree,
+}
+
+#[derive(Default)]
+struct Cache {
+    /// (grammar, hash of the text) → entries with that hash.
+    by_text: HashMap<(Grammar, u64), Vec<Arc<Entry>>>,
+    /// The id of a cached tree's root's first child → its entry. Children live in the tree's
+    /// shared subtree memory (every copy of the tree has the same ids) and cached trees are
+    /// never freed, so an id is never reused for another tree during the run.
+    roots: HashMap<usize, Arc<Entry>>,
+    /// root key → kind → the nodes of that kind, in pre-order, from the cached tree.
+    kinds: HashMap<usize, HashMap<Box<str>, Arc<Vec<Node<'static>>>>>,
+}
+
+fn cache() -> &'static Mutex<Cache> {
+    static CACHE: OnceLock<Mutex<Cache>> = OnceLock::new();
+    CACHE.get_or_init(Default::default)
+}
+
+fn text_hash(grammar: Grammar, text: &str) -> (Grammar, u64) {
+    let mut h = DefaultHasher::new();
+    text.hash(&mut h);
+    (grammar, h.finish())
+}
+
+fn root_key(node: Node) -> Option<usize> {
+    node.child(0).map(|c| c.id())
+}
+
+/// The tree of `text` in `grammar`: the cached one (a cheap copy), else `parse(text)`,
+/// cached.
+pub fn parse(grammar: Grammar, text: &str, parse: impl FnOnce(&str) -> Tree) -> Tree {
+    let key = text_hash(grammar, text);
+    if let Some(e) = cache()
+        .lock()
+        .expect("no poison")
+        .by_text
+        .get(&key)
+        .and_then(|list| list.iter().find(|e| &*e.text == text))
+    {
+        return e.tree.clone();
+    }
+    let tree = parse(text);
+    let mut c = cache().lock().expect("no poison");
+    if let Some(e) = c
+        .by_text
+        .get(&key)
+        .and_then(|list| list.iter().find(|e| &*e.text == text))
+    {
+        return e.tree.clone(); // another thread parsed it meanwhile
+    }
+    let entry = Arc::new(Entry {
+        text: text.into(),
+        tree: tree.clone(),
+    });
+    if let Some(k) = root_key(entry.tree.root_node()) {
+        c.roots.insert(k, entry.clone());
+    }
+    c.by_text.entry(key).or_default().push(entry);
+    tree
+}
+
+/// Parses every text not cached yet, on all cores (the trees are then cache hits).
+pub fn prefetch(grammar: Grammar, texts: &[&str], parse: fn(&str) -> Tree) {
+    let missing: Vec<&str> = {
+        let c = cache().lock().expect("no poison");
+        texts
+            .iter()
+            .copied()
+            .filter(|t| {
+                !c.by_text
+                    .get(&text_hash(grammar, t))
+                    .is_some_and(|list| list.iter().any(|e| &*e.text == *t))
+            })
+            .collect()
+    };
+    let threads = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .min(missing.len());
+    if threads < 2 {
+        return; // parsed on demand
+    }
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    std::thread::scope(|s| {
+        for _ in 0..threads {
+            s.spawn(|| {
+                loop {
+                    let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    let Some(text) = missing.get(i) else { break };
+                    self::parse(grammar, text, parse);
+                }
+            });
+        }
+    });
+}
+
+/// Kinds the analyses ask every file for: the first question about any of them gathers
+/// all of them in one walk.
+const INDEXED: &[&str] = &[
+    "call",
+    "class_definition",
+    "function_definition",
+    "import_statement",
+    "import_from_statement",
+    "call_expression",
+    "new_expression",
+    "variable_declarator",
+    "class_declaration",
+    "abstract_class_declaration",
+    "export_statement",
+    "member_expression",
+];
+
+/// Every node of `kind` below (and not counting) the root `node` of a cached tree, in
+/// pre-order, as [`crate::lang::tree::descendants`] finds them; `None` when `node` is not
+/// the root of a cached tree.
+pub fn descendants_of_root<'t>(node: Node<'t>, kind: &str) -> Option<Vec<Node<'t>>> {
+    let key = root_key(node)?;
+    let entry = {
+        let c = cache().lock().expect("no poison");
+        let entry = c.roots.get(&key)?.clone();
+        if let Some(found) = c.kinds.get(&key).and_then(|k| k.get(kind)) {
+            return Some(found.iter().copied().collect());
+        }
+        entry
+    };
+    let root = entry.tree.root_node();
+    if root.kind() == kind || root.byte_range() != node.byte_range() {
+        return None; // the root itself (its id differs per copy), or not this tree's root
+    }
+    let wanted: Vec<&str> = if INDEXED.contains(&kind) {
+        INDEXED
+            .iter()
+            .copied()
+            .filter(|k| *k != root.kind())
+            .collect()
+    } else {
+        vec![kind]
+    };
+    // kind id → slot in `found`, learnt from each id's name as the walk meets it
+    let mut slot_of: HashMap<u16, Option<usize>> = HashMap::new();
+    let mut found: Vec<Vec<Node<'static>>> = vec![Vec::new(); wanted.len()];
+    crate::lang::tree::walk(root, &mut |n| {
+        let slot = *slot_of
+            .entry(n.kind_id())
+            .or_insert_with(|| wanted.iter().position(|k| *k == n.kind()));
+        if let Some(slot) = slot {
+            // SAFETY: the node points into `entry.tree`, which the cache holds (and never
+            // frees) for the rest of the run
+            found[slot].push(unsafe { std::mem::transmute::<Node<'_>, Node<'static>>(n) });
+        }
+        true
+    });
+    let mut c = cache().lock().expect("no poison");
+    let kinds = c.kinds.entry(key).or_default();
+    let mut out = None;
+    for (k, nodes) in wanted.iter().zip(found) {
+        let nodes = Arc::new(nodes);
+        if *k == kind {
+            out = Some(nodes.iter().copied().collect());
+        }
+        kinds.entry((*k).into()).or_insert(nodes);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn walked<'t>(root: Node<'t>, kind: &str) -> Vec<Node<'t>> {
+        let mut out = Vec::new();
+        crate::lang::tree::walk(root, &mut |n| {
+            if n.kind() == kind {
+                out.push(n);
+            }
+            true
+        });
+        out
+    }
+
+    #[test]
+    fn a_cached_tree_answers_as_a_fresh_walk_of_its_copy() {
+        let src = "import acp\nclass A(acp.Agent):\n    async def prompt(self, p):\n        f(g(1), h())\n        class B: pass\n";
+        let a = crate::lang::python::syntax::parse(src);
+        let b = crate::lang::python::syntax::parse(src);
+        assert_eq!(a.root_node().to_sexp(), b.root_node().to_sexp());
+        for kind in [
+            "call",
+            "class_definition",
+            "identifier",
+            "import_statement",
+            "module",
+        ] {
+            let want = walked(b.root_node(), kind);
+            let got = crate::lang::tree::descendants(b.root_node(), kind);
+            assert_eq!(got, want, "{kind}");
+            assert_eq!(
+                got.iter().map(|n| n.byte_range()).collect::<Vec<_>>(),
+                want.iter().map(|n| n.byte_range()).collect::<Vec<_>>()
+            );
+            // asked again, of the other copy: the kept answer
+            assert_eq!(
+                crate::lang::tree::descendants(a.root_node(), kind)
+                    .iter()
+                    .map(|n| (n.kind(), n.byte_range()))
+                    .collect::<Vec<_>>(),
+                want.iter()
+                    .map(|n| (n.kind(), n.byte_range()))
+                    .collect::<Vec<_>>()
+            );
+        }
+        // a subtree is walked, never answered from the cache
+        let class = walked(a.root_node(), "class_definition")[0];
+        assert_eq!(
+            crate::lang::tree::descendants(class, "call"),
+            walked(class, "call")
+        );
+    }
+
+    #[test]
+    fn trees_parsed_apart_are_not_confused() {
+        let one = crate::lang::python::syntax::parse("f(1)\n");
+        let mut p = tree_sitter::Parser::new();
+        p.set_language(&tree_sitter_python::LANGUAGE.into())
+            .unwrap();
+        let other = p.parse("g(2)\nh(3)\n", None).unwrap();
+        assert_eq!(
+            crate::lang::tree::descendants(one.root_node(), "call").len(),
+            1
+        );
+        assert_eq!(
+            crate::lang::tree::descendants(other.root_node(), "call").len(),
+            2
+        );
+    }
+}
