@@ -115,4 +115,5 @@ for cmd in "apply --dry-run" "verify"; do
   read -r secs kib < <(measure "$bin" $cmd /)
   printf '%-16s /  %6.2f s  %7d KiB peak\n' "$cmd" "$secs" "$kib"
 done
-"$bin" verify / 2>&1 | tail -1 | cut -c1-160
+# the refusal itself (exit 2 by design: it is what this part measures)
+{ "$bin" verify / 2>&1 || true; } | tail -1 | cut -c1-160
