@@ -319,6 +319,7 @@ fn judged(lang: &dyn Language, project: &Project) -> Result<Vec<Report>> {
             })
             .unwrap_or(0);
         let report = &mut reports[agent];
+        report.refused = true;
         let row = r
             .check
             .and_then(|id| report.checks.iter().position(|c| c.id == id))

@@ -47,6 +47,14 @@ pub struct Report {
     /// the command prints them as notes.
     #[serde(skip)]
     pub notes: Vec<String>,
+    /// Runtime modules edited by hand since acp-patch wrote them (`file:line` of the first
+    /// edited line): apply and revert refuse the tree until each is restored or removed.
+    #[serde(skip)]
+    pub edited_runtime: Vec<String>,
+    /// Revert refuses the tree as it is (a duplicated piece, one edited or moved by hand):
+    /// apply cannot mend it either.
+    #[serde(skip)]
+    pub refused: bool,
 }
 
 impl Report {
@@ -93,12 +101,30 @@ impl Report {
         if bad == 0 {
             s.push_str(&format!("all {} checks hold\n", self.checks.len()));
         } else {
-            s.push_str(&format!(
-                "{bad} of {} checks fail; `acp-patch apply` inserts what is missing\n",
-                self.checks.len()
-            ));
+            s.push_str(&format!("{bad} of {} checks fail; ", self.checks.len()));
+            s.push_str(&self.advice());
+            s.push('\n');
         }
         s
+    }
+
+    /// What to do about the failing checks: apply mends only what is missing.
+    fn advice(&self) -> String {
+        if !self.edited_runtime.is_empty() {
+            let (one, it) = if self.edited_runtime.len() == 1 {
+                ("the runtime module was", "it")
+            } else {
+                ("runtime modules were", "each")
+            };
+            format!(
+                "{one} edited by hand ({}), so `acp-patch apply` and `acp-patch revert` refuse the tree: restore {it} (undo the edit) or remove {it}, then `acp-patch apply` writes this version's module and inserts what is missing",
+                self.edited_runtime.join(", ")
+            )
+        } else if self.refused {
+            "`acp-patch revert` refuses the tree as it is and `acp-patch apply` cannot mend it: fix the rows named above by hand (or restore the files from git), then re-run".into()
+        } else {
+            "`acp-patch apply` inserts what is missing".into()
+        }
     }
 
     pub fn to_json(&self) -> String {
