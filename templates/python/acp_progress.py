@@ -6,7 +6,7 @@ acp-patch wrote this module into the agent's top-level package; the agent's own 
 - ``@acp_progress.prompt_handler(...)`` on each prompt handler the SDK calls: the session's
     card opens when the prompt's first real update has not come within a short grace (a turn
     answered at once shows none; bookkeeping meanwhile leaves it due) and the agent is waiting,
-    not still working on its loop or CPU (then up to 200 ms later); when the handler returns, raises or is cancelled the card
+    not still working on its loop or CPU (then up to 100 ms later); when the handler returns, raises or is cancelled the card
     closes (failed when it raised), held text goes out and the timers stop;
 - ``@acp_progress.cancel_handler`` on ``cancel``: held text goes out, no new card opens;
 - ``acp_progress.emitter(conn).session_update(...)`` around every SDK send of a session update:
@@ -658,7 +658,7 @@ def _arm_gap(session, delay_ms=None):
 # idles: its card opens on time.
 _BUSY_RECHECK_S = 0.02
 _BUSY_SHARE = 0.05
-_BUSY_MAX_S = 0.2
+_BUSY_MAX_S = 0.1
 
 
 def _gap_due(session, token, loop, since, latest):
