@@ -48,6 +48,14 @@ pub struct Report {
     /// the command prints them as notes.
     #[serde(skip)]
     pub notes: Vec<String>,
+    /// Runtime modules edited by hand since acp-patch wrote them (`file:line` of the first
+    /// edited line): apply and revert refuse the tree until each is restored or removed.
+    #[serde(skip)]
+    pub edited_runtime: Vec<String>,
+    /// Revert refuses the tree as it is (a duplicated piece, one edited or moved by hand):
+    /// apply cannot mend it either.
+    #[serde(skip)]
+    pub refused: bool,
 }
 
 impl Report {
@@ -57,5 +65,24 @@ impl Report {
 
     pub fn exit_code(&self) -> u8 {
         if self.ok() { 0 } else { 1 }
+    }
+
+    /// What to do about the failing checks: apply mends only what is missing.
+    pub fn advice(&self) -> String {
+        if !self.edited_runtime.is_empty() {
+            let (one, it) = if self.edited_runtime.len() == 1 {
+                ("the runtime module was", "it")
+            } else {
+                ("runtime modules were", "each")
+            };
+            format!(
+                "{one} edited by hand ({}), so `acp-patch apply` and `acp-patch revert` refuse the tree: restore {it} (undo the edit) or remove {it}, then `acp-patch apply` writes this version's module and inserts what is missing",
+                self.edited_runtime.join(", ")
+            )
+        } else if self.refused {
+            "`acp-patch revert` refuses the tree as it is and `acp-patch apply` cannot mend it: fix the rows named above by hand (or restore the files from git), then re-run".into()
+        } else {
+            "`acp-patch apply` inserts what is missing".into()
+        }
     }
 }

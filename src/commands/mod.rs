@@ -173,6 +173,7 @@ pub(crate) fn judged(lang: &dyn Language, project: &Project) -> Result<Vec<Repor
             })
             .unwrap_or(0);
         let report = &mut reports[agent];
+        report.refused = true;
         let row = r
             .check
             .and_then(|id| report.checks.iter().position(|c| c.id == id))

@@ -362,6 +362,17 @@ pub fn report_any<P: ParsedSource>(
         }
     }
     let at = |file: usize, line: usize| format!("{}:{line}", files[file].source().rel);
+    let mut edited_runtime: Vec<String> = Vec::new();
+    for p in parts {
+        if let Some(Error::RuntimeEdited { file, line, .. }) =
+            runtime_edited(files[p.file].source(), p)
+        {
+            let l = format!("{file}:{line}");
+            if !edited_runtime.contains(&l) {
+                edited_runtime.push(l);
+            }
+        }
+    }
     let mut checks = Vec::new();
     for id in naming.checks {
         let mine: Vec<&Part> = parts.iter().filter(|p| p.checks.contains(id)).collect();
@@ -499,6 +510,8 @@ pub fn report_any<P: ParsedSource>(
         shape: naming.shape.clone(),
         checks,
         notes: Vec::new(),
+        edited_runtime,
+        refused: false,
     })
 }
 

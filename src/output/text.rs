@@ -105,8 +105,9 @@ pub fn report_text(report: &Report) -> String {
         s.push_str(&format!("all {} checks hold\n", report.checks.len()));
     } else {
         s.push_str(&format!(
-            "{bad} of {} checks fail; `acp-patch apply` inserts what is missing\n",
-            report.checks.len()
+            "{bad} of {} checks fail; {}\n",
+            report.checks.len(),
+            report.advice()
         ));
     }
     s

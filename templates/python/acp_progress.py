@@ -5,7 +5,8 @@ acp-patch wrote this module into the agent's top-level package; the agent's own 
 
 - ``@acp_progress.prompt_handler(...)`` on each prompt handler the SDK calls: the session's
     card opens when the prompt's first real update has not come within a short grace (a turn
-    answered at once shows none); when the handler returns, raises or is cancelled the card
+    answered at once shows none; bookkeeping meanwhile leaves it due) and the agent is waiting,
+    not still working on its loop or CPU (then up to 100 ms later); when the handler returns, raises or is cancelled the card
     closes (failed when it raised), held text goes out and the timers stop;
 - ``@acp_progress.cancel_handler`` on ``cancel``: held text goes out, no new card opens;
 - ``acp_progress.emitter(conn).session_update(...)`` around every SDK send of a session update:
@@ -41,11 +42,16 @@ import uuid
 
 _log = logging.getLogger(__name__)
 
-# The turn's real output: the first one of a session completes its card.
-# (the draft protocol v2 names some differently: whole messages, plan updates, tool-call chunks)
+# The turn's real output, by the protocol's sessionUpdate kinds: the first one of a session
+# completes its card, and one within the grace means no card is due. (The draft protocol v2
+# names some differently: whole messages, plan updates, tool-call and terminal chunks.) Every
+# other kind is not the model's output and leaves a pending card due: user_message_chunk (the
+# user's own prompt echoed), available_commands_update, current_mode_update,
+# config_option_update, session_info_update, usage_update, v2's state_update, unknown kinds.
 _REAL = frozenset({
     "agent_message_chunk", "agent_thought_chunk", "tool_call", "tool_call_update", "plan",
     "agent_message", "agent_thought", "plan_update", "tool_call_content_chunk",
+    "terminal_update", "terminal_output_chunk",
 })
 _THOUGHTS = ("agent_thought_chunk", "agent_thought")
 _CARD = "llm_response"  # the card's name for the progress callback
@@ -641,7 +647,30 @@ def _arm_gap(session, delay_ms=None):
         return
     token = session.gap_token = object()
     loop = asyncio.get_running_loop()
-    session.gap_timer = loop.call_later(delay, lambda: session.spawn(_gap(session, token)))
+    since = (loop.time(), time.process_time())
+    session.gap_timer = loop.call_later(delay, _gap_due, session, token, loop, since, since[0] + delay + _BUSY_MAX_S)
+
+
+# The card is for a wait. While the agent's process is still working when the silence is
+# over (its loop has callbacks ready, or it used the CPU for a share of the time since the
+# last look: its answer may be on its way, only slowed by a loaded machine), the card is
+# looked at again shortly, up to _BUSY_MAX_S past its time. An agent waiting for its model
+# idles: its card opens on time.
+_BUSY_RECHECK_S = 0.02
+_BUSY_SHARE = 0.05
+_BUSY_MAX_S = 0.1
+
+
+def _gap_due(session, token, loop, since, latest):
+    if session.gap_token is not token:
+        return
+    now = (loop.time(), time.process_time())
+    ready = getattr(loop, "_ready", None)  # CPython's asyncio: callbacks to run now (uvloop: none known)
+    working = bool(ready) or now[1] - since[1] >= _BUSY_SHARE * max(now[0] - since[0], 1e-3)
+    if working and now[0] < latest:
+        session.gap_timer = loop.call_later(_BUSY_RECHECK_S, _gap_due, session, token, loop, now, latest)
+        return
+    session.spawn(_gap(session, token))
 
 
 def _disarm_gap(session):

@@ -67,7 +67,7 @@ fn mutants(text: &str, i: usize) -> Vec<(String, String)> {
 
 /// Every mutant of the patched tree in `dir` that revert refuses must fail verify with the
 /// location revert names; returns how many revert refused.
-fn check_agrees(dir: &Path, rel: &str, text: &str, why: &str) -> usize {
+fn check_agrees(dir: &Path, rel: &str, text: &str, why: &str, summary: bool) -> usize {
     let path = dir.join(rel);
     let original = std::fs::read(&path).unwrap();
     std::fs::write(&path, text).unwrap();
@@ -92,6 +92,17 @@ fn check_agrees(dir: &Path, rel: &str, text: &str, why: &str) -> usize {
             doc["error"]["message"],
             verify.stdout
         );
+        if summary {
+            // its summary's advice is what works: apply cannot mend what revert refuses
+            let text = acp_patch(&["verify", d], None);
+            let last = text.stdout.lines().last().unwrap_or_default();
+            assert!(
+                last.contains("`acp-patch revert` refuses the tree as it is and `acp-patch apply` cannot mend it")
+                    || last.contains("edited by hand"),
+                "{why}: verify's summary:\n{}",
+                text.stdout
+            );
+        }
         1
     };
     std::fs::write(&path, original).unwrap();
@@ -124,7 +135,7 @@ fn verify_fails_whatever_revert_refuses_with_the_same_file_and_line() {
             for i in spread(&lines, n) {
                 for (how, text) in mutants(&patched, i) {
                     let why = format!("{agent}: {rel}:{} {how}", i + 1);
-                    refused += check_agrees(dir.path(), &rel, &text, &why);
+                    refused += check_agrees(dir.path(), &rel, &text, &why, false);
                     tried += 1;
                 }
             }
@@ -150,7 +161,7 @@ fn verify_fails_whatever_revert_refuses_with_the_same_file_and_line() {
                         format!("{})){}", &text[..close], &text[close + 1..])
                     };
                     let why = format!("{agent}: {rel} {once} doubled");
-                    let n = check_agrees(dir.path(), &rel, &text, &why);
+                    let n = check_agrees(dir.path(), &rel, &text, &why, true);
                     assert_eq!(n, 1, "{why}: revert should refuse it");
                     refused += n;
                     tried += 1;

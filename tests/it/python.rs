@@ -685,6 +685,18 @@ fn a_hand_edited_runtime_module_is_refused_by_apply_verify_and_revert_naming_the
         "{}",
         v.stdout
     );
+    // the summary's advice is what works: apply refuses this tree, it does not insert
+    let summary = v.stdout.lines().last().unwrap_or_default();
+    assert!(
+        summary.ends_with(&format!("checks fail; the runtime module was edited by hand ({at}), so `acp-patch apply` and `acp-patch revert` refuse the tree: restore it (undo the edit) or remove it, then `acp-patch apply` writes this version's module and inserts what is missing")),
+        "{}",
+        v.stdout
+    );
+    assert!(
+        !v.stdout.contains("apply` inserts what is missing"),
+        "{}",
+        v.stdout
+    );
     refused_by_every_writer(
         dir.path(),
         &[

@@ -729,6 +729,16 @@ fn an_edited_runtime_module_is_refused_and_an_earlier_releases_is_written_again(
         "{}",
         run.stdout
     );
+    assert!(
+        run.stdout.contains(&format!("the runtime module was edited by hand (src/acp_progress.rs:{line}), so `acp-patch apply` and `acp-patch revert` refuse the tree: restore it (undo the edit) or remove it")),
+        "{}",
+        run.stdout
+    );
+    assert!(
+        !run.stdout.contains("apply` inserts what is missing"),
+        "{}",
+        run.stdout
+    );
     refused_by_every_writer(dir.path(), &[&at]);
     // the same text as an earlier release wrote it (its checksum matching): replaced whole
     std::fs::write(&module, resealed(&edited)).unwrap();

@@ -616,6 +616,75 @@ class Grace(unittest.TestCase):
                 run(main())
             self.assertEqual(conn.kinds(), [], outcome)
 
+    def test_updates_that_are_not_the_models_output_leave_the_card_due(self):
+        # the protocol's kinds that are not the turn's output (the agent's bookkeeping, the
+        # user's own message echoed): sent right after the prompt, the wait after them still
+        # gets its card once the grace is over
+        others = [
+            {"sessionUpdate": "available_commands_update", "availableCommands": []},
+            {"sessionUpdate": "current_mode_update", "currentModeId": "code"},
+            {"sessionUpdate": "config_option_update", "configOptions": []},
+            {"sessionUpdate": "session_info_update", "title": "A title"},
+            {"sessionUpdate": "usage_update", "used": 1, "size": 2},
+            {"sessionUpdate": "user_message_chunk", "content": {"type": "text", "text": "hi"}},
+            {"sessionUpdate": "a_kind_of_a_later_protocol"},
+        ]
+        for other in others:
+            self.rt = load_runtime()
+            conn = Conn()
+
+            async def script(agent, sid, other=other):
+                await agent.send(sid, other)
+                await until(lambda: "card:in_progress" in conn.kinds())
+                await agent.send(sid, text("the answer"))
+
+            with env(ACP_HEARTBEAT_DISABLED="1", ACP_THINK_AFTER_MS="20"):
+                run(decorate(self.rt)(self.rt, conn, script).prompt([], "s"))
+            kind = other["sessionUpdate"]
+            self.assertEqual(conn.kinds(), [kind, "card:in_progress", "card:completed", "text:the answer"], kind)
+
+    def test_a_loop_still_computing_the_answer_is_no_wait(self):
+        # a turn answered without the model, slowed past the grace (a loaded machine): its
+        # loop never went idle, so no card; the same work followed by a real wait gets one
+        for then_wait in (False, True):
+            self.rt = load_runtime()
+            conn = Conn()
+
+            async def script(agent, sid, then_wait=then_wait):
+                deadline = time.monotonic() + 0.1  # five graces of work, in small steps
+                while time.monotonic() < deadline:
+                    time.sleep(0.002)
+                    await asyncio.sleep(0)
+                if then_wait:
+                    await until(lambda: "card:in_progress" in conn.kinds())
+                await agent.send(sid, text("done"))
+
+            with env(ACP_HEARTBEAT_DISABLED="1", ACP_THINK_AFTER_MS="20"):
+                run(decorate(self.rt)(self.rt, conn, script).prompt([], "s"))
+            expected = ["card:in_progress", "card:completed", "text:done"] if then_wait else ["text:done"]
+            self.assertEqual(conn.kinds(), expected, then_wait)
+
+    def test_a_loop_that_is_never_idle_still_gets_its_card_at_most_100_ms_late(self):
+        conn = Conn()
+
+        async def script(agent, sid):
+            async def spin():
+                while True:
+                    await asyncio.sleep(0)
+
+            spinner = asyncio.get_running_loop().create_task(spin())
+            started = time.monotonic()
+            await until(lambda: "card:in_progress" in conn.kinds())
+            spinner.cancel()
+            late = time.monotonic() - started
+            self.assertGreaterEqual(late, 0.1)
+            self.assertLess(late, 2.0)
+            await agent.send(sid, text("done"))
+
+        with env(ACP_HEARTBEAT_DISABLED="1", ACP_THINK_AFTER_MS="20"):
+            run(decorate(self.rt)(self.rt, conn, script).prompt([], "s"))
+        self.assertEqual(conn.kinds(), ["card:in_progress", "card:completed", "text:done"])
+
     def test_invalid_values_fall_back_to_the_default(self):
         for raw in ("-5", "nan", "inf", "soon"):
             with env(ACP_THINK_AFTER_MS=raw):

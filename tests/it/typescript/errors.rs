@@ -442,6 +442,12 @@ fn a_hand_edited_runtime_module_is_refused_by_apply_verify_and_revert() {
         "{}",
         v.stdout
     );
+    assert!(
+        v.stdout.contains(&format!("the runtime module was edited by hand ({at}), so `acp-patch apply` and `acp-patch revert` refuse the tree: restore it (undo the edit) or remove it"))
+            && !v.stdout.contains("apply` inserts what is missing"),
+        "{}",
+        v.stdout
+    );
     refused_by_every_writer(
         dir.path(),
         &[&format!("{at}: the runtime module was edited by hand")],
