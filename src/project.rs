@@ -200,7 +200,7 @@ impl Project {
     }
 }
 
-fn has_extension<S: AsRef<str>>(path: &Path, exts: &[S]) -> bool {
+pub(crate) fn has_extension<S: AsRef<str>>(path: &Path, exts: &[S]) -> bool {
     path.extension()
         .and_then(|e| e.to_str())
         .is_some_and(|e| exts.iter().any(|x| x.as_ref() == e))

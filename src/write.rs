@@ -85,17 +85,31 @@ pub struct TreeLock(#[allow(dead_code)] std::fs::File);
 pub fn lock_tree(root: &Path) -> Result<TreeLock> {
     use std::os::fd::AsRawFd;
     let dir = std::fs::File::open(root).map_err(io_err(root))?;
-    // SAFETY: flock on a file descriptor we own; no memory is shared.
-    let rc = unsafe { libc::flock(dir.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
-    // only "held by another" refuses; a file system without locks (some NFS) goes on
-    // unlocked, still guarded by the re-read before each rename
-    if rc != 0 && std::io::Error::last_os_error().raw_os_error() == Some(libc::EWOULDBLOCK) {
-        return Err(Error::Locked {
-            root: root.to_path_buf(),
-        });
+    // A lock can outlive its apply for a moment: a process forked by any thread of the
+    // holder (a compile or start-up check) shares the descriptor until its exec closes it.
+    // So "held" is retried for a short while before it means another apply is writing.
+    let deadline = std::time::Instant::now() + LOCK_PATIENCE;
+    loop {
+        // SAFETY: flock on a file descriptor we own; no memory is shared.
+        let rc = unsafe { libc::flock(dir.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
+        // only "held by another" refuses; a file system without locks (some NFS) goes on
+        // unlocked, still guarded by the re-read before each rename
+        let held =
+            rc != 0 && std::io::Error::last_os_error().raw_os_error() == Some(libc::EWOULDBLOCK);
+        if !held {
+            return Ok(TreeLock(dir));
+        }
+        if std::time::Instant::now() >= deadline {
+            return Err(Error::Locked {
+                root: root.to_path_buf(),
+            });
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
     }
-    Ok(TreeLock(dir))
 }
+
+/// How long a held tree lock is waited for before apply refuses.
+const LOCK_PATIENCE: std::time::Duration = std::time::Duration::from_secs(2);
 
 /// Removes the temporary files an interrupted apply left (its process is gone); returns
 /// their relative paths. A running apply's files are left alone (the lock keeps it apart).
@@ -384,5 +398,26 @@ fn current_umask() -> u32 {
         let mask = libc::umask(0o022);
         libc::umask(mask);
         mask as u32
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_lock_released_within_the_patience_is_taken_one_held_longer_refuses() {
+        let dir = tempfile::tempdir().unwrap();
+        // a lock held for a moment (as by a forked child before its exec) is waited for
+        let held = lock_tree(dir.path()).unwrap();
+        let release = std::thread::spawn(move || {
+            std::thread::sleep(std::time::Duration::from_millis(200));
+            drop(held);
+        });
+        assert!(lock_tree(dir.path()).is_ok());
+        release.join().unwrap();
+        // one held past it is another apply writing the tree
+        let _held = lock_tree(dir.path()).unwrap();
+        assert!(matches!(lock_tree(dir.path()), Err(Error::Locked { .. })));
     }
 }

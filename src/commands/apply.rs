@@ -8,6 +8,7 @@ use crate::lang::Language;
 use crate::plan::{Placed, Plan};
 use crate::project::{Options, Project};
 use crate::report::{Report, Status};
+use crate::source::SourceFile;
 use crate::toolchain::{Patched, copy_tree};
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -50,11 +51,7 @@ impl ApplyOutcome {
 
 /// One language's plan, checked: every patched file still parses and compiles, none is
 /// written through a link, and the tree as the plan leaves it passes verify.
-fn plan_checked(
-    lang: &dyn Language,
-    project: &Project,
-    opts: &Options,
-) -> Result<(Plan, Vec<String>)> {
+fn plan_checked(lang: &dyn Language, project: &Project) -> Result<(Plan, Vec<String>)> {
     let plan = lang.plan(project)?;
     for fp in &plan.files {
         if let Some(target) = project.symlink_target(&fp.file.rel) {
@@ -68,7 +65,7 @@ fn plan_checked(
     let reports = if plan.is_empty() {
         judged(lang, project)?
     } else {
-        verify_planned(lang, project, opts, &plan)?
+        verify_planned(lang, project, &plan)?
     };
     // the patched agent must start: compiled and loaded by its own toolchain
     let notes = merged_startup(lang, project, &plan, &reports)
@@ -145,70 +142,54 @@ fn in_template(e: Error, project: &Project, plan: &Plan) -> Error {
     e
 }
 
-/// Verify on the tree as the plan would leave it: the language's files (and the package
-/// manifests beside them) written to a temporary folder, patched, and read back there.
-fn verify_planned(
-    lang: &dyn Language,
-    project: &Project,
-    opts: &Options,
-    plan: &Plan,
-) -> Result<Vec<Report>> {
-    let tmp = tempfile::Builder::new()
-        .prefix("acp-patch-verify-")
-        .tempdir()
-        .map_err(crate::error::io_err(std::env::temp_dir()))?;
-    // under the folder names the tree sits in while they are packages (an installed
-    // `site-packages/vibe` is imported as `vibe`): the copy is read as the tree is
-    let mut chain: Vec<std::ffi::OsString> = Vec::new();
-    let mut dir = project.root.canonicalize().ok();
-    while let Some(d) = dir.filter(|d| d.join("__init__.py").is_file()) {
-        chain.extend(d.file_name().map(ToOwned::to_owned));
-        dir = d.parent().map(Path::to_path_buf);
-    }
-    let mut root = tmp.path().to_path_buf();
-    for (i, name) in chain.iter().rev().enumerate() {
-        root.push(name);
-        std::fs::create_dir_all(&root).map_err(crate::error::io_err(&root))?;
-        if i + 1 < chain.len() {
-            let init = root.join("__init__.py");
-            std::fs::write(&init, "").map_err(crate::error::io_err(&init))?;
-        }
-    }
-    let put = |rel: &str, bytes: &[u8]| -> Result<()> {
-        let dest = root.join(rel);
-        if let Some(dir) = dest.parent() {
-            std::fs::create_dir_all(dir).map_err(crate::error::io_err(dir))?;
-        }
-        std::fs::write(&dest, bytes).map_err(crate::error::io_err(&dest))
+/// Verify on the tree as the plan would leave it, in memory: the language's files with the
+/// plan's texts (and the other files it changes, a `Cargo.toml`, in the overlay). The trees
+/// of the files the plan leaves alone are the ones already parsed (the cache is keyed by text).
+fn verify_planned(lang: &dyn Language, project: &Project, plan: &Plan) -> Result<Vec<Report>> {
+    judged(lang, &planned_project(lang, project, plan))
+}
+
+fn planned_project(lang: &dyn Language, project: &Project, plan: &Plan) -> Project {
+    let exts = lang.extensions();
+    let mut planned = Project {
+        root: project.root.clone(),
+        config: project.config.clone(),
+        env_prefix: project.env_prefix.clone(),
+        templates: project.templates.clone(),
+        python: project.python.clone(),
+        files: project.files_with_extension(exts).cloned().collect(),
+        not_utf8: Vec::new(),
+        symlinks: Vec::new(),
+        skipped: Vec::new(),
+        leftovers: Vec::new(),
+        manifests: project.manifests.clone(),
+        overlay: project.overlay.clone(),
     };
-    for f in project.files_with_extension(lang.extensions()) {
-        put(&f.rel, f.original().as_bytes())?;
-    }
-    for m in &project.manifests {
-        let rel = crate::source::rel_path(&project.root, m);
-        put(&rel, &std::fs::read(m).map_err(crate::error::io_err(m))?)?;
-    }
     for fp in &plan.files {
-        if fp.delete {
-            let _ = std::fs::remove_file(root.join(&fp.file.rel));
-        } else {
-            put(&fp.file.rel, fp.file.to_disk(&fp.new_text()).as_bytes())?;
+        let path = &fp.file.path;
+        let new = SourceFile {
+            text: fp.new_text(),
+            exists: true,
+            ..fp.file.clone()
+        };
+        let at = planned.files.iter().position(|f| &f.path == path);
+        match at {
+            Some(i) if fp.delete => {
+                planned.files.remove(i);
+            }
+            Some(i) => planned.files[i] = new,
+            None if fp.delete => {}
+            None if crate::project::has_extension(path, exts) => {
+                let at = planned.files.partition_point(|f| f.rel < new.rel);
+                planned.files.insert(at, new);
+            }
+            None => {
+                planned.overlay.retain(|f| &f.path != path);
+                planned.overlay.push(new);
+            }
         }
     }
-    let config = opts.config.clone().or_else(|| {
-        let p = project.root.join(crate::config::FILE_NAME);
-        p.is_file().then_some(p)
-    });
-    let copy = crate::lang::load(
-        &root,
-        &Options {
-            config,
-            env_prefix: Some(project.env_prefix.clone()),
-            templates: project.templates.override_dir.clone(),
-            python: project.python.clone(),
-        },
-    )?;
-    judged(lang, &copy)
+    planned
 }
 
 /// Plans every edit of every agent in the tree, checks that each patched file still parses
@@ -222,7 +203,7 @@ pub fn apply(root: &Path, opts: &ApplyOptions) -> Result<ApplyOutcome> {
     let project = crate::lang::load(root, &opts.common)?;
     let mut notes = tree_notes(&project);
     let patched = each_agent(&project, &mut notes, |lang| {
-        let (plan, mut said) = plan_checked(lang, &project, &opts.common)?;
+        let (plan, mut said) = plan_checked(lang, &project)?;
         if opts.check_build {
             said.extend(check_build(&project, lang, &patched_files(&plan))?);
         }

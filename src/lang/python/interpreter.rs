@@ -284,23 +284,33 @@ fn agent_venv(root: &Path) -> Option<PathBuf> {
 /// `python3.N` on PATH (oldest first), then pyenv's and uv's installs and the system's.
 fn installed() -> Vec<Choice> {
     let mut out: Vec<Choice> = Vec::new();
-    let push = |python: PathBuf, source: &'static str, out: &mut Vec<Choice>| {
-        let real = python.canonicalize().unwrap_or_else(|_| python.clone());
-        if out
-            .iter()
-            .any(|c| c.python.canonicalize().unwrap_or_else(|_| c.python.clone()) == real)
-        {
-            return;
-        }
-        let version = version_from_name(&python).or_else(|| probe(&python));
-        out.push(Choice {
-            python,
-            version,
-            source,
-        });
-    };
+    // `known`: the version an install folder's name says (no need to run it)
+    let push =
+        |python: PathBuf, known: Option<Version>, source: &'static str, out: &mut Vec<Choice>| {
+            // a `python3` whose name does not say its version is run once: its version, and the
+            // interpreter it is (a pyenv shim is a shell script that runs another each time)
+            let (python, version) = match known.or_else(|| version_from_name(&python)) {
+                Some(v) => (python, Some(v)),
+                None => match probe(&python) {
+                    Some((v, exe)) => (exe.unwrap_or(python), Some(v)),
+                    None => (python, None),
+                },
+            };
+            let real = python.canonicalize().unwrap_or_else(|_| python.clone());
+            if out
+                .iter()
+                .any(|c| c.python.canonicalize().unwrap_or_else(|_| c.python.clone()) == real)
+            {
+                return;
+            }
+            out.push(Choice {
+                python,
+                version,
+                source,
+            });
+        };
     if let Some(p) = find_on_path("python3") {
-        push(p, "PATH", &mut out);
+        push(p, None, "PATH", &mut out);
     }
     let path_dirs: Vec<PathBuf> = std::env::var_os("PATH")
         .map(|p| std::env::split_paths(&p).collect())
@@ -312,7 +322,7 @@ fn installed() -> Vec<Choice> {
         .cloned()
         .collect();
     for p in versioned_in(&plain) {
-        push(p, "PATH", &mut out);
+        push(p, None, "PATH", &mut out);
     }
     let home = std::env::var_os("HOME").map(PathBuf::from);
     let pyenv = std::env::var_os("PYENV_ROOT")
@@ -339,16 +349,11 @@ fn installed() -> Vec<Choice> {
             .collect();
         found.sort();
         for (v, python) in found {
-            push(python.clone(), source, &mut out);
-            if let Some(last) = out.last_mut()
-                && last.python == python
-            {
-                last.version = Some(v);
-            }
+            push(python, Some(v), source, &mut out);
         }
     }
     for p in versioned_in(&[PathBuf::from("/usr/local/bin"), PathBuf::from("/usr/bin")]) {
-        push(p, "the system", &mut out);
+        push(p, None, "the system", &mut out);
     }
     out
 }
@@ -390,22 +395,30 @@ pub fn parse_version(v: &str) -> Option<Version> {
     Some((major, minor, micro))
 }
 
-/// Runs the interpreter for its version (a `python3` whose name does not say it).
-fn probe(python: &Path) -> Option<Version> {
+/// Runs the interpreter for its version (a `python3` whose name does not say it) and the
+/// executable it is (`sys.executable`, when that is a file).
+fn probe(python: &Path) -> Option<(Version, Option<PathBuf>)> {
     let out = std::process::Command::new(python)
         .args([
             "-I",
             "-c",
-            "import sys; print('%d.%d.%d' % sys.version_info[:3])",
+            "import sys; print('%d.%d.%d' % sys.version_info[:3]); print(sys.executable)",
         ])
         .stdin(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
         .output()
         .ok()?;
-    out.status
-        .success()
-        .then(|| parse_version(String::from_utf8_lossy(&out.stdout).trim()))
-        .flatten()
+    if !out.status.success() {
+        return None;
+    }
+    let text = String::from_utf8_lossy(&out.stdout);
+    let mut lines = text.lines();
+    let version = parse_version(lines.next()?.trim())?;
+    let exe = lines
+        .next()
+        .map(|l| PathBuf::from(l.trim()))
+        .filter(|p| p.is_absolute() && p.is_file());
+    Some((version, exe))
 }
 
 pub fn show(v: Version) -> String {

@@ -120,7 +120,7 @@ impl Modules {
             return;
         };
         let mut found = Vec::new();
-        collect_mods(&ast.items, &dir, &path, &mut found);
+        collect_mods(&ast.items, &dir, &path, index, &mut found);
         for (p, child_path, child_dir) in found {
             if let Some(&child) = index.get(&p) {
                 self.walk(files, index, child, root, child_path, child_dir);
@@ -144,6 +144,7 @@ fn collect_mods(
     items: &[syn::Item],
     dir: &Path,
     path: &[String],
+    index: &HashMap<PathBuf, usize>,
     out: &mut Vec<(PathBuf, Vec<String>, PathBuf)>,
 ) {
     for item in items {
@@ -167,7 +168,7 @@ fn collect_mods(
             }
         });
         match &m.content {
-            Some((_, inner)) => collect_mods(inner, &dir.join(&name), &child_path, out),
+            Some((_, inner)) => collect_mods(inner, &dir.join(&name), &child_path, index, out),
             None => {
                 let (file, child_dir) = match explicit {
                     Some(p) => {
@@ -177,7 +178,8 @@ fn collect_mods(
                     }
                     None => {
                         let flat = dir.join(format!("{name}.rs"));
-                        if flat.is_file() {
+                        // a file the plan creates is read from the files, not the disk
+                        if index.contains_key(&flat) || flat.is_file() {
                             (flat, dir.join(&name))
                         } else {
                             (dir.join(&name).join("mod.rs"), dir.join(&name))
