@@ -182,6 +182,49 @@ impl Project {
         SourceFile::read(&self.root, path)
     }
 
+    /// The tree as `plan` leaves it, in memory: source files of the endings `exts` replaced,
+    /// created or dropped (the others are left out); any other file the plan changes (a
+    /// `Cargo.toml`) in the overlay. Apply verifies its plan on it, revert its revert.
+    pub fn after(&self, plan: &crate::plan::Plan, exts: &[&str]) -> Project {
+        let mut p = Project {
+            root: self.root.clone(),
+            config: self.config.clone(),
+            env_prefix: self.env_prefix.clone(),
+            templates: self.templates.clone(),
+            python: self.python.clone(),
+            files: self.files_with_extension(exts).cloned().collect(),
+            not_utf8: Vec::new(),
+            symlinks: Vec::new(),
+            skipped: Vec::new(),
+            leftovers: Vec::new(),
+            manifests: self.manifests.clone(),
+            overlay: self.overlay.clone(),
+        };
+        for fp in &plan.files {
+            let path = &fp.file.path;
+            let new = SourceFile {
+                text: fp.new_text(),
+                exists: !fp.delete,
+                ..fp.file.clone()
+            };
+            match p.files.iter().position(|f| &f.path == path) {
+                Some(i) if fp.delete => {
+                    p.files.remove(i);
+                }
+                Some(i) => p.files[i] = new,
+                None if !fp.delete && has_extension(path, exts) => {
+                    let at = p.files.partition_point(|f| f.rel < new.rel);
+                    p.files.insert(at, new);
+                }
+                None => {
+                    p.overlay.retain(|f| &f.path != path);
+                    p.overlay.push(new);
+                }
+            }
+        }
+        p
+    }
+
     pub fn files_with_extension<'a>(
         &'a self,
         exts: &'a [&'a str],
@@ -200,7 +243,7 @@ impl Project {
     }
 }
 
-pub(crate) fn has_extension<S: AsRef<str>>(path: &Path, exts: &[S]) -> bool {
+fn has_extension<S: AsRef<str>>(path: &Path, exts: &[S]) -> bool {
     path.extension()
         .and_then(|e| e.to_str())
         .is_some_and(|e| exts.iter().any(|x| x.as_ref() == e))

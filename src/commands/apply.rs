@@ -8,7 +8,6 @@ use crate::lang::Language;
 use crate::plan::{Placed, Plan};
 use crate::project::{Options, Project};
 use crate::report::{Report, Status};
-use crate::source::SourceFile;
 use crate::toolchain::{Patched, copy_tree};
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -142,54 +141,10 @@ fn in_template(e: Error, project: &Project, plan: &Plan) -> Error {
     e
 }
 
-/// Verify on the tree as the plan would leave it, in memory: the language's files with the
-/// plan's texts (and the other files it changes, a `Cargo.toml`, in the overlay). The trees
-/// of the files the plan leaves alone are the ones already parsed (the cache is keyed by text).
+/// Verify on the tree as the plan would leave it, in memory (the trees of the files the plan
+/// leaves alone are the ones already parsed: the cache is keyed by text).
 fn verify_planned(lang: &dyn Language, project: &Project, plan: &Plan) -> Result<Vec<Report>> {
-    judged(lang, &planned_project(lang, project, plan))
-}
-
-fn planned_project(lang: &dyn Language, project: &Project, plan: &Plan) -> Project {
-    let exts = lang.extensions();
-    let mut planned = Project {
-        root: project.root.clone(),
-        config: project.config.clone(),
-        env_prefix: project.env_prefix.clone(),
-        templates: project.templates.clone(),
-        python: project.python.clone(),
-        files: project.files_with_extension(exts).cloned().collect(),
-        not_utf8: Vec::new(),
-        symlinks: Vec::new(),
-        skipped: Vec::new(),
-        leftovers: Vec::new(),
-        manifests: project.manifests.clone(),
-        overlay: project.overlay.clone(),
-    };
-    for fp in &plan.files {
-        let path = &fp.file.path;
-        let new = SourceFile {
-            text: fp.new_text(),
-            exists: true,
-            ..fp.file.clone()
-        };
-        let at = planned.files.iter().position(|f| &f.path == path);
-        match at {
-            Some(i) if fp.delete => {
-                planned.files.remove(i);
-            }
-            Some(i) => planned.files[i] = new,
-            None if fp.delete => {}
-            None if crate::project::has_extension(path, exts) => {
-                let at = planned.files.partition_point(|f| f.rel < new.rel);
-                planned.files.insert(at, new);
-            }
-            None => {
-                planned.overlay.retain(|f| &f.path != path);
-                planned.overlay.push(new);
-            }
-        }
-    }
-    planned
+    judged(lang, &project.after(plan, lang.extensions()))
 }
 
 /// Plans every edit of every agent in the tree, checks that each patched file still parses

@@ -15,7 +15,7 @@ use crate::plan::{Placed, Plan};
 use crate::project::{Options, Project};
 use crate::source::SourceFile;
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 #[derive(Debug, Clone, Default)]
 pub struct RevertOptions {
@@ -508,7 +508,7 @@ fn check_round_trip(
     inventory: &Inventory,
     revert: &Plan,
 ) -> Result<()> {
-    let reverted = reverted_project(project, revert);
+    let reverted = project.after(revert, lang.extensions());
     let again = lang.plan(&reverted).map_err(|e| {
         // where the re-plan failed, when it says (a file broken by hand), else the first file
         let (file, line) = match e.location() {
@@ -594,31 +594,6 @@ fn text_of(project: &Project, path: &Path) -> Option<String> {
         return Some(f.text.clone());
     }
     project.read_source(path).ok().flatten().map(|f| f.text)
-}
-
-/// The tree with the revert plan applied, in memory: sources replaced or dropped, other
-/// files it changes (a `Cargo.toml`) in the overlay.
-fn reverted_project(project: &Project, revert: &Plan) -> Project {
-    let mut p = project.clone();
-    for fp in &revert.files {
-        let path: &PathBuf = &fp.file.path;
-        let new = SourceFile {
-            text: fp.new_text(),
-            exists: !fp.delete,
-            ..fp.file.clone()
-        };
-        match p.files.iter().position(|f| &f.path == path) {
-            Some(i) if fp.delete => {
-                p.files.remove(i);
-            }
-            Some(i) => p.files[i] = new,
-            None => {
-                p.overlay.retain(|f| &f.path != path);
-                p.overlay.push(new);
-            }
-        }
-    }
-    p
 }
 
 #[cfg(test)]
