@@ -8,7 +8,7 @@ use crate::lang::Language;
 use crate::plan::{Placed, Plan};
 use crate::project::{Options, Project};
 use crate::report::{Report, Status};
-use crate::toolchain::{Patched, copy_tree};
+use crate::toolchain::{CopyMode, Patched, copy_tree};
 use std::path::Path;
 use std::process::{Command, Stdio};
 
@@ -217,7 +217,7 @@ fn check_build(
         .prefix("acp-patch-check-")
         .tempdir()
         .map_err(crate::error::io_err(std::env::temp_dir()))?;
-    copy_tree(&project.root, copy.path(), None)?;
+    copy_tree(&project.root, copy.path(), CopyMode::Full)?;
     let mut cmd = match language.build_check(project, copy.path()) {
         None => {
             return Ok(Some(format!(
@@ -247,7 +247,7 @@ fn check_build(
         .prefix("acp-patch-check-")
         .tempdir()
         .map_err(crate::error::io_err(std::env::temp_dir()))?;
-    copy_tree(&project.root, pristine.path(), None)?;
+    copy_tree(&project.root, pristine.path(), CopyMode::Full)?;
     let before = match language.build_check(project, pristine.path()) {
         Some(Ok(mut c)) => run_build(&mut c)?,
         _ => None,

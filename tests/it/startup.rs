@@ -257,3 +257,53 @@ fn a_patch_that_forms_an_import_cycle_is_refused_and_verify_agrees() {
     let doc: serde_json::Value = serde_json::from_str(&json.stdout).unwrap();
     assert_eq!(doc["error"]["kind"], "would_not_start", "{}", json.stdout);
 }
+
+/// The check's answer is kept between runs (a pre-commit hook asks the same of the same tree):
+/// a second dry run on the unchanged tree starts no interpreter for it and says the same; a
+/// file of the tree touched, and the check runs again.
+#[test]
+fn an_unchanged_tree_is_not_started_twice_and_a_changed_one_is() {
+    let dir = copy_tree(&fixture("python/asyncio_agent/before"));
+    let root = path_str(dir.path());
+    let scratch = tempfile::tempdir().unwrap();
+    let log = scratch.path().join("checks.log");
+    let wrapper = scratch.path().join("python");
+    std::fs::write(
+        &wrapper,
+        format!(
+            "#!/bin/sh\ncase \"$*\" in *-B*) echo check >> '{}';; esac\nexec '{}' \"$@\"\n",
+            log.display(),
+            test_python()
+        ),
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&wrapper, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let cache = scratch.path().join("cache");
+    let env = [("ACP_PATCH_CACHE_DIR", path_str(&cache))];
+    let python = path_str(&wrapper);
+    let checks = || {
+        std::fs::read_to_string(&log)
+            .unwrap_or_default()
+            .lines()
+            .count()
+    };
+    let first = run(&["apply", "--dry-run", "--python", python, root], &env, &[]);
+    assert_eq!(first.code, 0, "{}", first.stderr);
+    assert_eq!(checks(), 1, "{}", first.stderr);
+    let again = run(&["apply", "--dry-run", "--python", python, root], &env, &[]);
+    assert_eq!(again.code, 0, "{}", again.stderr);
+    assert_eq!(checks(), 1, "answered from the cache");
+    assert_eq!((again.stdout, again.stderr), (first.stdout, first.stderr));
+    // a file of the tree rewritten (another size): the check runs again
+    let readme = dir.path().join("notes.txt");
+    std::fs::write(&readme, "changed\n").unwrap();
+    let changed = run(&["apply", "--dry-run", "--python", python, root], &env, &[]);
+    assert_eq!(changed.code, 0, "{}", changed.stderr);
+    assert_eq!(checks(), 2, "{}", changed.stderr);
+    // the cache off: every run checks
+    let off = [("ACP_PATCH_CACHE_DIR", "")];
+    let uncached = run(&["apply", "--dry-run", "--python", python, root], &off, &[]);
+    assert_eq!(uncached.code, 0, "{}", uncached.stderr);
+    assert_eq!(checks(), 3);
+}

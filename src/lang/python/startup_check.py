@@ -79,6 +79,27 @@ def where(exc, tree):
     return found
 
 
+def seen(tree):
+    """What this process read outside the copy: every module file, every folder on sys.path,
+    [path, [mtime_ns, size] or None]; acp-patch keeps the answer while they are unchanged."""
+    inside = os.path.realpath(tree) + os.sep
+    paths = [getattr(m, "__file__", None) for m in list(sys.modules.values())]
+    paths += sys.path
+    out = {}
+    for p in paths:
+        if not isinstance(p, str) or not p:
+            continue
+        real = os.path.realpath(p)
+        if (real + os.sep).startswith(inside) or real in out:
+            continue
+        try:
+            st = os.stat(real)
+            out[real] = [st.st_mtime_ns, st.st_size]
+        except OSError:
+            out[real] = None
+    return [[p, s] for p, s in sorted(out.items())]
+
+
 def start_child(module, tree):
     """Forks a child that imports `module` and writes what happened to a pipe."""
     r, w = os.pipe()
@@ -103,6 +124,10 @@ def start_child(module, tree):
             except BaseException:
                 pass
             result["stdout"] = os.fstat(1).st_size
+            try:
+                result["seen"] = seen(tree)
+            except BaseException:
+                result["seen"] = None
             data = json.dumps(result).encode("utf-8")
             while data:
                 data = data[os.write(w, data):]
@@ -155,7 +180,7 @@ def import_all(modules, tree, timeout_s):
 
 
 def main():
-    results = {"compile": [], "imports": []}
+    results = {"compile": [], "imports": [], "seen": []}
     for item in job["compile"]:
         try:
             compile(item["text"].encode("utf-8"), item["file"], "exec", dont_inherit=True)
@@ -175,6 +200,15 @@ def main():
                 sys.path.append(user_site)
         os.chdir(job["tree"])
         results["imports"] = import_all(job["imports"], job["tree"], job["timeout_s"])
+        # an answer with a child that could not say what it read is never kept (null)
+        merged = {}
+        for r in results["imports"]:
+            read = r.pop("seen", None)
+            if read is None:
+                merged = None
+            elif merged is not None:
+                merged.update((p, s) for p, s in read)
+        results["seen"] = None if merged is None else [{"path": p, "stamp": s} for p, s in sorted(merged.items())]
     v = sys.version_info
     results["version"] = "%d.%d.%d" % (v[0], v[1], v[2])
     data = json.dumps(results).encode("utf-8")

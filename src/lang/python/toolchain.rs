@@ -18,14 +18,20 @@ const CHECK: &str = include_str!("startup_check.py");
 const IMPORT_TIMEOUT_S: u64 = 60;
 
 /// One run of the check script.
-#[derive(Debug, serde::Deserialize)]
+#[derive(Debug, serde::Deserialize, serde::Serialize)]
 struct Answer {
     version: String,
     compile: Vec<Option<Failure>>,
     imports: Vec<ImportResult>,
+    /// What the imports read outside the copy: every module file loaded, every folder on
+    /// `sys.path` (the answer holds while they are unchanged).
+    /// `None` when a child could not tell: such an answer is not kept (and a kept answer
+    /// holds it in its entry, not twice).
+    #[serde(default, skip_serializing)]
+    seen: Option<Vec<crate::toolchain::cache::Seen>>,
 }
 
-#[derive(Debug, Clone, serde::Deserialize)]
+#[derive(Debug, Clone, serde::Deserialize, serde::Serialize)]
 struct ImportResult {
     error: Option<String>,
     /// Bytes the import wrote to stdout (the protocol's channel).
@@ -35,6 +41,14 @@ struct ImportResult {
 }
 
 impl ImportResult {
+    /// Whether another run on the same inputs would answer the same (a hang or a crash of
+    /// the interpreter may not).
+    fn is_settled(&self) -> bool {
+        self.error.as_deref().is_none_or(|e| {
+            !e.starts_with("the import did not finish") && !e.starts_with("the interpreter died")
+        })
+    }
+
     /// What went wrong, if anything: an exception, or output on stdout.
     fn problem(&self) -> Option<String> {
         self.error.clone().or_else(|| {
@@ -79,33 +93,15 @@ pub fn startup(project: &Project, files: &[Patched], unpatched: Unpatched) -> Re
     let python = choice.python.clone();
     let (modules, skipped, above) = modules(project, files);
     out.notes.extend(skipped);
-    let tree = tempfile::Builder::new()
-        .prefix("acp-patch-start-")
-        .tempdir()
-        .map_err(crate::error::io_err(std::env::temp_dir()))?;
-    // a tree that is itself a package (an installed `site-packages/vibe`) is copied under
-    // its package names, so `import vibe.…` finds it
-    let mut tree_path = tree
-        .path()
-        .canonicalize()
-        .map_err(crate::error::io_err(tree.path()))?;
-    for (i, name) in above.iter().enumerate() {
-        tree_path.push(name);
-        std::fs::create_dir_all(&tree_path).map_err(crate::error::io_err(&tree_path))?;
-        if i + 1 < above.len() {
-            let init = tree_path.join("__init__.py");
-            std::fs::write(&init, "").map_err(crate::error::io_err(&init))?;
-        }
-    }
-    crate::toolchain::copy_tree(&project.root, &tree_path, Some(&["py"]))?;
+    let mut copy = TreeCopy::new(project, above);
     for f in files {
-        put(&tree_path, &f.rel, Some(&f.after))?;
+        copy.put(&f.rel, Some(&f.after))?;
     }
     let texts: Vec<(String, String)> = files
         .iter()
         .map(|f| (f.rel.clone(), f.after.clone()))
         .collect();
-    let answer = match run(&python, &tree_path, &texts, &modules) {
+    let answer = match run(&python, &mut copy, &texts, &modules) {
         Ok(a) => a,
         Err(why) => {
             out.notes.push(format!(
@@ -168,7 +164,7 @@ pub fn startup(project: &Project, files: &[Patched], unpatched: Unpatched) -> Re
         }
     };
     for f in files {
-        put(&tree_path, &f.rel, unpatched_text(f).as_deref())?;
+        copy.put(&f.rel, unpatched_text(f).as_deref())?;
     }
     // (index in `files`, its text unpatched) of each file that failed and existed before
     let recompile: Vec<(usize, String)> = failing_files
@@ -185,7 +181,7 @@ pub fn startup(project: &Project, files: &[Patched], unpatched: Unpatched) -> Re
         .map(|(i, t)| (files[*i].rel.clone(), t.clone()))
         .collect();
     let retry: Vec<Module> = reimport.iter().map(|&i| modules[i].clone()).collect();
-    let base = run(&python, &tree_path, &texts, &retry)
+    let base = run(&python, &mut copy, &texts, &retry)
         .map_err(|why| blame(files, &modules, &answer, &by, Some(why)))?;
     // compile failures first: a file that does not compile fails every import of it
     let mut noted: Vec<String> = Vec::new();
@@ -425,8 +421,122 @@ fn is_identifier(s: &str) -> bool {
         && chars.all(|c| c == '_' || c.is_alphanumeric())
 }
 
-/// Writes (or, for `None`, removes) a file in the copy; never through a link to the original.
-fn put(tree: &Path, rel: &str, text: Option<&str>) -> Result<()> {
+/// The copy of the tree as the check imports it (the patch's files written over the
+/// agent's), made only when a check is not answered from the cache.
+struct TreeCopy<'p> {
+    project: &'p Project,
+    /// The package names the tree sits in (an installed `site-packages/vibe`): the copy is
+    /// made under them, so `import vibe.…` finds it.
+    above: Vec<String>,
+    /// Files written over the agent's (`None`: removed).
+    overrides: std::collections::BTreeMap<String, Option<String>>,
+    made: Option<(tempfile::TempDir, PathBuf)>,
+    /// [`crate::toolchain::fingerprint_tree`] of the agent's tree, taken once.
+    fingerprint: Option<String>,
+}
+
+impl<'p> TreeCopy<'p> {
+    fn new(project: &'p Project, above: Vec<String>) -> Self {
+        TreeCopy {
+            project,
+            above,
+            overrides: Default::default(),
+            made: None,
+            fingerprint: None,
+        }
+    }
+
+    /// Writes (or, for `None`, removes) a file in the copy; never through a link to the
+    /// original.
+    fn put(&mut self, rel: &str, text: Option<&str>) -> Result<()> {
+        self.overrides
+            .insert(rel.to_string(), text.map(str::to_string));
+        match &self.made {
+            Some((_, tree)) => write_over(tree, rel, text),
+            None => Ok(()),
+        }
+    }
+
+    /// The copy's folder, made on first use.
+    fn path(&mut self) -> Result<PathBuf> {
+        if let Some((_, tree)) = &self.made {
+            return Ok(tree.clone());
+        }
+        let dir = tempfile::Builder::new()
+            .prefix("acp-patch-start-")
+            .tempdir()
+            .map_err(crate::error::io_err(std::env::temp_dir()))?;
+        let mut tree = dir
+            .path()
+            .canonicalize()
+            .map_err(crate::error::io_err(dir.path()))?;
+        for (i, name) in self.above.iter().enumerate() {
+            tree.push(name);
+            std::fs::create_dir_all(&tree).map_err(crate::error::io_err(&tree))?;
+            if i + 1 < self.above.len() {
+                let init = tree.join("__init__.py");
+                std::fs::write(&init, "").map_err(crate::error::io_err(&init))?;
+            }
+        }
+        crate::toolchain::copy_tree(
+            &self.project.root,
+            &tree,
+            crate::toolchain::CopyMode::ReadOnly(&["py"]),
+        )?;
+        for (rel, text) in &self.overrides {
+            write_over(&tree, rel, text.as_deref())?;
+        }
+        self.made = Some((dir, tree.clone()));
+        Ok(tree)
+    }
+
+    /// The cache key of one run of the check on the copy as it stands.
+    fn key(
+        &mut self,
+        python: &Path,
+        texts: &[(String, String)],
+        modules: &[Module],
+        user_home: Option<&Path>,
+    ) -> String {
+        use crate::toolchain::cache::Key;
+        let root = &self.project.root;
+        let fingerprint = self
+            .fingerprint
+            .get_or_insert_with(|| {
+                let mut k = Key::new("tree");
+                crate::toolchain::fingerprint_tree(root, &mut k);
+                k.finish()
+            })
+            .clone();
+        let mut k = Key::new("python-startup");
+        k.text(CHECK)
+            .text(&python.display().to_string())
+            .stamp_of(python)
+            .text(&fingerprint)
+            .text(&self.above.join("/"));
+        for (rel, text) in &self.overrides {
+            k.text(rel).text(text.as_deref().unwrap_or("\0removed"));
+        }
+        k.text("compile");
+        for (rel, text) in texts {
+            k.text(rel).text(text);
+        }
+        k.text("imports");
+        for m in modules {
+            k.text(&m.name).text(&m.root);
+        }
+        k.text(&IMPORT_TIMEOUT_S.to_string())
+            .text(
+                &user_home
+                    .map(|h| h.display().to_string())
+                    .unwrap_or_default(),
+            )
+            .environment();
+        k.finish()
+    }
+}
+
+fn write_over(tree: &Path, rel: &str, text: Option<&str>) -> Result<()> {
     let dest = tree.join(rel);
     let _ = std::fs::remove_file(&dest);
     let Some(text) = text else { return Ok(()) };
@@ -436,12 +546,44 @@ fn put(tree: &Path, rel: &str, text: Option<&str>) -> Result<()> {
     std::fs::write(&dest, text).map_err(crate::error::io_err(&dest))
 }
 
-/// One run of the check script: compile `texts`, import `modules` from the copy at `tree`.
+/// One run of the check script: compile `texts`, import `modules` from the copy — or the
+/// answer a run on the same inputs gave, while what it saw is unchanged
+/// ([`crate::toolchain::cache`]).
 fn run(
+    python: &Path,
+    copy: &mut TreeCopy,
+    texts: &[(String, String)],
+    modules: &[Module],
+) -> std::result::Result<Answer, String> {
+    use crate::toolchain::cache;
+    let user_home = std::env::var_os("HOME").map(PathBuf::from);
+    let cached = cache::dir("python-startup").map(|dir| {
+        let key = copy.key(python, texts, modules, user_home.as_deref());
+        (dir, key)
+    });
+    if let Some((dir, key)) = &cached
+        && let Some(answer) = cache::load::<Answer>(dir, key)
+    {
+        return Ok(answer);
+    }
+    let tree = copy.path().map_err(|e| e.to_string())?;
+    let answer = run_check(python, &tree, texts, modules, user_home)?;
+    if let Some((dir, key)) = &cached
+        && let Some(seen) = &answer.seen
+        && answer.imports.iter().all(ImportResult::is_settled)
+    {
+        cache::store(dir, key, seen.clone(), &answer);
+    }
+    Ok(answer)
+}
+
+/// One run of the check script on the copy at `tree`.
+fn run_check(
     python: &Path,
     tree: &Path,
     texts: &[(String, String)],
     modules: &[Module],
+    user_home: Option<PathBuf>,
 ) -> std::result::Result<Answer, String> {
     use std::io::Write;
     use std::os::unix::process::CommandExt;
@@ -455,7 +597,6 @@ fn run(
         .prefix("acp-patch-start-home-")
         .tempdir()
         .map_err(|e| e.to_string())?;
-    let user_home = std::env::var_os("HOME").map(PathBuf::from);
     let payload = serde_json::json!({
         "compile": texts.iter().map(|(f, t)| serde_json::json!({"file": f, "text": t})).collect::<Vec<_>>(),
         "imports": modules.iter().map(|m| m.name.clone()).collect::<Vec<_>>(),

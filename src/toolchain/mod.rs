@@ -4,6 +4,8 @@
 //! import cycle), so apply runs each language's start-up check on the tree as the plan leaves
 //! it and, with `--check-build`, type-checks / builds a temporary copy of the patched tree.
 
+pub mod cache;
+
 use crate::error::Result;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -19,7 +21,7 @@ pub struct Patched {
 }
 
 /// A compile failure of one file.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Deserialize, serde::Serialize)]
 pub struct Failure {
     pub line: usize,
     pub message: String,
@@ -102,33 +104,55 @@ pub fn wait_group(
     }))
 }
 
-/// Copies the agent's files (respecting .gitignore; no VCS folder, build output, bytecode or
-/// installed packages: those are linked, so the copy builds against the same ones). With
-/// `only`, just the files with those endings are copied, the others linked to the originals
-/// (a start-up check reads them, never writes them).
-pub fn copy_tree(from: &Path, to: &Path, only: Option<&[&str]>) -> Result<()> {
-    const LINKED: &[&str] = &["node_modules", ".venv", "venv"];
-    const SKIPPED: &[&str] = &[".git", "target", "__pycache__"];
-    // packages installed above the agent (a workspace root) resolve from the copy too
-    if !from.join("node_modules").exists()
-        && let Some(up) = from
-            .ancestors()
-            .skip(1)
-            .find(|d| d.join("node_modules").is_dir())
-    {
-        let _ = std::os::unix::fs::symlink(up.join("node_modules"), to.join("node_modules"));
-    }
-    // every file, whatever an ignore file says: a module git ignores (generated, or a venv's
-    // `*` above an installed package) is still imported at run time
-    for entry in ignore::WalkBuilder::new(from)
+const LINKED: &[&str] = &["node_modules", ".venv", "venv"];
+const SKIPPED: &[&str] = &[".git", "target", "__pycache__"];
+
+/// The entries of the agent's tree a copy holds, as [`copy_tree`] meets them: every file,
+/// whatever an ignore file says (a module git ignores — generated, or a venv's `*` above an
+/// installed package — is still imported at run time), but no VCS folder, build output or
+/// bytecode, and installed packages (`node_modules`, venvs) not walked into (they are linked).
+fn copied_entries(from: &Path) -> impl Iterator<Item = ignore::DirEntry> {
+    ignore::WalkBuilder::new(from)
         .standard_filters(false)
+        .sort_by_file_name(|a, b| a.cmp(b))
         .filter_entry(|e| {
             let name = e.file_name().to_string_lossy();
             !(SKIPPED.contains(&name.as_ref()) || LINKED.contains(&name.as_ref())) || e.depth() == 0
         })
         .build()
         .flatten()
-    {
+}
+
+/// The `node_modules` of a workspace root above the agent, which the copy links to.
+fn node_modules_above(from: &Path) -> Option<PathBuf> {
+    if from.join("node_modules").exists() {
+        return None;
+    }
+    from.ancestors()
+        .skip(1)
+        .find(|d| d.join("node_modules").is_dir())
+        .map(|d| d.join("node_modules"))
+}
+
+/// How a copy of the tree is made.
+#[derive(Debug, Clone, Copy)]
+pub enum CopyMode<'a> {
+    /// Every file copied (a build may write beside them).
+    Full,
+    /// For a check that only reads: the files with these endings hard-linked where the
+    /// file system allows (copied elsewhere), so the interpreter sees them as files of the
+    /// copy; every other file a symbolic link to the original.
+    ReadOnly(&'a [&'a str]),
+}
+
+/// Copies the agent's files ([`copied_entries`]); installed packages are linked, so the copy
+/// builds against the same ones.
+pub fn copy_tree(from: &Path, to: &Path, mode: CopyMode) -> Result<()> {
+    // packages installed above the agent (a workspace root) resolve from the copy too
+    if let Some(up) = node_modules_above(from) {
+        let _ = std::os::unix::fs::symlink(up, to.join("node_modules"));
+    }
+    for entry in copied_entries(from) {
         let rel = entry.path().strip_prefix(from).unwrap_or(entry.path());
         let dest = to.join(rel);
         let Some(kind) = entry.file_type() else {
@@ -143,17 +167,25 @@ pub fn copy_tree(from: &Path, to: &Path, only: Option<&[&str]>) -> Result<()> {
                 }
             }
         } else if kind.is_file() {
-            let copied = only.is_none_or(|exts| {
+            let as_file = |exts: &[&str]| {
                 entry
                     .path()
                     .extension()
                     .is_some_and(|e| exts.iter().any(|x| e == *x))
-            });
-            if copied {
-                std::fs::copy(entry.path(), &dest).map_err(crate::error::io_err(entry.path()))?;
-            } else {
-                std::os::unix::fs::symlink(entry.path(), &dest)
-                    .map_err(crate::error::io_err(&dest))?;
+            };
+            match mode {
+                CopyMode::Full => {
+                    std::fs::copy(entry.path(), &dest)
+                        .map_err(crate::error::io_err(entry.path()))?;
+                }
+                CopyMode::ReadOnly(exts) if as_file(exts) => {
+                    if std::fs::hard_link(entry.path(), &dest).is_err() {
+                        std::fs::copy(entry.path(), &dest)
+                            .map_err(crate::error::io_err(entry.path()))?;
+                    }
+                }
+                CopyMode::ReadOnly(_) => std::os::unix::fs::symlink(entry.path(), &dest)
+                    .map_err(crate::error::io_err(&dest))?,
             }
         } else if kind.is_symlink()
             && let Ok(target) = std::fs::read_link(entry.path())
@@ -162,4 +194,32 @@ pub fn copy_tree(from: &Path, to: &Path, only: Option<&[&str]>) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// Feeds `key` what a copy of the tree at `from` would hold: each entry's place and kind,
+/// a file's size and mtime, a link's target, the linked package folders.
+pub fn fingerprint_tree(from: &Path, key: &mut cache::Key) {
+    if let Some(up) = node_modules_above(from) {
+        key.text("above").text(&up.display().to_string());
+    }
+    for entry in copied_entries(from) {
+        let rel = entry.path().strip_prefix(from).unwrap_or(entry.path());
+        key.text(&rel.display().to_string());
+        let Some(kind) = entry.file_type() else {
+            continue;
+        };
+        if kind.is_dir() {
+            key.text("dir");
+            for linked in LINKED {
+                if entry.path().join(linked).is_dir() {
+                    key.text(linked);
+                }
+            }
+        } else if kind.is_file() {
+            key.stamp_of(entry.path());
+        } else if kind.is_symlink() {
+            let target = std::fs::read_link(entry.path()).unwrap_or_default();
+            key.text("link").text(&target.display().to_string());
+        }
+    }
 }
