@@ -1,6 +1,5 @@
 //! One module per language, all behind [`Language`].
 
-pub(crate) mod cache;
 pub(crate) mod parts;
 pub mod python;
 pub mod rust;

@@ -69,13 +69,13 @@ impl SmokeDir {
     }
 }
 
-/// The environment that moves the agent's home (and Python's byte-code cache) into the
-/// smoke folder. Toolchains found through the real home (rustup, cargo, pyenv) keep working.
+/// The environment that moves the agent's home into the smoke folder and keeps Python from
+/// writing byte code. Python still reads the byte code an install left (as the agent's user
+/// starts it); a cache prefix would make every module compile from source on every run and
+/// delay the card by the agent's cold start. Toolchains found through the real home (rustup,
+/// cargo, pyenv) keep working.
 pub fn home_env(smoke: &SmokeDir, isolate_home: bool) -> Vec<(String, String)> {
-    let mut env = vec![(
-        "PYTHONPYCACHEPREFIX".to_string(),
-        smoke.path().join("pycache").display().to_string(),
-    )];
+    let mut env = vec![("PYTHONDONTWRITEBYTECODE".to_string(), "1".to_string())];
     if !isolate_home {
         return env;
     }
@@ -166,7 +166,10 @@ mod tests {
             env.iter()
                 .any(|(k, v)| k == "HOME" && Path::new(v) == d.home())
         );
-        assert!(env.iter().any(|(k, _)| k == "PYTHONPYCACHEPREFIX"));
+        assert!(
+            env.iter()
+                .any(|(k, v)| k == "PYTHONDONTWRITEBYTECODE" && v == "1")
+        );
         assert_eq!(home_env(&d, false).len(), 1);
         assert!(d.finish(false).is_none());
         assert!(!p.exists());

@@ -251,11 +251,21 @@ pub fn updates_with_session(lines: &[RawLine]) -> Vec<(Option<String>, Update)> 
     out
 }
 
-/// Real turn output: what completes a think card (not bookkeeping, not the card itself).
-pub fn is_real_output(u: &Update, is_card: impl Fn(&str) -> bool) -> bool {
+/// Real turn output: what completes a think card (not bookkeeping, not the card itself, not an
+/// update of a tool call `ups` never started before it, which a client has nothing to show
+/// for). `ups` are the updates `u` is one of.
+pub fn is_real_output(u: &Update, ups: &[Update]) -> bool {
+    let started = |id: &str| {
+        ups.iter()
+            .find(|c| c.tag == "tool_call" && c.tool_call_id() == Some(id))
+    };
     match u.tag.as_str() {
         "agent_message_chunk" | "agent_thought_chunk" | "plan" => true,
-        "tool_call" | "tool_call_update" => !u.tool_call_id().is_some_and(is_card),
+        "tool_call" => u.kind() != Some("think"),
+        "tool_call_update" => u
+            .tool_call_id()
+            .and_then(started)
+            .is_some_and(|c| c.index < u.index && c.kind() != Some("think")),
         _ => false,
     }
 }

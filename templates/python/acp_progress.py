@@ -170,6 +170,7 @@ class _Session:
         self.cancelled = False
         self.reasoning = False  # reasoning seen since the last flush
         self.held = []  # held text sends: [send, args, kwargs, update, where]
+        self.tool_calls = set()  # ids of the tool calls this session's sends started
         self.hold_timer = None
         self.gap_timer = None
         self.gap_token = None
@@ -508,7 +509,7 @@ async def _gate(session, connection, send, args, kwargs, sent, update, where):
                 session.send_kwargs = extra
             session.positional = where == ("pos", 1)
             kind = _field(update, "session_update", "sessionUpdate")
-            if kind in _REAL:
+            if _visible(session, kind, update):
                 _disarm_gap(session)
                 await _progress_complete(session)
                 if kind == "agent_thought_chunk":
@@ -560,6 +561,17 @@ def _field(value, snake, camel):
         return value.get(camel, value.get(snake))
     found = getattr(value, snake, None)
     return found if found is not None else getattr(value, camel, None)
+
+
+def _visible(session, kind, update):
+    """Real output a client shows: an update of a tool call the session never started is not
+    (a client has nothing to show it on), so it leaves a card due like bookkeeping."""
+    if kind not in _REAL:
+        return False
+    tool_call_id = _field(update, "tool_call_id", "toolCallId")
+    if kind == "tool_call" and tool_call_id is not None:
+        session.tool_calls.add(tool_call_id)
+    return kind != "tool_call_update" or tool_call_id in session.tool_calls
 
 
 def _status(update):
@@ -825,7 +837,7 @@ def _wire_call(writer, *args, **kwargs):
     if _is_async(writer):
         return _gate(session, session.connection, send, args, kwargs, writer(*args, **kwargs), update, where)
     kind = _field(update, "session_update", "sessionUpdate")
-    if kind in _REAL:
+    if _visible(session, kind, update):
         try:
             _disarm_gap(session)
             _run_sync(_progress_complete(session))

@@ -24,7 +24,7 @@
     clippy::cargo
 )]
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::time::{Duration, Instant};
 
 /// What the progress callback reports: the "Thinking..." card opens, ticks, closes.
@@ -81,6 +81,8 @@ struct AcpSession {
     /// Updates we pushed into a channel that comes back through the emitter.
     passthrough: VecDeque<AcpNotification>,
     timers: Vec<AcpTimer>,
+    /// Ids of the tool calls this session's updates started.
+    tool_calls: HashSet<String>,
 }
 
 /// The callback: builds the card's update for a state.
@@ -404,7 +406,15 @@ pub(crate) fn acp_outgoing(n: AcpNotification) -> AcpOut {
             s.passthrough.pop_front();
             return pass(n);
         }
-        let kind = acp_kind(&n);
+        let mut kind = acp_kind(&n);
+        match acp_tool_call(&n) {
+            Some((id, true)) => {
+                s.tool_calls.insert(id.to_string());
+            }
+            // an update of a tool call never started shows nothing in a client: it leaves a card due
+            Some((id, false)) if !s.tool_calls.contains(id) => kind = AcpKind::Bookkeeping,
+            _ => {}
+        }
         if !s.active || kind == AcpKind::Ours {
             return pass(n);
         }

@@ -92,6 +92,15 @@ fn acp_kind(n: &AcpNotification) -> AcpKind {
     }
 }
 
+/// The tool call an update names and whether it starts it (`tool_call`) or updates it.
+fn acp_tool_call(n: &AcpNotification) -> Option<(&str, bool)> {
+    match &n.update {
+        acp_schema::SessionUpdate::ToolCall(call) => Some((&call.tool_call_id.0, true)),
+        acp_schema::SessionUpdate::ToolCallUpdate(update) => Some((&update.tool_call_id.0, false)),
+        _ => None,
+    }
+}
+
 /// Appends a text chunk to the held one before it; `Err` gives it back when they differ.
 fn acp_merge_text(into: &mut AcpNotification, n: AcpNotification) -> Result<(), AcpNotification> {
     if let (

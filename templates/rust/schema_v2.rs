@@ -59,6 +59,11 @@ pub fn build_thinking_complete(session: &str, tool_call_id: &str, failed: bool) 
     )
 }
 
+/// Protocol v2 has no separate start: a tool-call update creates the call it names.
+fn acp_tool_call(_n: &AcpNotification) -> Option<(&str, bool)> {
+    None
+}
+
 /// Real turn output (text, reasoning, tool calls, plans, terminals) closes the card;
 /// bookkeeping (state, commands, modes, usage, session info) does not; idle ends the turn.
 fn acp_kind(n: &AcpNotification) -> AcpKind {

@@ -90,11 +90,13 @@ type AcpSession = {
     held: AcpHeld[];
     holdTimer: AcpTimer | undefined;
     gapTimer: AcpTimer | undefined;
+    /** Ids of the tool calls this session's updates started. */
+    toolCalls: Set<unknown>;
 };
 function sessionOf(sessionId: string): AcpSession {
     let session = acpState.sessions.get(sessionId);
     if (!session) {
-        session = { id: sessionId, agentProgressCallback: undefined, send: undefined, turns: 0, cancelled: false, card: undefined, reasoning: false, held: [], holdTimer: undefined, gapTimer: undefined };
+        session = { id: sessionId, agentProgressCallback: undefined, send: undefined, turns: 0, cancelled: false, card: undefined, reasoning: false, held: [], holdTimer: undefined, gapTimer: undefined, toolCalls: new Set() };
         acpState.sessions.set(sessionId, session);
     }
     return session;
@@ -271,7 +273,7 @@ const REAL = new Set<unknown>(["agent_message_chunk", "agent_thought_chunk", "to
 /**
  * One session update on its way out, with `send` forwarding it (or another update in its place)
  * exactly as the agent's call would. Bookkeeping (commands, modes, session info, usage, anything
- * unknown) passes. Real output closes the card first. Once reasoning was seen in a turn, the first
+ * unknown, an update of a tool call never started) passes. Real output closes the card first. Once reasoning was seen in a turn, the first
  * answer text is held for {{PREFIX}}_THINK_HOLD_MS (default 200; 0 = next tick): thoughts arriving
  * meanwhile go out at once (they join the thought block), more text joins the held text, and held
  * text goes out before anything else, when the hold expires and at the turn's end.
@@ -280,7 +282,12 @@ function forward(sessionId: string, update: AcpUpdate, send: (update: AcpUpdate)
     const session = sessionOf(sessionId);
     session.send = send; // later cards go out the way the agent's own updates do
     const kind = update.sessionUpdate;
-    if (!REAL.has(kind) || acpState.ownCards.has(update.toolCallId)) {
+    if (kind === "tool_call" && update.toolCallId !== undefined) {
+        session.toolCalls.add(update.toolCallId);
+    }
+    // an update of a tool call never started shows nothing in a client: it leaves a card due
+    const unstarted = kind === "tool_call_update" && !session.toolCalls.has(update.toolCallId);
+    if (!REAL.has(kind) || acpState.ownCards.has(update.toolCallId) || unstarted) {
         if (session.held.length > 0) {
             void flush(session);
         }

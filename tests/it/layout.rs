@@ -150,6 +150,141 @@ fn top_level_modules_form_layers_without_a_cycle() {
     }
 }
 
+/// Every `crate::…`, `super::…` and `self::…` path in `code`, use groups expanded
+/// (`super::{a::X, b::{Y, Z}}` is `super::a::X`, `super::b::Y`, `super::b::Z`).
+fn rooted_paths(code: &str) -> Vec<String> {
+    fn ident(c: char) -> bool {
+        c.is_alphanumeric() || c == '_' || c == ':'
+    }
+    fn group(prefix: &str, body: &str, out: &mut Vec<String>) {
+        let (mut depth, mut start) = (0, 0);
+        let mut items = Vec::new();
+        for (i, c) in body.char_indices() {
+            match c {
+                '{' => depth += 1,
+                '}' => depth -= 1,
+                ',' if depth == 0 => {
+                    items.push(&body[start..i]);
+                    start = i + 1;
+                }
+                _ => {}
+            }
+        }
+        items.push(&body[start..]);
+        for item in items.into_iter().map(str::trim).filter(|i| !i.is_empty()) {
+            match item.split_once("::{") {
+                Some((head, rest)) => {
+                    let inner = &rest[..rest.rfind('}').unwrap_or(rest.len())];
+                    group(&format!("{prefix}::{head}"), inner, out);
+                }
+                None => {
+                    let name = item.split(" as ").next().unwrap_or(item).trim();
+                    out.push(format!("{prefix}::{name}"));
+                }
+            }
+        }
+    }
+    let mut out = Vec::new();
+    for root in ["crate::", "super::", "self::"] {
+        for (i, _) in code.match_indices(root) {
+            if code[..i].chars().next_back().is_some_and(ident) {
+                continue; // the tail of a longer path (`super::super::x`)
+            }
+            let after = &code[i..];
+            let end = after.find(|c: char| !ident(c)).unwrap_or(after.len());
+            let path = after[..end].trim_end_matches(':');
+            if after[end..].starts_with('{') && after[..end].ends_with("::") {
+                let body = &after[end + 1..];
+                let mut depth = 1;
+                let close = body
+                    .char_indices()
+                    .find(|&(_, c)| {
+                        match c {
+                            '{' => depth += 1,
+                            '}' => depth -= 1,
+                            _ => {}
+                        }
+                        depth == 0
+                    })
+                    .map_or(body.len(), |(j, _)| j);
+                group(path, &body[..close], &mut out);
+            } else {
+                out.push(path.to_string());
+            }
+        }
+    }
+    out
+}
+
+/// The modules a file's code names, resolved against `from` (the file's own module) to the
+/// deepest module in `modules`, with the path as spelled.
+fn named_modules(
+    from: &[String],
+    code: &str,
+    modules: &BTreeSet<Vec<String>>,
+) -> Vec<(Vec<String>, String)> {
+    let mut out = Vec::new();
+    for spelled in rooted_paths(code) {
+        let mut segments = spelled.split("::").filter(|s| !s.is_empty() && *s != "*");
+        let mut path: Vec<String> = match segments.next() {
+            Some("crate") => Vec::new(),
+            Some("super") => from[..from.len().saturating_sub(1)].to_vec(),
+            _ => from.to_vec(),
+        };
+        let mut named = false;
+        for seg in segments {
+            match seg {
+                "super" if !named => {
+                    path.pop();
+                }
+                "self" => {}
+                other => {
+                    named = true;
+                    path.push(other.to_string());
+                }
+            }
+        }
+        if let Some(n) = (1..=path.len())
+            .rev()
+            .find(|&n| modules.contains(&path[..n]))
+        {
+            out.push((path[..n].to_vec(), spelled));
+        }
+    }
+    out
+}
+
+#[test]
+fn modules_form_layers_at_every_depth() {
+    // an edge between two modules, lifted to the children of their nearest common ancestor:
+    // siblings must not name each other in a circle (a module and its own ancestors or
+    // descendants may: a parent declares its children, which use what it defines)
+    let files = sources();
+    let modules: BTreeSet<Vec<String>> = files.iter().map(|(rel, _)| module_of(rel)).collect();
+    let mut graph: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    let mut why: BTreeMap<(String, String), String> = BTreeMap::new();
+    for (rel, text) in &files {
+        let from = module_of(rel);
+        for (to, spelled) in named_modules(&from, &code(text), &modules) {
+            let common = from.iter().zip(&to).take_while(|(a, b)| a == b).count();
+            if common == from.len() || common == to.len() {
+                continue;
+            }
+            let (a, b) = (from[..=common].join("::"), to[..=common].join("::"));
+            graph.entry(a.clone()).or_default().insert(b.clone());
+            why.entry((a, b))
+                .or_insert_with(|| format!("{} names {spelled}", rel.display()));
+        }
+    }
+    if let Some(c) = cycle(&graph) {
+        let steps: Vec<String> = c
+            .windows(2)
+            .map(|w| why[&(w[0].clone(), w[1].clone())].clone())
+            .collect();
+        panic!("module cycle {}:\n  {}", c.join(" -> "), steps.join("\n  "));
+    }
+}
+
 #[test]
 fn no_language_reaches_into_another() {
     let mut crossings = Vec::new();
@@ -185,6 +320,11 @@ fn the_reader_sees_paths_and_not_comments() {
             vec!["lang".to_string(), "parts".to_string()],
             vec!["write".to_string(), "lock_tree".to_string()],
         ]
+    );
+    let grouped = "use super::{a::X, b::{Y, Z as W}};\nlet v = self::c::f();\n";
+    assert_eq!(
+        rooted_paths(grouped),
+        vec!["super::a::X", "super::b::Y", "super::b::Z", "self::c::f"]
     );
     let mut g = BTreeMap::new();
     g.insert("a".to_string(), BTreeSet::from(["b".to_string()]));

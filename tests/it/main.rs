@@ -13,6 +13,7 @@ mod python_imports;
 mod python_real;
 mod python_strategy;
 mod python_templates;
+mod real_agents;
 mod revert;
 mod rust_agents;
 mod series;

@@ -475,11 +475,7 @@ answer_after = []
         get("HOME").as_deref(),
         Some(smoke_dir.join("home").to_str().unwrap())
     );
-    assert!(
-        get("PYTHONPYCACHEPREFIX")
-            .unwrap()
-            .starts_with(smoke_dir.to_str().unwrap())
-    );
+    assert_eq!(get("PYTHONDONTWRITEBYTECODE").as_deref(), Some("1"));
     assert_eq!(get("MYAGENT_THINK_GAP_MS").as_deref(), Some("500"));
     std::fs::remove_dir_all(&smoke_dir).unwrap();
     assert_group_gone(&r);

@@ -189,6 +189,22 @@ class Cards(unittest.TestCase):
             ["card:in_progress", "available_commands_update", "usage_update", "card:completed", "thought:r"],
         )
 
+    def test_an_update_of_a_tool_call_never_started_leaves_the_card_open(self):
+        # a client shows nothing for it (box-agent 0.9.7 sends such "activity" updates at once)
+        conn = Conn()
+
+        async def script(agent, sid):
+            await agent.send(sid, {"sessionUpdate": "tool_call_update", "toolCallId": "activity-1", "status": "pending"})
+            self.assertNotIn("card:completed", conn.kinds())
+            await agent.send(sid, {"sessionUpdate": "tool_call", "toolCallId": "t1", "title": "read", "status": "pending"})
+            await agent.send(sid, {"sessionUpdate": "tool_call_update", "toolCallId": "t1", "status": "completed"})
+
+        run(decorate(self.rt)(self.rt, conn, script).prompt([], "s"))
+        self.assertEqual(
+            conn.kinds()[:5],
+            ["card:in_progress", "tool_call_update:pending", "card:completed", "tool_call:pending", "tool_call_update:completed"],
+        )
+
     def test_sessions_get_their_own_cards_concurrently(self):
         conn = Conn()
 
@@ -492,6 +508,7 @@ class Gap(unittest.TestCase):
             conn = Conn()
 
             async def script(agent, sid):
+                await agent.send(sid, {"sessionUpdate": "tool_call", "toolCallId": "t1", "title": "read", "status": "pending"})
                 await agent.send(sid, acp.update_tool_call("t1", status="completed"))
 
             async def main():
@@ -500,7 +517,9 @@ class Gap(unittest.TestCase):
 
             with env(ACP_HEARTBEAT_DISABLED="1", ACP_THINK_GAP_MS=gap):
                 run(main())
-            self.assertEqual(conn.kinds(), ["card:in_progress", "card:completed", "tool_call_update:completed"], gap)
+            self.assertEqual(
+                conn.kinds(), ["card:in_progress", "card:completed", "tool_call:pending", "tool_call_update:completed"], gap
+            )
 
 
 async def until(condition):

@@ -3,9 +3,12 @@
 //! SDK's `Agent`), their `prompt` and `cancel` handlers, where the SDK hands them the
 //! connection, and every SDK send of a session update wherever it sits.
 
-pub use super::connection::Connection;
 use super::connection::connection;
-use super::locate::{At, candidate};
+use super::found::Classes;
+pub use super::found::{
+    Anchors, Connection, Handler, RUNTIME_FILE, RUNTIME_MARKER, RUNTIME_NAME, Send, is_agent_file,
+};
+use super::locate::{At, candidate, pin_mismatch};
 use super::syntax::*;
 use crate::config::{Pin, PythonPins};
 use crate::error::{Candidate, Error, Result};
@@ -13,55 +16,10 @@ use crate::lang::parts::Parsed;
 use std::collections::{BTreeMap, HashMap, HashSet};
 use tree_sitter::Node;
 
-/// The first line of the runtime module acp-patch writes; files starting with it are ours.
-pub const RUNTIME_MARKER: &str = "# acp-patch: runtime module";
-/// The runtime module's file name, and the name agent files import it as.
-pub const RUNTIME_FILE: &str = "acp_progress.py";
-pub const RUNTIME_NAME: &str = "acp_progress";
-
 /// SDK methods that put a session update on the wire (>= 0.7, <= 0.6).
 const SEND_METHODS: &[&str] = &["session_update", "sessionUpdate"];
 /// SDK entry points that take the agent (object or factory).
 const RUNNERS: &[&str] = &["run_agent", "AgentSideConnection"];
-
-/// An agent class the SDK calls, with its handlers.
-pub struct Handler<'a> {
-    pub class: At<'a>,
-    pub class_name: String,
-    /// `async def prompt` (own or inherited from a class in the tree).
-    pub prompt: At<'a>,
-    pub cancel: Option<At<'a>>,
-    pub connection: Connection<'a>,
-    /// Extra keyword arguments the agent's sends pass with a literal value (`source="x"`).
-    pub send_kwargs: Vec<(String, String)>,
-}
-
-/// One SDK send of a session update: `<receiver>.session_update(...)`.
-pub struct Send<'a> {
-    pub call: At<'a>,
-    pub receiver: Node<'a>,
-    /// Already `acp_progress.emitter(<receiver>)` (`acp_progress.wire(...)`).
-    pub wrapped: bool,
-    /// A write of the agent's own JSON-RPC message (no SDK): wrapped with `acp_progress.wire`.
-    pub wire: bool,
-}
-
-pub struct Anchors<'a> {
-    pub handlers: Vec<Handler<'a>>,
-    pub sends: Vec<Send<'a>>,
-}
-
-/// Files that are neither tests nor acp-patch's runtime module: where agent code lives.
-pub fn is_agent_file(p: &Parsed) -> bool {
-    const TESTS: crate::lang::parts::TestFiles = crate::lang::parts::TestFiles {
-        dirs: &["tests", "test", "testing"],
-        prefixes: &["test_"],
-        suffixes: &["_test.py"],
-        infixes: &[],
-        names: &["conftest.py"],
-    };
-    !(TESTS.holds(&p.file.rel) || p.file.text.starts_with(RUNTIME_MARKER))
-}
 
 /// Names a module binds to the SDK (imports anywhere in it, lazy ones included):
 /// local name → the SDK name's last part, and the aliases of the `acp` package itself.
@@ -135,79 +93,6 @@ impl SdkNames {
             }
             _ => None,
         }
-    }
-}
-
-/// Every class definition of the agent's files, by name.
-pub(super) struct Classes<'a> {
-    by_name: BTreeMap<String, Vec<At<'a>>>,
-}
-
-impl<'a> Classes<'a> {
-    fn of(files: &'a [Parsed]) -> Classes<'a> {
-        let mut by_name: BTreeMap<String, Vec<At<'a>>> = BTreeMap::new();
-        for (i, p) in files.iter().enumerate() {
-            if !is_agent_file(p) {
-                continue;
-            }
-            for c in descendants(p.tree.root_node(), "class_definition") {
-                by_name
-                    .entry(name_of(c, &p.file.text).to_string())
-                    .or_default()
-                    .push(At { file: i, node: c });
-            }
-        }
-        Classes { by_name }
-    }
-
-    /// Classes of this name, the one in `file` first.
-    fn named(&self, name: &str, file: usize) -> Vec<At<'a>> {
-        let mut all = self.by_name.get(name).cloned().unwrap_or_default();
-        if all.iter().any(|c| c.file == file) {
-            all.retain(|c| c.file == file);
-        }
-        all
-    }
-
-    /// The in-tree classes a class derives from.
-    fn bases(&self, files: &[Parsed], class: At<'a>) -> Vec<At<'a>> {
-        let src = &files[class.file].file.text;
-        superclasses(class.node)
-            .into_iter()
-            .filter_map(|b| {
-                let name = match b.kind() {
-                    "identifier" => text(b, src),
-                    "attribute" => text(b.child_by_field_name("attribute")?, src),
-                    _ => return None,
-                };
-                Some(self.named(name, class.file))
-            })
-            .flatten()
-            .filter(|b| b.node != class.node)
-            .collect()
-    }
-
-    /// A method of a class, its own or inherited from a class in the tree.
-    pub(super) fn method(&self, files: &[Parsed], class: At<'a>, name: &str) -> Option<At<'a>> {
-        let mut seen = HashSet::new();
-        let mut queue = vec![class];
-        while let Some(c) = queue.pop() {
-            if !seen.insert((c.file, c.node.id())) {
-                continue;
-            }
-            let src = &files[c.file].file.text;
-            if let Some(m) = methods(c.node)
-                .into_iter()
-                .find(|m| name_of(*m, src) == name)
-            {
-                return Some(At {
-                    file: c.file,
-                    node: m,
-                });
-            }
-            queue.extend(self.bases(files, c).into_iter().rev());
-        }
-        None
     }
 }
 
@@ -661,41 +546,6 @@ pub fn locate<'a>(
         });
     }
     Ok(Anchors { handlers, sends })
-}
-
-/// A pin that matched nothing: what it looked for and what there was.
-pub(super) fn pin_mismatch(
-    files: &[Parsed],
-    site: &'static str,
-    pin_key: &'static str,
-    pin: &Pin,
-    seen: &[(At, String)],
-) -> Error {
-    let mut cands: Vec<Candidate> = seen
-        .iter()
-        .map(|(at, name)| candidate(files, *at, name.clone()))
-        .collect();
-    cands.dedup_by(|a, b| a.location.file == b.location.file && a.name == b.name);
-    let looked = match &pin.name {
-        Some(n) => format!("`{n}` in {}", pin.file),
-        None => pin.file.clone(),
-    };
-    let saw = if cands.is_empty() {
-        "none at all".to_string()
-    } else {
-        cands
-            .iter()
-            .map(|c| format!("{}:{}", c.location.file, c.name))
-            .collect::<Vec<_>>()
-            .join(", ")
-    };
-    Error::Unlocatable {
-        site,
-        detail: format!(
-            "the pin `{pin_key}` in acp-patch.toml matches nothing: it looks for {looked}; the candidates are: {saw}"
-        ),
-        pin_key,
-    }
 }
 
 /// Literal extra keywords of the sends in the class (else in the whole tree), the most

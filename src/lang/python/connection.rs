@@ -3,29 +3,13 @@
 //! nowhere readable), else the `__init__` parameter its sends use, else the one
 //! `self.<attr>` its own sends go through; a `connection` pin picks among the same candidates.
 
-use super::anchors::{Classes, Send, pin_mismatch};
-use super::locate::{At, candidate};
+use super::found::{Classes, Connection, Send};
+use super::locate::{At, candidate, pin_mismatch};
 use super::syntax::*;
 use crate::config::{Pin, PythonPins};
 use crate::error::{Candidate, Error, Result};
 use crate::lang::parts::Parsed;
 use tree_sitter::Node;
-
-/// Where the card's connection comes from.
-#[derive(Clone)]
-pub enum Connection<'a> {
-    /// `self.<attr>`, assigned from what the SDK hands over (or what the agent's sends use).
-    Attribute {
-        attr: String,
-        at: At<'a>,
-        how: &'static str,
-    },
-    /// `on_connect(self, conn)` keeps it nowhere we can read: bind it there.
-    Bind { method: At<'a>, param: String },
-    /// No SDK: the agent's own writer of `session/update` messages, as a lambda of the
-    /// handler's arguments (`wire=` of the decorator); `at` is the function it is taken from.
-    Wire { lambda: String, at: At<'a> },
-}
 
 /// Where a handler class gets its connection: `on_connect(self, conn)` storing it as
 /// `self.<attr>` (else a binding is inserted there); else `__init__` storing a parameter its

@@ -2,7 +2,7 @@
 //! the one `choose` (a single candidate, a pin, or an error listing what a pin accepts).
 
 use crate::config::Pin;
-use crate::error::{Candidate, Location, Result};
+use crate::error::{Candidate, Error, Location, Result};
 use crate::lang::parts::Parsed;
 use tree_sitter::Node;
 
@@ -42,4 +42,39 @@ pub(super) fn choose<'a>(
         .collect();
     let pin = pin.map(|p| Pin::parse(p)).map(|p| (p.file, p.name));
     crate::lang::parts::choose(found, pin, site, pin_key, none)
+}
+
+/// A pin that matched nothing: what it looked for and what there was.
+pub(super) fn pin_mismatch(
+    files: &[Parsed],
+    site: &'static str,
+    pin_key: &'static str,
+    pin: &Pin,
+    seen: &[(At, String)],
+) -> Error {
+    let mut cands: Vec<Candidate> = seen
+        .iter()
+        .map(|(at, name)| candidate(files, *at, name.clone()))
+        .collect();
+    cands.dedup_by(|a, b| a.location.file == b.location.file && a.name == b.name);
+    let looked = match &pin.name {
+        Some(n) => format!("`{n}` in {}", pin.file),
+        None => pin.file.clone(),
+    };
+    let saw = if cands.is_empty() {
+        "none at all".to_string()
+    } else {
+        cands
+            .iter()
+            .map(|c| format!("{}:{}", c.location.file, c.name))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    Error::Unlocatable {
+        site,
+        detail: format!(
+            "the pin `{pin_key}` in acp-patch.toml matches nothing: it looks for {looked}; the candidates are: {saw}"
+        ),
+        pin_key,
+    }
 }

@@ -7,6 +7,7 @@
 mod anchors;
 mod connection;
 mod engine;
+mod found;
 mod insert;
 mod interpreter;
 mod locate;

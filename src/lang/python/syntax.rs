@@ -3,14 +3,22 @@
 pub use crate::lang::tree::{descendants, first_error, named_children, text, walk};
 use tree_sitter::{Node, Parser, Tree};
 
-/// The tree of a Python text (parsed once per run: see [`crate::lang::cache`]).
+/// The tree of a Python text (parsed once per run: see [`crate::lang::tree::cache`]).
 pub fn parse(text: &str) -> Tree {
-    crate::lang::cache::parse(crate::lang::cache::Grammar::Python, text, parse_uncached)
+    crate::lang::tree::cache::parse(
+        crate::lang::tree::cache::Grammar::Python,
+        text,
+        parse_uncached,
+    )
 }
 
 /// Parses every text not parsed yet in this run, on all cores.
 pub fn prefetch(texts: &[&str]) {
-    crate::lang::cache::prefetch(crate::lang::cache::Grammar::Python, texts, parse_uncached);
+    crate::lang::tree::cache::prefetch(
+        crate::lang::tree::cache::Grammar::Python,
+        texts,
+        parse_uncached,
+    );
 }
 
 fn parse_uncached(text: &str) -> Tree {

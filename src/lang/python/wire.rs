@@ -6,7 +6,7 @@
 //! `.encode()`, f-strings, to the call that writes it). The card goes out through the agent's
 //! own writer: `@acp_progress.prompt_handler(wire=lambda acp_params, <handler's params>: ...)`.
 
-use super::anchors::{Anchors, Connection, Handler, RUNTIME_NAME, Send, is_agent_file};
+use super::found::{Anchors, Connection, Handler, RUNTIME_NAME, Send, is_agent_file};
 use super::locate::{At, candidate};
 use super::syntax::*;
 use crate::config::PythonPins;

@@ -6,9 +6,9 @@ use tree_sitter::{Node, Parser, Tree};
 /// Parses TypeScript (`.ts`, `.mts`, `.cts`) or, with `tsx`, TSX (`.tsx`: JSX allowed, `<T>x`
 /// casts not).
 /// The tree of a TypeScript text, in the TSX grammar when `tsx` (parsed once per run: see
-/// [`crate::lang::cache`]).
+/// [`crate::lang::tree::cache`]).
 pub fn parse(text: &str, tsx: bool) -> Tree {
-    use crate::lang::cache::{self, Grammar};
+    use crate::lang::tree::cache::{self, Grammar};
     if tsx {
         cache::parse(Grammar::Tsx, text, |t| parse_uncached(t, true))
     } else {
@@ -18,7 +18,7 @@ pub fn parse(text: &str, tsx: bool) -> Tree {
 
 /// Parses every text not parsed yet in this run, on all cores.
 pub fn prefetch(texts: &[&str], tsx: bool) {
-    use crate::lang::cache::{self, Grammar};
+    use crate::lang::tree::cache::{self, Grammar};
     if tsx {
         cache::prefetch(Grammar::Tsx, texts, |t| parse_uncached(t, true));
     } else {

@@ -7,7 +7,7 @@ use crate::smoke::SmokeError;
 use crate::smoke::checks::{Check, Judges};
 use crate::smoke::report::SmokeReport;
 
-use super::Printer;
+use super::{Printer, esc};
 use crate::output::Streams;
 use crate::smoke::transcript::{Block, ToolCallView, Transcript};
 use crate::smoke::wire::Direction;
@@ -33,22 +33,6 @@ impl Printer for Html {
 
 fn ms(v: f64) -> String {
     format!("{v:.0} ms")
-}
-
-/// Escapes text for HTML content and attribute values.
-pub fn esc(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for ch in s.chars() {
-        match ch {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            c => out.push(c),
-        }
-    }
-    out
 }
 
 const CSS: &str = "body{font-family:system-ui,sans-serif;max-width:60rem;margin:2rem auto;padding:0 1rem;color:#222}\

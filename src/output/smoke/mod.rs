@@ -12,7 +12,7 @@ mod text;
 use std::io;
 
 pub use github::annotations;
-pub use html::{esc, html};
+pub use html::html;
 pub use json::{error_value, json};
 pub use text::{blocks_text, checks_text, text};
 
@@ -85,4 +85,20 @@ pub fn run_cli(args: &SmokeArgs, s: &mut Streams) -> (u8, std::io::Result<()>) {
     }
     let printed = print(printer(args.format).as_ref(), s, &result);
     (code, printed)
+}
+
+/// Escapes text for HTML content and attribute values.
+pub fn esc(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for ch in s.chars() {
+        match ch {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            c => out.push(c),
+        }
+    }
+    out
 }

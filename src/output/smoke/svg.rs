@@ -2,7 +2,7 @@
 //! and `data-t-ms`, and the SVG its scale (`data-x0`, `data-ms-per-px`), so the picture can be
 //! checked against the transcript.
 
-use super::html::esc;
+use super::esc;
 use crate::smoke::timeline::Timeline;
 use std::fmt::Write as _;
 

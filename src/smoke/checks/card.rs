@@ -23,11 +23,7 @@ fn first_real(ups: &[Update]) -> Option<&Update> {
 }
 
 fn is_real(ups: &[Update], u: &Update) -> bool {
-    is_real_output(u, |id| {
-        ups.iter().any(|c| {
-            c.tag == "tool_call" && c.kind() == Some("think") && c.tool_call_id() == Some(id)
-        })
-    })
+    is_real_output(u, ups)
 }
 
 /// The turn answered within the grace: no card before its first real output, which came
@@ -139,6 +135,16 @@ pub fn think_card(ups: &[Update], ctx: &CheckContext) -> Check {
     let mut c = Check::new(THINK_CARD, before_chunk && in_time, summary)
         .fig("latency_ms", card.t_ms)
         .fig("limit_ms", ctx.think_card_max_ms);
+    if before_chunk && !in_time {
+        // the runtime's grace timer fires on the agent's event loop: it cannot while the
+        // agent's own code runs without awaiting
+        c = c.ev(
+            "the card is due a short grace after the prompt (THINK_AFTER_MS under the agent's \
+             env prefix, 50 ms by default); this late, the agent kept its event loop busy \
+             meanwhile: THINK_AFTER_MS=0 opens the card at the prompt's entry"
+                .to_string(),
+        );
+    }
     if let Some(ch) = chunk {
         c = c
             .ev(format!("first {} at {}", ch.tag, ms(ch.t_ms)))

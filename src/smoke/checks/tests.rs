@@ -680,6 +680,32 @@ fn a_turn_answered_within_the_limit_needs_no_card() {
 }
 
 #[test]
+fn an_update_of_a_tool_call_never_started_is_not_output() {
+    // a client shows nothing for it (box-agent 0.9.7's activity updates at once): the turn
+    // still waited for its card
+    let mut r = Rec::new();
+    r.tcu(2.0, "activity-1", Some("pending"))
+        .message(2600.0, "x")
+        .end(2700.0, "end_turn");
+    let checks = run_all(&r.lines, &CheckContext::default());
+    for name in [THINK_CARD, HEARTBEAT, COMPLETE] {
+        assert!(!by_name(&checks, name).passed, "{name}");
+    }
+    // an update of a tool call started before it is output
+    let mut r = Rec::new();
+    r.tool(1.0, "c1", "read", "pending")
+        .tcu(2.0, "c1", Some("completed"))
+        .message(3.0, "x")
+        .end(5.0, "end_turn");
+    let checks = run_all(&r.lines, &CheckContext::default());
+    assert!(
+        by_name(&checks, THINK_CARD)
+            .summary
+            .starts_with("no card needed")
+    );
+}
+
+#[test]
 fn an_answer_after_the_limit_without_a_card_still_fails() {
     let mut r = Rec::new();
     r.message(251.0, "x").end(260.0, "end_turn");

@@ -227,9 +227,7 @@ fn is_tool_update(u: &Update) -> bool {
 /// `well_formed_tool_calls`) still ran: the silence then starts when its result reached the
 /// model (the model call that carried it).
 pub fn gap_card(lines: &[RawLine], frame: &TurnFrame, ups: &[Update], ctx: &CheckContext) -> Check {
-    let cards = super::turn::card_ids(ups);
-    let is_card = |id: &str| cards.iter().any(|c| c == id);
-    let real: Vec<&Update> = ups.iter().filter(|u| is_real_output(u, is_card)).collect();
+    let real: Vec<&Update> = ups.iter().filter(|u| is_real_output(u, ups)).collect();
     // a gap follows the last update of a run of tool-call updates
     let gaps: Vec<usize> = (0..real.len())
         .filter(|&j| is_tool_update(real[j]) && real.get(j + 1).is_none_or(|n| !is_tool_update(n)))

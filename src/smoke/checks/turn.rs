@@ -141,9 +141,11 @@ pub fn quiet_after_cancel(lines: &[RawLine], frame: &TurnFrame) -> Check {
         );
     };
     let answer_ms = lines[ri].t_ms;
-    let late: Vec<Update> = session_updates(lines)
-        .into_iter()
-        .filter(|u| u.index > ri && is_real_output(u, |_| false))
+    let all = session_updates(lines);
+    let late: Vec<Update> = all
+        .iter()
+        .filter(|u| u.index > ri && is_real_output(u, &all))
+        .cloned()
         .collect();
     let mut c = Check::new(
         QUIET_AFTER_CANCEL,

@@ -1,4 +1,7 @@
-//! Language-neutral helpers over any tree-sitter tree (shared by every language module).
+//! Language-neutral helpers over any tree-sitter tree (shared by every language module), and
+//! the cache of every parse of a run (`cache`).
+
+pub(crate) mod cache;
 
 use tree_sitter::{Node, Tree};
 
@@ -85,7 +88,7 @@ pub fn walk<'t>(node: Node<'t>, f: &mut dyn FnMut(Node<'t>) -> bool) {
 
 /// Every descendant (and the node itself) of a kind.
 pub fn descendants<'t>(node: Node<'t>, kind: &str) -> Vec<Node<'t>> {
-    if let Some(found) = crate::lang::cache::descendants_of_root(node, kind) {
+    if let Some(found) = crate::lang::tree::cache::descendants_of_root(node, kind) {
         return found;
     }
     let mut out = Vec::new();
