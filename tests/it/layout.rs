@@ -117,6 +117,20 @@ fn cycle(graph: &BTreeMap<String, BTreeSet<String>>) -> Option<Vec<String>> {
         .find_map(|n| visit(n, graph, &mut done, &mut Vec::new()))
 }
 
+/// Fails with the cycle in `graph`, if any, and the line that makes each step of it.
+fn fail_on_cycle(
+    graph: &BTreeMap<String, BTreeSet<String>>,
+    why: &BTreeMap<(String, String), String>,
+) {
+    if let Some(c) = cycle(graph) {
+        let steps: Vec<String> = c
+            .windows(2)
+            .map(|w| why[&(w[0].clone(), w[1].clone())].clone())
+            .collect();
+        panic!("module cycle {}:\n  {}", c.join(" -> "), steps.join("\n  "));
+    }
+}
+
 #[test]
 fn top_level_modules_form_layers_without_a_cycle() {
     let mut graph: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
@@ -141,13 +155,7 @@ fn top_level_modules_form_layers_without_a_cycle() {
         graph.contains_key("commands"),
         "the reader found no module: {graph:?}"
     );
-    if let Some(c) = cycle(&graph) {
-        let steps: Vec<String> = c
-            .windows(2)
-            .map(|w| why[&(w[0].clone(), w[1].clone())].clone())
-            .collect();
-        panic!("module cycle {}:\n  {}", c.join(" -> "), steps.join("\n  "));
-    }
+    fail_on_cycle(&graph, &why);
 }
 
 /// Every `crate::…`, `super::…` and `self::…` path in `code`, use groups expanded
@@ -276,13 +284,7 @@ fn modules_form_layers_at_every_depth() {
                 .or_insert_with(|| format!("{} names {spelled}", rel.display()));
         }
     }
-    if let Some(c) = cycle(&graph) {
-        let steps: Vec<String> = c
-            .windows(2)
-            .map(|w| why[&(w[0].clone(), w[1].clone())].clone())
-            .collect();
-        panic!("module cycle {}:\n  {}", c.join(" -> "), steps.join("\n  "));
-    }
+    fail_on_cycle(&graph, &why);
 }
 
 #[test]
