@@ -158,12 +158,31 @@ fn git_files(dir: &Path) -> Option<Vec<String>> {
             "--exclude-standard",
         ],
     )?;
-    Some(
-        out.split('\0')
-            .filter(|s| !s.is_empty())
-            .map(str::to_string)
-            .collect(),
-    )
+    let mut files: Vec<String> = out
+        .split('\0')
+        .filter(|s| !s.is_empty())
+        .map(str::to_string)
+        .collect();
+    // a new folder with nothing in it yet (an agent's state dir) is a trace too; git lists
+    // files only, so ask for untracked folders as well (`dir/`)
+    let dirs = git(
+        dir,
+        &[
+            "ls-files",
+            "-z",
+            "--others",
+            "--exclude-standard",
+            "--directory",
+        ],
+    )?;
+    files.extend(
+        dirs.split('\0')
+            .filter(|s| s.ends_with('/'))
+            .map(|s| s.trim_end_matches('/').to_string()),
+    );
+    files.sort();
+    files.dedup();
+    Some(files)
 }
 
 fn git_status(dir: &Path) -> Option<String> {
@@ -236,6 +255,11 @@ mod tests {
         assert_eq!(
             before.changes(&TreeState::capture(d.path())),
             vec!["added new.txt"]
+        );
+        std::fs::create_dir_all(d.path().join(".state/sessions")).unwrap();
+        assert_eq!(
+            before.changes(&TreeState::capture(d.path())),
+            vec!["added .state", "added new.txt"]
         );
     }
 }

@@ -77,26 +77,9 @@ fn patch_real_agent(root: &Path, modules: &[&str]) -> Patched {
         .into_iter()
         .collect();
     py_compile(path_str(&python), dir.path(), &changed);
-    let imports = modules
-        .iter()
-        .map(|m| format!("import {m}"))
-        .collect::<Vec<_>>()
-        .join("; ");
-    let home = tempfile::tempdir().unwrap(); // what the agent writes at import stays out of the tree
-    let out = Command::new(&python)
-        .args(["-c", &imports])
-        .env("PYTHONPATH", dir.path())
-        .env("PYTHONDONTWRITEBYTECODE", "1")
-        .env("HOME", home.path())
-        .env("XDG_CONFIG_HOME", home.path().join(".config"))
-        .env("XDG_DATA_HOME", home.path().join(".local/share"))
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{imports}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    if let Err(e) = import_modules(&python, dir.path(), modules) {
+        panic!("{e}");
+    }
 
     let after = acp_patch(&["verify", path_str(dir.path())], None);
     assert_eq!(after.code, 0, "{}{}", after.stdout, after.stderr);

@@ -262,6 +262,40 @@ pub fn provision_lock() -> std::sync::MutexGuard<'static, ()> {
     LOCK.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
+/// Imports these modules from `tree` in a fresh process of `python` (what the agent writes
+/// at import, such as its config, lands in a temporary home): the statement it ran, and its
+/// stderr when an import failed.
+pub fn import_modules<S: AsRef<str>>(
+    python: &Path,
+    tree: &Path,
+    modules: &[S],
+) -> Result<(), String> {
+    let imports = modules
+        .iter()
+        .map(|m| format!("import {}", m.as_ref()))
+        .collect::<Vec<_>>()
+        .join("; ");
+    let home = tempfile::tempdir().unwrap();
+    let out = std::process::Command::new(python)
+        .args(["-c", &imports])
+        .current_dir(home.path())
+        .env("PYTHONPATH", tree)
+        .env("PYTHONDONTWRITEBYTECODE", "1")
+        .env("HOME", home.path())
+        .env("XDG_CONFIG_HOME", home.path().join(".config"))
+        .env("XDG_DATA_HOME", home.path().join(".local/share"))
+        .output()
+        .expect("run the agent's Python");
+    if out.status.success() {
+        Ok(())
+    } else {
+        Err(format!(
+            "{imports}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        ))
+    }
+}
+
 pub fn path_str(p: &Path) -> &str {
     p.to_str().expect("UTF-8 path")
 }

@@ -134,13 +134,9 @@ fn bound_classes<'a>(files: &'a [Parsed], classes: &Classes<'a>) -> Vec<At<'a>> 
             {
                 continue;
             }
-            let arg = keyword_arg(call, "agent", src)
-                .or_else(|| keyword_arg(call, "to_agent", src))
-                .and_then(|k| k.child_by_field_name("value"))
-                .or_else(|| positional_args(call).first().copied());
-            if let Some(arg) = arg {
-                for name in class_names_of(arg, src, 0) {
-                    for c in classes.named(&name, i) {
+            if let Some(arg) = agent_argument(call, src) {
+                for (file, name) in handed_classes(files, i, arg) {
+                    for c in classes.named(&name, file) {
                         push(c, &mut bound);
                     }
                 }
@@ -169,8 +165,86 @@ fn bound_classes<'a>(files: &'a [Parsed], classes: &Classes<'a>) -> Vec<At<'a>> 
     bound
 }
 
-/// Class names an expression constructs: `X(...)`, `cast(T, x)`, `lambda conn: X(conn)`, or a
-/// name assigned one of those (or annotated with a class) in the enclosing function or module.
+/// Top-level functions of a module that hand one of their parameters to the SDK's connection
+/// (`def serve(agent, ...): ... AgentSideConnection(agent, ...)`): the agent's own runners,
+/// whose callers hand over the agent.
+pub fn runners_defined(root: Node, src: &str) -> Vec<String> {
+    top_level_functions(root)
+        .into_iter()
+        .filter(|f| {
+            let params = parameters(*f, src);
+            descendants(*f, "call").into_iter().any(|call| {
+                RUNNERS.contains(&callee_name(call, src))
+                    && agent_argument(call, src).is_some_and(|a| {
+                        a.kind() == "identifier" && params.iter().any(|(n, _)| n == text(a, src))
+                    })
+            })
+        })
+        .map(|f| name_of(f, src).to_string())
+        .collect()
+}
+
+/// What a runner call (`run_agent(x)`, `AgentSideConnection(x, ...)`) is handed as the agent.
+fn agent_argument<'t>(call: Node<'t>, src: &str) -> Option<Node<'t>> {
+    keyword_arg(call, "agent", src)
+        .or_else(|| keyword_arg(call, "to_agent", src))
+        .and_then(|k| k.child_by_field_name("value"))
+        .or_else(|| positional_args(call).first().copied())
+}
+
+/// (file, class name) of what an expression handed to the SDK may be: the classes it
+/// constructs, and when it is a parameter of the agent's own runner (`def run(agent, ...):
+/// AgentSideConnection(agent, ...)`), what each call of that runner in the tree hands over.
+fn handed_classes(files: &[Parsed], file: usize, expr: Node) -> Vec<(usize, String)> {
+    let mut out = Vec::new();
+    let mut todo = vec![(file, expr, 0)];
+    while let Some((f, e, depth)) = todo.pop() {
+        let src = files[f].file.text.as_str();
+        out.extend(class_names_of(e, src, 0).into_iter().map(|n| (f, n)));
+        if depth >= 3 || e.kind() != "identifier" {
+            continue;
+        }
+        let Some(runner) = enclosing_function(e) else {
+            continue;
+        };
+        let params = parameters(runner, src);
+        let Some(k) = params.iter().position(|(n, _)| n == text(e, src)) else {
+            continue;
+        };
+        let (param, runner_name) = (params[k].0.clone(), name_of(runner, src).to_string());
+        // `self` is not among a method's call arguments
+        let k = if params
+            .first()
+            .is_some_and(|(n, _)| n == "self" || n == "cls")
+        {
+            k.saturating_sub(1)
+        } else {
+            k
+        };
+        for (j, p) in files.iter().enumerate() {
+            let psrc = p.file.text.as_str();
+            if !is_agent_file(p) || !psrc.contains(runner_name.as_str()) {
+                continue;
+            }
+            for call in descendants(p.tree.root_node(), "call") {
+                if callee_name(call, psrc) != runner_name {
+                    continue;
+                }
+                let given = keyword_arg(call, &param, psrc)
+                    .and_then(|kw| kw.child_by_field_name("value"))
+                    .or_else(|| positional_args(call).get(k).copied());
+                if let Some(given) = given {
+                    todo.push((j, given, depth + 1));
+                }
+            }
+        }
+    }
+    out
+}
+
+/// Class names an expression constructs: `X(...)`, `cast(T, x)`, `lambda conn: X(conn)`, a call
+/// of a factory of the module (its return annotation, what it returns), or a name assigned one
+/// of those (or annotated with a class) in the enclosing function or module.
 fn class_names_of(expr: Node, src: &str, depth: usize) -> Vec<String> {
     if depth > 4 {
         return vec![];
@@ -184,7 +258,28 @@ fn class_names_of(expr: Node, src: &str, depth: usize) -> Vec<String> {
                     .map(|a| class_names_of(*a, src, depth + 1))
                     .unwrap_or_default();
             }
-            vec![name.to_string()]
+            let mut out = vec![name.to_string()];
+            // a factory of the same module: what its annotation names and its returns build
+            for f in top_level_functions(top_level(expr).parent().unwrap_or(expr)) {
+                if name_of(f, src) != name {
+                    continue;
+                }
+                if let Some(t) = f.child_by_field_name("return_type") {
+                    out.extend(
+                        descendants(t, "identifier")
+                            .into_iter()
+                            .map(|i| text(i, src).to_string()),
+                    );
+                }
+                if let Some(body) = f.child_by_field_name("body") {
+                    for r in descendants_same_scope(body, "return_statement") {
+                        if let Some(v) = r.named_child(0) {
+                            out.extend(class_names_of(v, src, depth + 1));
+                        }
+                    }
+                }
+            }
+            out
         }
         "lambda" => expr
             .child_by_field_name("body")

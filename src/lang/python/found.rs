@@ -106,11 +106,7 @@ impl<'a> Classes<'a> {
         superclasses(class.node)
             .into_iter()
             .filter_map(|b| {
-                let name = match b.kind() {
-                    "identifier" => text(b, src),
-                    "attribute" => text(b.child_by_field_name("attribute")?, src),
-                    _ => return None,
-                };
+                let name = base_name(b, src)?;
                 Some(self.named(name, class.file))
             })
             .flatten()

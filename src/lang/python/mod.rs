@@ -73,13 +73,55 @@ struct Analysis<'a> {
 }
 
 impl Python {
+    /// The files worth parsing, and then, from the modules that import the SDK, the modules
+    /// defining a class they import or derive from (an agent class of a module that never
+    /// names the SDK, its mixins' bases in turn) and the modules calling the agent's own
+    /// runner (what it hands the SDK is the agent), until none is added.
     fn parse_all(&self, project: &Project) -> Vec<Parsed> {
-        let wanted: Vec<&SourceFile> = project
-            .files_with_extension(self.extensions())
-            .filter(|f| self.worth_parsing(&f.text))
+        let all: Vec<&SourceFile> = project.files_with_extension(self.extensions()).collect();
+        let mut chosen: Vec<bool> = all.iter().map(|f| self.worth_parsing(&f.text)).collect();
+        let wanted: Vec<&str> = (0..all.len())
+            .filter(|&i| chosen[i])
+            .map(|i| all[i].text.as_str())
             .collect();
-        syntax::prefetch(&wanted.iter().map(|f| f.text.as_str()).collect::<Vec<_>>());
-        wanted.into_iter().map(|f| parsed(f.clone())).collect()
+        syntax::prefetch(&wanted);
+        let mut fresh: Vec<usize> = (0..all.len())
+            .filter(|&i| chosen[i] && syntax::mentions_sdk(&all[i].text))
+            .collect();
+        let mut from_sdk = true;
+        while !fresh.is_empty() {
+            syntax::prefetch(
+                &fresh
+                    .iter()
+                    .map(|&i| all[i].text.as_str())
+                    .collect::<Vec<_>>(),
+            );
+            let (mut names, mut runners) = (HashSet::new(), Vec::new());
+            for &i in &fresh {
+                let tree = syntax::parse(&all[i].text);
+                names.extend(syntax::classes_it_needs(
+                    tree.root_node(),
+                    &all[i].text,
+                    from_sdk,
+                ));
+                runners.extend(anchors::runners_defined(tree.root_node(), &all[i].text));
+            }
+            from_sdk = false;
+            fresh = (0..all.len())
+                .filter(|&i| {
+                    !chosen[i]
+                        && (syntax::defines_class(&all[i].text, &names)
+                            || runners.iter().any(|r| syntax::calls(&all[i].text, r)))
+                })
+                .collect();
+            for &i in &fresh {
+                chosen[i] = true;
+            }
+        }
+        (0..all.len())
+            .filter(|&i| chosen[i])
+            .map(|i| parsed(all[i].clone()))
+            .collect()
     }
 
     /// The parsed files, plus an empty one for the runtime module when the protocol strategy

@@ -322,15 +322,6 @@ fn instance_has_attribute(files: &[Parsed], file: usize, class: Node, attr: &str
             .all(|(f, c)| class_has_attribute(files, *f, *c, attr, &mut HashSet::new()))
 }
 
-/// The name a base class expression ends in (`Mixin`, `mod.Mixin`).
-fn base_name<'a>(base: Node, src: &'a str) -> Option<&'a str> {
-    match base.kind() {
-        "identifier" => Some(text(base, src)),
-        "attribute" => base.child_by_field_name("attribute").map(|a| text(a, src)),
-        _ => None,
-    }
-}
-
 /// The most-derived classes of the agent's files that have `class` among their bases
 /// (directly or through other classes): the classes whose instances run its methods.
 fn composers<'t>(files: &'t [Parsed], file: usize, class: Node<'t>) -> Vec<(usize, Node<'t>)> {

@@ -1,6 +1,7 @@
 //! Small helpers over the tree-sitter Python tree.
 
 pub use crate::lang::tree::{descendants, first_error, named_children, text, walk};
+use std::collections::HashSet;
 use tree_sitter::{Node, Parser, Tree};
 
 /// The tree of a Python text (parsed once per run: see [`crate::lang::tree::cache`]).
@@ -333,6 +334,81 @@ pub fn superclasses(class: Node) -> Vec<Node> {
         .unwrap_or_default()
 }
 
+/// The class name a base expression ends in (`Mixin`, `mod.Mixin`, the generic `Mixin[T]`).
+pub fn base_name<'a>(base: Node, src: &'a str) -> Option<&'a str> {
+    match base.kind() {
+        "identifier" => Some(text(base, src)),
+        "attribute" => base.child_by_field_name("attribute").map(|a| text(a, src)),
+        "subscript" => base_name(base.child_by_field_name("value")?, src),
+        _ => None,
+    }
+}
+
+/// Whether a text may import the SDK (`import acp`, `from acp...`): a literal test.
+pub fn mentions_sdk(text: &str) -> bool {
+    text.contains("import acp") || text.contains("from acp")
+}
+
+/// Class names a module takes from elsewhere: the bases of its classes, and (`imports`) the
+/// capitalised names it imports (`from m import Agent, Mixin as M` gives `Agent`, `Mixin`).
+pub fn classes_it_needs(root: Node, src: &str, imports: bool) -> Vec<String> {
+    let mut out = Vec::new();
+    if imports {
+        for imp in descendants(root, "import_from_statement") {
+            let module = imp.child_by_field_name("module_name").map(|m| m.id());
+            for n in named_children(imp) {
+                let name = match n.kind() {
+                    _ if Some(n.id()) == module => None,
+                    "dotted_name" => Some(n),
+                    "aliased_import" => n.child_by_field_name("name"),
+                    _ => None,
+                };
+                if let Some(name) = name.map(|n| text(n, src))
+                    && name.starts_with(|c: char| c.is_ascii_uppercase())
+                {
+                    out.push(name.to_string());
+                }
+            }
+        }
+    }
+    for class in descendants(root, "class_definition") {
+        out.extend(
+            superclasses(class)
+                .into_iter()
+                .filter_map(|b| base_name(b, src))
+                .map(str::to_string),
+        );
+    }
+    out
+}
+
+/// Whether a text defines a class of one of these names (a literal scan: `class Name`
+/// followed by `(`, `:` or `[`).
+pub fn defines_class(text: &str, names: &HashSet<String>) -> bool {
+    text.match_indices("class ").any(|(i, _)| {
+        let after_word = text[..i]
+            .chars()
+            .next_back()
+            .is_none_or(|c| !(c.is_alphanumeric() || c == '_'));
+        let rest = &text[i + "class ".len()..];
+        let end = rest
+            .find(|c: char| !(c.is_alphanumeric() || c == '_'))
+            .unwrap_or(rest.len());
+        after_word
+            && matches!(rest[end..].chars().next(), Some('(' | ':' | '['))
+            && names.contains(&rest[..end])
+    })
+}
+
+/// Whether a text calls `name(` (a literal scan, the name a whole word).
+pub fn calls(text: &str, name: &str) -> bool {
+    text.match_indices(name).any(|(i, _)| {
+        let before = text[..i].chars().next_back();
+        !before.is_some_and(|c| c.is_alphanumeric() || c == '_')
+            && text[i + name.len()..].starts_with('(')
+    })
+}
+
 /// The methods defined directly in a class body (decorated ones too).
 pub fn methods(class: Node) -> Vec<Node> {
     let Some(body) = class.child_by_field_name("body") else {
@@ -373,6 +449,34 @@ mod tests {
 
     fn sexp(tree: &Tree) -> String {
         tree.root_node().to_sexp().replace(" (comment)", "")
+    }
+
+    #[test]
+    fn the_classes_a_module_needs_are_its_bases_and_capitalised_imports() {
+        let src = "from acp import run_agent\nfrom .adapter import Adapter as A, helper\nimport os\n\nclass B(Mixin[T], mod.Base, metaclass=M):\n    pass\n";
+        let tree = parse(src);
+        assert_eq!(
+            classes_it_needs(tree.root_node(), src, true),
+            ["Adapter", "Mixin", "Base"]
+        );
+        assert_eq!(
+            classes_it_needs(tree.root_node(), src, false),
+            ["Mixin", "Base"]
+        );
+    }
+
+    #[test]
+    fn class_definitions_and_calls_are_found_as_whole_words() {
+        let names: HashSet<String> = ["Adapter".to_string()].into();
+        assert!(defines_class("x = 1\nclass Adapter(Base):\n", &names));
+        assert!(defines_class("class Adapter[T]:\n", &names));
+        assert!(defines_class("class Adapter:\n", &names));
+        assert!(!defines_class("class AdapterX(Base):\n", &names));
+        assert!(!defines_class("subclass Adapter(Base):\n", &names));
+        assert!(!defines_class("# the class Adapter is elsewhere\n", &names));
+        assert!(calls("asyncio.run(serve(Server()))", "serve"));
+        assert!(!calls("observe(x)", "serve"));
+        assert!(!calls("serve = 1", "serve"));
     }
 
     #[test]
