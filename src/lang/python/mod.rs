@@ -5,6 +5,7 @@
 //! `package` spells its imports.
 
 mod anchors;
+mod binding;
 mod connection;
 mod engine;
 mod found;
@@ -104,7 +105,7 @@ impl Python {
                     &all[i].text,
                     from_sdk,
                 ));
-                runners.extend(anchors::runners_defined(tree.root_node(), &all[i].text));
+                runners.extend(binding::runners_defined(tree.root_node(), &all[i].text));
             }
             from_sdk = false;
             fresh = (0..all.len())
