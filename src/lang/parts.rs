@@ -6,14 +6,52 @@ use crate::error::{Candidate, Error, Location, Result};
 use crate::plan::Plan;
 use crate::report::{Check, Report, Status};
 use crate::source::SourceFile;
+use std::sync::OnceLock;
 use tree_sitter::Tree;
 
-/// A source file with its syntax tree.
+/// How a language parses a text and finds its first syntax error.
+#[derive(Clone, Copy)]
+pub struct Parser {
+    pub parse: fn(&str) -> Tree,
+    pub first_error: fn(&Tree) -> Option<(usize, String)>,
+}
+
+/// A source file with its syntax tree, parsed when first asked for: a locator that skips a
+/// file by its text (no needle of its anchor in it) never pays for its tree.
+#[derive(Clone)]
 pub struct Parsed {
     pub file: SourceFile,
-    pub tree: Tree,
+    parser: Parser,
+    tree: OnceLock<Tree>,
+    error: OnceLock<Option<(usize, String)>>,
+}
+
+impl Parsed {
+    pub fn new(file: SourceFile, parser: Parser) -> Self {
+        Parsed {
+            file,
+            parser,
+            tree: OnceLock::new(),
+            error: OnceLock::new(),
+        }
+    }
+
+    pub fn tree(&self) -> &Tree {
+        self.tree
+            .get_or_init(|| (self.parser.parse)(&self.file.text))
+    }
+
     /// The first syntax error: (byte offset, message).
-    pub error: Option<(usize, String)>,
+    pub fn error(&self) -> Option<&(usize, String)> {
+        self.error
+            .get_or_init(|| (self.parser.first_error)(self.tree()))
+            .as_ref()
+    }
+
+    /// The same file with another text (the tree as a plan leaves it), parsed when asked.
+    pub fn with_text(&self, file: SourceFile) -> Self {
+        Parsed::new(file, self.parser)
+    }
 }
 
 /// What the plan and the report need of a parsed file, whatever parsed it (tree-sitter,
@@ -22,6 +60,11 @@ pub trait ParsedSource {
     fn source(&self) -> &SourceFile;
     /// The first syntax error: (byte offset, message).
     fn syntax_error(&self) -> Option<&(usize, String)>;
+    /// The first syntax error of a file some locator parsed (one skipped by its text could
+    /// hold no anchor, so its syntax is no concern of the run).
+    fn read_syntax_error(&self) -> Option<&(usize, String)> {
+        self.syntax_error()
+    }
 }
 
 impl ParsedSource for Parsed {
@@ -30,7 +73,12 @@ impl ParsedSource for Parsed {
     }
 
     fn syntax_error(&self) -> Option<&(usize, String)> {
-        self.error.as_ref()
+        self.error()
+    }
+
+    fn read_syntax_error(&self) -> Option<&(usize, String)> {
+        self.tree.get()?;
+        self.error()
     }
 }
 
@@ -269,7 +317,7 @@ pub fn patched<P: ParsedSource>(files: &[P], parts: &[Part]) -> Result<Plan> {
     }
     for p in files {
         let file = p.source();
-        if let Some((offset, msg)) = p.syntax_error()
+        if let Some((offset, msg)) = p.read_syntax_error()
             && !plan.files.iter().any(|f| f.file.path == file.path)
         {
             plan.notes.push(format!(

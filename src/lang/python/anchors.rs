@@ -28,7 +28,7 @@ fn sends<'a>(files: &'a [Parsed]) -> Vec<Send<'a>> {
         if !is_agent_file(p) || !SEND_METHODS.iter().any(|m| src.contains(m)) {
             continue;
         }
-        for call in descendants(p.tree.root_node(), "call") {
+        for call in descendants(p.tree().root_node(), "call") {
             let Some(f) = call
                 .child_by_field_name("function")
                 .filter(|f| f.kind() == "attribute")
@@ -58,7 +58,7 @@ fn sends<'a>(files: &'a [Parsed]) -> Vec<Send<'a>> {
         // `sender = getattr(conn, "session_update", None)` … `await sender(..)`, `send =
         // conn.session_update` … `send(..)` (a value never called, e.g. an update's
         // `session_update` field read as its kind, is no send)
-        for call in descendants(p.tree.root_node(), "call") {
+        for call in descendants(p.tree().root_node(), "call") {
             let args = positional_args(call);
             if callee_name(call, src) != "getattr"
                 || callee_object(call, src).is_some()
@@ -78,7 +78,7 @@ fn sends<'a>(files: &'a [Parsed]) -> Vec<Send<'a>> {
                 wire: false,
             });
         }
-        for a in descendants(p.tree.root_node(), "attribute") {
+        for a in descendants(p.tree().root_node(), "attribute") {
             let method = a.child_by_field_name("attribute").map(|m| text(m, src));
             let Some(receiver) = a.child_by_field_name("object") else {
                 continue;
@@ -171,7 +171,7 @@ fn prompt_methods<'a>(files: &'a [Parsed]) -> Vec<(At<'a>, String)> {
         if !is_agent_file(p) || !src.contains("acp") {
             continue;
         }
-        for c in descendants(p.tree.root_node(), "class_definition") {
+        for c in descendants(p.tree().root_node(), "class_definition") {
             for m in methods(c) {
                 if name_of(m, src) == "prompt" && is_async(m, src) {
                     out.push((At { file: i, node: m }, qualified_name(m, src)));

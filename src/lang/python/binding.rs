@@ -24,12 +24,12 @@ struct SdkNames {
 impl SdkNames {
     fn of(p: &Parsed) -> SdkNames {
         let src = p.file.text.as_str();
-        let root = p.tree.root_node();
         let mut names = HashMap::new();
         let mut modules = HashSet::new();
-        if !src.contains("acp") {
-            return SdkNames { names, modules }; // every SDK module name holds it
+        if !mentions_sdk(src) {
+            return SdkNames { names, modules };
         }
+        let root = p.tree().root_node();
         let is_sdk = |m: &str| m == "acp" || m.starts_with("acp.");
         for n in descendants(root, "import_statement") {
             for m in named_children(n) {
@@ -109,7 +109,7 @@ pub(super) fn bound_classes<'a>(files: &'a [Parsed], classes: &Classes<'a>) -> V
             continue; // nothing in it resolves to the SDK
         }
         let src = p.file.text.as_str();
-        for c in descendants(p.tree.root_node(), "class_definition") {
+        for c in descendants(p.tree().root_node(), "class_definition") {
             if superclasses(c)
                 .iter()
                 .any(|b| sdk.resolve(*b, src).as_deref() == Some("Agent"))
@@ -117,7 +117,7 @@ pub(super) fn bound_classes<'a>(files: &'a [Parsed], classes: &Classes<'a>) -> V
                 push(At { file: i, node: c }, &mut bound);
             }
         }
-        for call in descendants(p.tree.root_node(), "call") {
+        for call in descendants(p.tree().root_node(), "call") {
             let Some(f) = call.child_by_field_name("function") else {
                 continue;
             };
@@ -139,16 +139,8 @@ pub(super) fn bound_classes<'a>(files: &'a [Parsed], classes: &Classes<'a>) -> V
     // subclasses of bound classes are bound too
     loop {
         let before = bound.len();
-        for list in classes.by_name.values() {
-            for c in list {
-                if classes
-                    .bases(files, *c)
-                    .iter()
-                    .any(|b| bound.iter().any(|x| x.node == b.node))
-                {
-                    push(*c, &mut bound);
-                }
-            }
+        for c in classes.subclasses(&bound.clone()) {
+            push(c, &mut bound);
         }
         if bound.len() == before {
             break;
@@ -219,7 +211,7 @@ fn handed_classes(files: &[Parsed], file: usize, expr: Node) -> Vec<(usize, Stri
             if !is_agent_file(p) || !psrc.contains(runner_name.as_str()) {
                 continue;
             }
-            for call in descendants(p.tree.root_node(), "call") {
+            for call in descendants(p.tree().root_node(), "call") {
                 if callee_name(call, psrc) != runner_name {
                     continue;
                 }

@@ -5,7 +5,8 @@
 use super::locate::At;
 use super::syntax::*;
 use crate::lang::parts::Parsed;
-use std::collections::{BTreeMap, HashSet};
+use std::cell::{OnceCell, RefCell};
+use std::collections::{HashMap, HashSet};
 use tree_sitter::Node;
 
 /// The first line of the runtime module acp-patch writes; files starting with it are ours.
@@ -69,35 +70,83 @@ pub enum Connection<'a> {
     Wire { lambda: String, at: At<'a> },
 }
 
-/// Every class definition of the agent's files, by name.
+/// The class definitions of the agent's files, found by name: a file is parsed and indexed
+/// only once a name is asked for that its text defines (or, for subclasses, mentions).
 pub(super) struct Classes<'a> {
-    pub(super) by_name: BTreeMap<String, Vec<At<'a>>>,
+    files: &'a [Parsed],
+    /// file → its class definitions, for the files indexed so far.
+    indexed: RefCell<HashMap<usize, Vec<At<'a>>>>,
+    /// The names each agent file's text may define (a literal scan, done once).
+    defined: OnceCell<Vec<HashSet<&'a str>>>,
 }
 
 impl<'a> Classes<'a> {
     pub(super) fn of(files: &'a [Parsed]) -> Classes<'a> {
-        let mut by_name: BTreeMap<String, Vec<At<'a>>> = BTreeMap::new();
-        for (i, p) in files.iter().enumerate() {
-            if !is_agent_file(p) {
-                continue;
-            }
-            for c in descendants(p.tree.root_node(), "class_definition") {
-                by_name
-                    .entry(name_of(c, &p.file.text).to_string())
-                    .or_default()
-                    .push(At { file: i, node: c });
-            }
+        Classes {
+            files,
+            indexed: RefCell::default(),
+            defined: OnceCell::new(),
         }
-        Classes { by_name }
+    }
+
+    /// Every class definition of file `i`.
+    fn in_file(&self, i: usize) -> Vec<At<'a>> {
+        self.indexed
+            .borrow_mut()
+            .entry(i)
+            .or_insert_with(|| {
+                descendants(self.files[i].tree().root_node(), "class_definition")
+                    .into_iter()
+                    .map(|c| At { file: i, node: c })
+                    .collect()
+            })
+            .clone()
+    }
+
+    /// The agent files whose text passes `may_hold`.
+    fn agent_files(&self, may_hold: impl Fn(&str) -> bool) -> Vec<usize> {
+        (0..self.files.len())
+            .filter(|&i| is_agent_file(&self.files[i]) && may_hold(&self.files[i].file.text))
+            .collect()
     }
 
     /// Classes of this name, the one in `file` first.
     pub(super) fn named(&self, name: &str, file: usize) -> Vec<At<'a>> {
-        let mut all = self.by_name.get(name).cloned().unwrap_or_default();
+        let defined = self.defined.get_or_init(|| {
+            self.files
+                .iter()
+                .map(|p| match is_agent_file(p) {
+                    true => class_names(&p.file.text).collect(),
+                    false => HashSet::new(),
+                })
+                .collect()
+        });
+        let mut all: Vec<At<'a>> = (0..self.files.len())
+            .filter(|&i| defined[i].contains(name))
+            .flat_map(|i| self.in_file(i))
+            .filter(|c| name_of(c.node, &self.files[c.file].file.text) == name)
+            .collect();
         if all.iter().any(|c| c.file == file) {
             all.retain(|c| c.file == file);
         }
         all
+    }
+
+    /// The classes deriving directly from one of `of`.
+    pub(super) fn subclasses(&self, of: &[At<'a>]) -> Vec<At<'a>> {
+        let names: HashSet<&str> = of
+            .iter()
+            .map(|c| name_of(c.node, &self.files[c.file].file.text))
+            .collect();
+        self.agent_files(|text| names.iter().any(|n| mentions_word(text, n)))
+            .into_iter()
+            .flat_map(|i| self.in_file(i))
+            .filter(|c| {
+                self.bases(self.files, *c)
+                    .iter()
+                    .any(|b| of.iter().any(|x| x.node == b.node))
+            })
+            .collect()
     }
 
     /// The in-tree classes a class derives from.

@@ -310,7 +310,7 @@ impl<'a> Builder<'a> {
         module: &str,
     ) {
         let f = &self.files[file];
-        let root = f.tree.root_node();
+        let root = f.tree().root_node();
         let src = f.file.text.as_str();
         let eol = f.file.style.eol;
         let text = format!("import {module}{ADDED_IMPORT}{eol}");
@@ -346,7 +346,7 @@ impl<'a> Builder<'a> {
         }
         let f = &self.files[file];
         let src = f.file.text.as_str();
-        let root = f.tree.root_node();
+        let root = f.tree().root_node();
         let imports: Vec<Node> = descendants(root, "import_from_statement");
         let has = |name: &str| {
             imports.iter().any(|i| {
@@ -396,7 +396,7 @@ impl<'a> Builder<'a> {
             return Ok(());
         }
         let p = &self.files[provider];
-        let provided: Vec<&str> = top_level_functions(p.tree.root_node())
+        let provided: Vec<&str> = top_level_functions(p.tree().root_node())
             .into_iter()
             .map(|d| name_of(d, &p.file.text))
             .collect();
@@ -556,7 +556,7 @@ fn text_of_line(src: &str, offset: usize) -> &str {
 
 /// The line of a top-level `def name` in a parsed file.
 fn defined_at(p: &Parsed, name: &str) -> Option<usize> {
-    top_level_functions(p.tree.root_node())
+    top_level_functions(p.tree().root_node())
         .into_iter()
         .find(|d| name_of(*d, &p.file.text) == name)
         .map(line)

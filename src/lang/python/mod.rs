@@ -81,11 +81,6 @@ impl Python {
     fn parse_all(&self, project: &Project) -> Vec<Parsed> {
         let all: Vec<&SourceFile> = project.files_with_extension(self.extensions()).collect();
         let mut chosen: Vec<bool> = all.iter().map(|f| self.worth_parsing(&f.text)).collect();
-        let wanted: Vec<&str> = (0..all.len())
-            .filter(|&i| chosen[i])
-            .map(|i| all[i].text.as_str())
-            .collect();
-        syntax::prefetch(&wanted);
         let mut fresh: Vec<usize> = (0..all.len())
             .filter(|&i| chosen[i] && syntax::mentions_sdk(&all[i].text))
             .collect();
@@ -111,7 +106,7 @@ impl Python {
             fresh = (0..all.len())
                 .filter(|&i| {
                     !chosen[i]
-                        && (syntax::defines_class(&all[i].text, &names)
+                        && (syntax::defines_class(&all[i].text, |n| names.contains(n))
                             || runners.iter().any(|r| syntax::calls(&all[i].text, r)))
                 })
                 .collect();
@@ -233,14 +228,7 @@ impl Python {
             return Ok(vec![]);
         }
         let plan = parts::patched(files, parts)?;
-        let mut patched: Vec<Parsed> = files
-            .iter()
-            .map(|p| Parsed {
-                file: p.file.clone(),
-                tree: p.tree.clone(),
-                error: p.error.clone(),
-            })
-            .collect();
+        let mut patched: Vec<Parsed> = files.to_vec();
         // (file, byte range in the patched text, the part inserted there)
         let mut inserted: Vec<(usize, std::ops::Range<usize>, &Part)> = Vec::new();
         for fp in plan.files.iter().filter(|f| !f.delete) {
@@ -290,9 +278,7 @@ impl Python {
 }
 
 fn parsed(file: SourceFile) -> Parsed {
-    let tree = syntax::parse(&file.text);
-    let error = syntax::first_error(&tree);
-    Parsed { file, tree, error }
+    Parsed::new(file, syntax::PARSER)
 }
 
 /// Byte offset of the start of a 1-based line (the text's length past the last line).
@@ -410,7 +396,7 @@ impl Language for Python {
             callback: "agent_progress_callback",
             defines: &defined_names,
             has_function: &|p, name| {
-                syntax::top_level_functions(p.tree.root_node())
+                syntax::top_level_functions(p.tree().root_node())
                     .iter()
                     .any(|d| syntax::name_of(*d, &p.file.text) == name)
             },

@@ -27,29 +27,12 @@ impl Packages {
             .filter_map(|f| f.rel.strip_suffix("__init__.py"))
             .map(|d| d.trim_end_matches('/').to_string())
             .collect();
-        let mut imported = HashSet::new();
-        for p in files {
-            let src = p.file.text.as_str();
-            for n in descendants(p.tree.root_node(), "import_statement") {
-                for m in named_children(n) {
-                    let name = match m.kind() {
-                        "aliased_import" => m.child_by_field_name("name"),
-                        _ => Some(m),
-                    };
-                    if let Some(name) = name.filter(|n| n.kind() == "dotted_name") {
-                        imported.insert(text(name, src).to_string());
-                    }
-                }
-            }
-            for n in descendants(p.tree.root_node(), "import_from_statement") {
-                if let Some(m) = n
-                    .child_by_field_name("module_name")
-                    .filter(|m| m.kind() == "dotted_name")
-                {
-                    imported.insert(text(m, src).to_string());
-                }
-            }
-        }
+        // a line scan, not the trees: the files are parsed only where an anchor may be
+        let imported = files
+            .iter()
+            .flat_map(|p| absolute_imports(&p.file.text))
+            .map(str::to_string)
+            .collect();
         Packages {
             above_root: packages_around(&project.root),
             init_dirs,

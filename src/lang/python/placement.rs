@@ -50,7 +50,7 @@ pub fn findings(
             src,
             ours,
         };
-        walk(p.tree.root_node(), &mut |n| {
+        walk(p.tree().root_node(), &mut |n| {
             match n.kind() {
                 "function_definition" if ours.contains(name_of(n, src)) => return false,
                 "decorator" if DECORATOR_MARKERS.iter().any(|m| text(n, src).contains(m)) => {
@@ -333,7 +333,7 @@ fn composers<'t>(files: &'t [Parsed], file: usize, class: Node<'t>) -> Vec<(usiz
                 continue;
             }
             let src = p.file.text.as_str();
-            for d in descendants(p.tree.root_node(), "class_definition") {
+            for d in descendants(p.tree().root_node(), "class_definition") {
                 if superclasses(d)
                     .into_iter()
                     .any(|b| base_name(b, src) == Some(name.as_str()))
@@ -405,7 +405,7 @@ fn class_has_attribute(
             continue;
         };
         for (i, p) in files.iter().enumerate() {
-            for c in descendants(p.tree.root_node(), "class_definition") {
+            for c in descendants(p.tree().root_node(), "class_definition") {
                 if name_of(c, &p.file.text) == base_name
                     && class_has_attribute(files, i, c, attr, seen)
                 {
@@ -427,7 +427,7 @@ pub fn hook_calls(files: &[Parsed]) -> [Vec<(usize, usize)>; 3] {
         if !src.contains("agent_progress_callback") {
             continue;
         }
-        for c in descendants(p.tree.root_node(), "call") {
+        for c in descendants(p.tree().root_node(), "call") {
             let Some(first) = positional_args(c).first().copied() else {
                 continue;
             };

@@ -303,7 +303,7 @@ impl<'a> Builder<'a> {
     fn import_runtime(&mut self, file: usize, runtime: &Runtime) {
         let p = &self.files[file];
         let src = p.file.text.as_str();
-        let root = p.tree.root_node();
+        let root = p.tree().root_node();
         let eol = p.file.style.eol;
         let place = self.packages.place(&p.file.rel);
         let import = self

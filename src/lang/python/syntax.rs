@@ -1,7 +1,6 @@
 //! Small helpers over the tree-sitter Python tree.
 
 pub use crate::lang::tree::{descendants, first_error, named_children, text, walk};
-use std::collections::HashSet;
 use tree_sitter::{Node, Parser, Tree};
 
 /// The tree of a Python text (parsed once per run: see [`crate::lang::tree::cache`]).
@@ -12,6 +11,12 @@ pub fn parse(text: &str) -> Tree {
         parse_uncached,
     )
 }
+
+/// Python's parser for a lazily parsed file.
+pub const PARSER: crate::lang::parts::Parser = crate::lang::parts::Parser {
+    parse,
+    first_error: |tree| first_error(tree),
+};
 
 /// Parses every text not parsed yet in this run, on all cores.
 pub fn prefetch(texts: &[&str]) {
@@ -346,7 +351,70 @@ pub fn base_name<'a>(base: Node, src: &'a str) -> Option<&'a str> {
 
 /// Whether a text may import the SDK (`import acp`, `from acp...`): a literal test.
 pub fn mentions_sdk(text: &str) -> bool {
-    text.contains("import acp") || text.contains("from acp")
+    // only the lines holding `acp` are scanned: most files have none
+    text.match_indices("acp").any(|(i, _)| {
+        let start = text[..i].rfind('\n').map_or(0, |n| n + 1);
+        let end = text[i..].find('\n').map_or(text.len(), |n| i + n);
+        absolute_imports(&text[start..end]).any(|m| m == "acp" || m.starts_with("acp."))
+    })
+}
+
+/// The names of the classes a text may define (`class Name(`, `class Name:`,
+/// `class Name[T]:`), found by a literal scan.
+pub fn class_names(text: &str) -> impl Iterator<Item = &str> {
+    text.match_indices("class").filter_map(|(i, _)| {
+        let after_word = text[..i]
+            .chars()
+            .next_back()
+            .is_none_or(|c| !(c.is_alphanumeric() || c == '_'));
+        let spaced = &text[i + "class".len()..];
+        let rest = spaced.trim_start_matches([' ', '\t']);
+        let end = rest
+            .find(|c: char| !(c.is_alphanumeric() || c == '_'))
+            .unwrap_or(rest.len());
+        (after_word
+            && end > 0
+            && rest.len() < spaced.len()
+            && matches!(
+                rest[end..].trim_start_matches([' ', '\t']).chars().next(),
+                Some('(' | ':' | '[')
+            ))
+        .then(|| &rest[..end])
+    })
+}
+
+/// The absolute module names a text's import lines name (`import a.b as c, d` gives `a.b`,
+/// `d`; `from a.b import x` gives `a.b`), found by a line scan that needs no tree: an
+/// import inside a function counts, one in a string may too.
+pub fn absolute_imports(text: &str) -> impl Iterator<Item = &str> {
+    // only the lines holding `import` are looked at, each once
+    let mut last_line = usize::MAX;
+    let lines = text.match_indices("import").filter_map(move |(i, _)| {
+        let start = text[..i].rfind('\n').map_or(0, |n| n + 1);
+        if start == last_line {
+            return None;
+        }
+        last_line = start;
+        let end = text[i..].find('\n').map_or(text.len(), |n| i + n);
+        Some(text[start..end].trim_end_matches('\r'))
+    });
+    lines.flat_map(|line| {
+        let line = line.trim_start().split(';').next().unwrap_or_default();
+        let modules: Vec<&str> = if let Some(rest) = line.strip_prefix("from ") {
+            rest.split_whitespace().next().into_iter().collect()
+        } else if let Some(rest) = line.strip_prefix("import ") {
+            rest.split(',')
+                .filter_map(|m| m.split_whitespace().next())
+                .collect()
+        } else {
+            Vec::new()
+        };
+        modules.into_iter().filter(|m| {
+            !m.starts_with('.')
+                && m.chars()
+                    .all(|c| c.is_alphanumeric() || c == '_' || c == '.')
+        })
+    })
 }
 
 /// Class names a module takes from elsewhere: the bases of its classes, and (`imports`) the
@@ -384,19 +452,16 @@ pub fn classes_it_needs(root: Node, src: &str, imports: bool) -> Vec<String> {
 
 /// Whether a text defines a class of one of these names (a literal scan: `class Name`
 /// followed by `(`, `:` or `[`).
-pub fn defines_class(text: &str, names: &HashSet<String>) -> bool {
-    text.match_indices("class ").any(|(i, _)| {
-        let after_word = text[..i]
-            .chars()
-            .next_back()
-            .is_none_or(|c| !(c.is_alphanumeric() || c == '_'));
-        let rest = &text[i + "class ".len()..];
-        let end = rest
-            .find(|c: char| !(c.is_alphanumeric() || c == '_'))
-            .unwrap_or(rest.len());
-        after_word
-            && matches!(rest[end..].chars().next(), Some('(' | ':' | '['))
-            && names.contains(&rest[..end])
+pub fn defines_class(text: &str, is_name: impl Fn(&str) -> bool) -> bool {
+    class_names(text).any(is_name)
+}
+
+/// Whether `word` occurs in a text as a whole word (a literal scan).
+pub fn mentions_word(text: &str, word: &str) -> bool {
+    text.match_indices(word).any(|(i, _)| {
+        let is_word = |c: char| c.is_alphanumeric() || c == '_';
+        !text[..i].chars().next_back().is_some_and(is_word)
+            && !text[i + word.len()..].chars().next().is_some_and(is_word)
     })
 }
 
@@ -467,13 +532,27 @@ mod tests {
 
     #[test]
     fn class_definitions_and_calls_are_found_as_whole_words() {
-        let names: HashSet<String> = ["Adapter".to_string()].into();
-        assert!(defines_class("x = 1\nclass Adapter(Base):\n", &names));
-        assert!(defines_class("class Adapter[T]:\n", &names));
-        assert!(defines_class("class Adapter:\n", &names));
-        assert!(!defines_class("class AdapterX(Base):\n", &names));
-        assert!(!defines_class("subclass Adapter(Base):\n", &names));
-        assert!(!defines_class("# the class Adapter is elsewhere\n", &names));
+        let is = |n: &str| n == "Adapter";
+        assert!(defines_class("class\tAdapter (Base):\n", is));
+        assert!(defines_class("class  Adapter(Base):\n", is));
+        assert!(defines_class("x = 1\nclass Adapter(Base):\n", is));
+        assert!(defines_class("class Adapter[T]:\n", is));
+        assert!(defines_class("class Adapter:\n", is));
+        assert!(!defines_class("class AdapterX(Base):\n", is));
+        assert!(!defines_class("subclass Adapter(Base):\n", is));
+        assert!(!defines_class("# the class Adapter is elsewhere\n", is));
+        assert!(mentions_word("class B(mod.Adapter):", "Adapter"));
+        assert!(mentions_sdk("x = 1\n    import os, acp.schema as s\n"));
+        assert!(mentions_sdk("from acp.schema import (\n  X,\n)\n"));
+        assert_eq!(
+            absolute_imports("import a.b as c, d;x=1\nfrom .rel import y\nfrom e.f import (g)\n")
+                .collect::<Vec<_>>(),
+            ["a.b", "d", "e.f"]
+        );
+        assert!(!mentions_sdk(
+            "from acpx import y\nimport acp_progress\n# import acp\n"
+        ));
+        assert!(!mentions_word("class B(AdapterX):", "Adapter"));
         assert!(calls("asyncio.run(serve(Server()))", "serve"));
         assert!(!calls("observe(x)", "serve"));
         assert!(!calls("serve = 1", "serve"));

@@ -29,7 +29,10 @@ fn line(n: Node) -> usize {
 /// Whether a file imports the ACP SDK (`import acp`, `from acp...`).
 pub fn imports_sdk(p: &Parsed) -> bool {
     let src = p.file.text.as_str();
-    let root = p.tree.root_node();
+    if !mentions_sdk(src) {
+        return false;
+    }
+    let root = p.tree().root_node();
     descendants(root, "import_statement")
         .into_iter()
         .chain(descendants(root, "import_from_statement"))
@@ -118,7 +121,7 @@ fn function_named<'a>(
     depth: usize,
 ) -> Option<At<'a>> {
     let src = files[file].file.text.as_str();
-    let root = files[file].tree.root_node();
+    let root = files[file].tree().root_node();
     if let Some(f) = top_level_functions(root)
         .into_iter()
         .find(|f| name_of(*f, src) == name)
@@ -204,7 +207,7 @@ fn dispatched<'a>(files: &'a [Parsed], method: &str) -> Vec<At<'a>> {
         if !is_agent_file(p) || !src.contains(method) {
             continue;
         }
-        let root = p.tree.root_node();
+        let root = p.tree().root_node();
         let mentions: Vec<Node> = descendants(root, "string")
             .into_iter()
             .chain(descendants(root, "identifier"))
@@ -295,7 +298,7 @@ fn in_inserted_decorator(node: Node, src: &str) -> bool {
 /// `"method": "session/update"`, or `dict(method="session/update", ...)`.
 fn origins(p: &Parsed) -> Vec<Node<'_>> {
     let src = p.file.text.as_str();
-    let root = p.tree.root_node();
+    let root = p.tree().root_node();
     let mut out = Vec::new();
     for d in descendants(root, "dictionary") {
         let is_update = named_children(d).into_iter().any(|pair| {
@@ -472,7 +475,7 @@ fn reads<'a>(files: &'a [Parsed], file: usize, decl: Node<'a>, name: &str) -> Ve
     let src = files[file].file.text.as_str();
     let scope = enclosing_function(decl)
         .and_then(|f| f.child_by_field_name("body"))
-        .unwrap_or_else(|| files[file].tree.root_node());
+        .unwrap_or_else(|| files[file].tree().root_node());
     descendants(scope, "identifier")
         .into_iter()
         .filter(|n| n.id() != decl.id() && text(*n, src) == name)
@@ -497,7 +500,7 @@ fn calls_of<'a>(files: &'a [Parsed], file: usize, func: Node<'a>) -> Vec<(usize,
         if !is_agent_file(p) || !p.file.text.contains(name.as_str()) {
             continue;
         }
-        for c in descendants(p.tree.root_node(), "call") {
+        for c in descendants(p.tree().root_node(), "call") {
             if callee_name(c, &p.file.text) != name {
                 continue;
             }
@@ -565,7 +568,7 @@ fn template_reads(t: &str) -> Vec<String> {
 fn module_names(p: &Parsed) -> Vec<String> {
     let src = p.file.text.as_str();
     let mut out = Vec::new();
-    for n in named_children(p.tree.root_node()) {
+    for n in named_children(p.tree().root_node()) {
         match n.kind() {
             "import_statement" | "import_from_statement" => {
                 for d in descendants(n, "dotted_name")
@@ -710,7 +713,7 @@ pub fn locate<'a>(files: &'a [Parsed], pins: &PythonPins) -> Result<Option<Ancho
         let mut all = prompts.clone();
         for (i, p) in files.iter().enumerate() {
             if p.file.rel == pin.file {
-                for d in descendants(p.tree.root_node(), "function_definition") {
+                for d in descendants(p.tree().root_node(), "function_definition") {
                     all.push(At { file: i, node: d });
                 }
             }

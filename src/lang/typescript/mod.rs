@@ -73,15 +73,8 @@ impl TypeScript {
                 .filter(|f| !f.rel.ends_with(".d.ts") && self.worth_parsing(&f.text))
         };
         let exts = if sources(TS).next().is_some() { TS } else { JS };
-        let parse = |f: &crate::source::SourceFile| {
-            let tree = syntax::parse(&f.text, is_tsx(&f.path));
-            let error = syntax::first_error(&tree);
-            Parsed {
-                file: f.clone(),
-                tree,
-                error,
-            }
-        };
+        let parse =
+            |f: &crate::source::SourceFile| Parsed::new(f.clone(), syntax::parser(is_tsx(&f.path)));
         let wanted: Vec<&crate::source::SourceFile> = sources(exts).collect();
         for tsx in [false, true] {
             let texts: Vec<&str> = wanted
@@ -218,7 +211,7 @@ impl Language for TypeScript {
     fn verify(&self, project: &Project) -> Result<Vec<Report>> {
         let root = project.root.display().to_string();
         let has_function = |p: &Parsed, name: &str| {
-            top_level_functions(p.tree.root_node(), &p.file.text)
+            top_level_functions(p.tree().root_node(), &p.file.text)
                 .iter()
                 .any(|(n, _)| n == name)
         };
@@ -294,7 +287,7 @@ pub fn hook_calls(files: &[Parsed]) -> [Vec<(usize, usize)>; 3] {
         if !src.contains("agentProgressCallback") {
             continue;
         }
-        let root = p.tree.root_node();
+        let root = p.tree().root_node();
         let holders: Vec<&str> = descendants(root, "variable_declarator")
             .into_iter()
             .filter(|d| {
@@ -334,7 +327,7 @@ fn relative_imports(p: &Parsed) -> Vec<String> {
         parts
     };
     let mut out = Vec::new();
-    for stmt in named_children(p.tree.root_node()) {
+    for stmt in named_children(p.tree().root_node()) {
         if !matches!(stmt.kind(), "import_statement" | "export_statement") {
             continue;
         }

@@ -7,6 +7,21 @@ use tree_sitter::{Node, Parser, Tree};
 /// casts not).
 /// The tree of a TypeScript text, in the TSX grammar when `tsx` (parsed once per run: see
 /// [`crate::lang::tree::cache`]).
+/// The parser of a lazily parsed file: TypeScript, or TSX (`tsx`).
+pub fn parser(tsx: bool) -> crate::lang::parts::Parser {
+    if tsx {
+        crate::lang::parts::Parser {
+            parse: |t| parse(t, true),
+            first_error: |tree| first_error(tree),
+        }
+    } else {
+        crate::lang::parts::Parser {
+            parse: |t| parse(t, false),
+            first_error: |tree| first_error(tree),
+        }
+    }
+}
+
 pub fn parse(text: &str, tsx: bool) -> Tree {
     use crate::lang::tree::cache::{self, Grammar};
     if tsx {

@@ -15,10 +15,10 @@ pub(super) fn locate_llm<'a>(files: &'a [Parsed], pins: &PythonPins) -> Result<L
     let mut calls = Vec::new();
     for (i, p) in files.iter().enumerate() {
         let src = p.file.text.as_str();
-        if !src.contains("on_first_delta") {
+        if !src.contains("on_first_delta") || !src.contains("_interruptible_streaming_api_call") {
             continue;
         }
-        for c in descendants(p.tree.root_node(), "call") {
+        for c in descendants(p.tree().root_node(), "call") {
             let name = callee_name(c, src);
             if name.ends_with("_interruptible_streaming_api_call")
                 && keyword_arg(c, "on_first_delta", src).is_some()
@@ -167,10 +167,10 @@ pub(super) fn locate_callback_store<'a>(
         let mut stores = Vec::new();
         for (i, p) in files.iter().enumerate() {
             let src = p.file.text.as_str();
-            if !src.contains(anchor.as_str()) {
+            if !stores_attribute(src, anchor) {
                 continue;
             }
-            for def in descendants(p.tree.root_node(), "function_definition") {
+            for def in descendants(p.tree().root_node(), "function_definition") {
                 if !parameters(def, src).iter().any(|(n, _)| n == anchor) {
                     continue;
                 }
@@ -212,10 +212,10 @@ pub(super) fn locate_callback_store<'a>(
         let mut passers = Vec::new();
         for (i, p) in files.iter().enumerate() {
             let src = p.file.text.as_str();
-            if !src.contains(anchor.as_str()) {
+            if !src.contains(anchor.as_str()) || !store_names.iter().any(|s| src.contains(s)) {
                 continue;
             }
-            for def in descendants(p.tree.root_node(), "function_definition") {
+            for def in descendants(p.tree().root_node(), "function_definition") {
                 if !parameters(def, src).iter().any(|(n, _)| n == anchor) {
                     continue;
                 }
@@ -248,6 +248,19 @@ pub(super) fn locate_callback_store<'a>(
     })
 }
 
+/// Whether a text may store `name` on an object as `x.name = name` (a line scan that
+/// admits every such assignment, so only files that pass it are parsed).
+fn stores_attribute(text: &str, name: &str) -> bool {
+    text.contains(name)
+        && text.lines().flat_map(|l| l.split(';')).any(|stmt| {
+            let stmt = stmt.split('#').next().unwrap_or_default();
+            stmt.split_once('=').is_some_and(|(left, right)| {
+                let target = left.split(':').next().unwrap_or_default(); // `x.name: T = name`
+                target.trim_end().ends_with(&format!(".{name}")) && right.trim() == name
+            })
+        })
+}
+
 /// The module whose top-level functions match `is_one` most often, and the last of them.
 pub(super) fn locate_module_def<'a>(
     files: &'a [Parsed],
@@ -272,7 +285,7 @@ pub(super) fn locate_module_def<'a>(
         if !may_hold(p) {
             continue;
         }
-        let defs: Vec<Node> = top_level_functions(p.tree.root_node())
+        let defs: Vec<Node> = top_level_functions(p.tree().root_node())
             .into_iter()
             .filter(|d| is_one(*d, &p.file.text))
             .collect();
@@ -313,7 +326,7 @@ pub(super) fn locate_module_def<'a>(
                         .iter()
                         .filter(|p| {
                             may_hold(p)
-                                && top_level_functions(p.tree.root_node())
+                                && top_level_functions(p.tree().root_node())
                                     .into_iter()
                                     .any(|d| is_one(d, &p.file.text))
                         })

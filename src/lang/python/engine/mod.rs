@@ -89,7 +89,8 @@ fn has_engine_llm_call(files: &[Parsed]) -> bool {
     files.iter().any(|p| {
         let src = p.file.text.as_str();
         src.contains("on_first_delta")
-            && descendants(p.tree.root_node(), "call").iter().any(|c| {
+            && src.contains("_interruptible_streaming_api_call")
+            && descendants(p.tree().root_node(), "call").iter().any(|c| {
                 callee_name(*c, src).ends_with("_interruptible_streaming_api_call")
                     && keyword_arg(*c, "on_first_delta", src).is_some()
             })
@@ -268,7 +269,7 @@ pub fn locate<'a>(
         pins.factories.as_ref(),
         "callback factories",
         "factories",
-        &["make_"],
+        &["def make_"],
         |def, src| {
             let params: Vec<String> = parameters(def, src).into_iter().map(|(n, _)| n).collect();
             name_of(def, src).starts_with("make_")
@@ -278,7 +279,7 @@ pub fn locate<'a>(
     )?;
     let sender = {
         let fp = &files[factories.file];
-        top_level_functions(fp.tree.root_node())
+        top_level_functions(fp.tree().root_node())
             .into_iter()
             .find_map(|def| {
                 let params: Vec<String> = parameters(def, &fp.file.text)

@@ -141,7 +141,7 @@ pub fn locate<'a>(
     let mut emitters = Vec::new();
     for (i, p) in files.iter().enumerate() {
         let src = p.file.text.as_str();
-        for class in classes(p.tree.root_node()) {
+        for class in classes(p.tree().root_node()) {
             for m in methods(class) {
                 let name = name_of(m, src);
                 if name == "constructor" || send_call(m, src).is_none() {
@@ -388,7 +388,7 @@ pub fn probe(files: &[Parsed], pins: &TypeScriptPins) -> bool {
     let mut shaped = 0;
     for p in files {
         let src = p.file.text.as_str();
-        for class in classes(p.tree.root_node()) {
+        for class in classes(p.tree().root_node()) {
             let ms = methods(class);
             let emits = ms.iter().any(|m| {
                 let name = name_of(*m, src);

@@ -245,7 +245,7 @@ impl<'a> Builder<'a> {
         let eol = self.files[self.file].file.style.eol;
         let offset = self.start_above_comments(top);
         let text = format!("{}{eol}", self.render(code, ""));
-        let present = top_level_functions(self.files[self.file].tree.root_node(), self.src())
+        let present = top_level_functions(self.files[self.file].tree().root_node(), self.src())
             .into_iter()
             .find(|(n, _)| n == defines)
             .map(|(_, d)| line(d));
@@ -282,7 +282,7 @@ pub fn build<'a>(files: &'a [Parsed], project: &'a Project, s: &Sites<'a>) -> Re
         files,
         project,
         file: s.file,
-        style: detect(p.tree.root_node(), &p.file.text),
+        style: detect(p.tree().root_node(), &p.file.text),
         sites: crate::render::sections(&project.templates.get("typescript/sites.ts")?, "// site: "),
         parts: Vec::new(),
     };

@@ -97,7 +97,8 @@ fn render_module(project: &Project, beside: &Parsed, module_rel: &str) -> Result
     if crate::lang::typescript::is_js(module_rel) {
         code = strip::strip_types(&code, flavor(project, module_rel, beside));
     }
-    let style = crate::lang::typescript::style::detect(beside.tree.root_node(), &beside.file.text);
+    let style =
+        crate::lang::typescript::style::detect(beside.tree().root_node(), &beside.file.text);
     let code = crate::lang::typescript::style::restyle(&code, style);
     Ok(reindent(
         &code,
@@ -127,7 +128,7 @@ pub fn flavor(project: &Project, rel: &str, file: &Parsed) -> strip::Flavor {
             strip::Flavor::CommonJs
         };
     }
-    let imports = crate::lang::typescript::syntax::named_children(file.tree.root_node())
+    let imports = crate::lang::typescript::syntax::named_children(file.tree().root_node())
         .iter()
         .any(|n| matches!(n.kind(), "import_statement" | "export_statement"));
     if imports {
@@ -155,28 +156,22 @@ pub fn analyze(project: &Project, mut files: Vec<Parsed>) -> Result<Analysis> {
             None => {
                 let parsed = match project.files.iter().find(|f| f.rel == module_rel) {
                     // a file of the agent (not one it was worth parsing) where the module would go
-                    Some(f) => {
-                        let tree = crate::lang::typescript::syntax::parse(
-                            &f.text,
-                            crate::lang::typescript::is_js(&f.rel),
-                        );
-                        Parsed {
-                            file: f.clone(),
-                            error: crate::lang::typescript::syntax::first_error(&tree),
-                            tree,
-                        }
-                    }
+                    Some(f) => Parsed::new(
+                        f.clone(),
+                        crate::lang::typescript::syntax::parser(crate::lang::typescript::is_js(
+                            &f.rel,
+                        )),
+                    ),
                     None => {
                         let style = crate::source::Style {
                             bom: false,
                             ..files[beside].file.style.clone()
                         };
                         let path = project.root.join(&module_rel);
-                        Parsed {
-                            file: SourceFile::new_file(path, module_rel.clone(), style),
-                            tree: crate::lang::typescript::syntax::parse("", false),
-                            error: None,
-                        }
+                        Parsed::new(
+                            SourceFile::new_file(path, module_rel.clone(), style),
+                            crate::lang::typescript::syntax::parser(false),
+                        )
                     }
                 };
                 files.push(parsed);

@@ -179,7 +179,7 @@ pub fn bound_at_entry(files: &[Parsed], file: usize, func: Node, name: &str) -> 
         }
         cur = f.parent();
     }
-    if let Some((_, n)) = module_names(files[file].tree.root_node(), src)
+    if let Some((_, n)) = module_names(files[file].tree().root_node(), src)
         .into_iter()
         .find(|(m, _)| m == name)
     {
@@ -226,7 +226,7 @@ pub fn enclosing_class(node: Node) -> Option<Node> {
 pub fn classes_named<'t>(files: &'t [Parsed], name: &str) -> Vec<(usize, Node<'t>)> {
     let mut out = Vec::new();
     for (i, p) in files.iter().enumerate() {
-        for c in classes(p.tree.root_node()) {
+        for c in classes(p.tree().root_node()) {
             if name_of(c, &p.file.text) == name {
                 out.push((i, c));
             }

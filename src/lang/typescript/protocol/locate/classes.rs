@@ -31,7 +31,7 @@ pub(super) fn sdk_built<'a>(files: &'a [Parsed]) -> Vec<(Built<'a>, usize, usize
         if !src.contains("AgentSideConnection") {
             continue;
         }
-        for n in descendants(p.tree.root_node(), "new_expression") {
+        for n in descendants(p.tree().root_node(), "new_expression") {
             let ctor = n.child_by_field_name("constructor").map(|c| text(c, src));
             if !ctor
                 .is_some_and(|c| c == "AgentSideConnection" || c.ends_with(".AgentSideConnection"))
@@ -41,7 +41,7 @@ pub(super) fn sdk_built<'a>(files: &'a [Parsed]) -> Vec<(Built<'a>, usize, usize
             let Some(factory) = n
                 .child_by_field_name("arguments")
                 .and_then(|a| named_children(a).into_iter().next())
-                .and_then(|f| factory_function(f, src, p.tree.root_node()))
+                .and_then(|f| factory_function(f, src, p.tree().root_node()))
             else {
                 continue;
             };
@@ -229,7 +229,7 @@ fn resolve_function_depth<'t>(
         return None;
     }
     let src = files[file].file.text.as_str();
-    let root = files[file].tree.root_node();
+    let root = files[file].tree().root_node();
     if let Some(f) = function_named(root, src, name) {
         return Some((file, f));
     }
@@ -312,7 +312,7 @@ pub(super) fn resolve_class<'t>(
         return vec![*here];
     }
     let src = files[file].file.text.as_str();
-    for imp in named_children(files[file].tree.root_node())
+    for imp in named_children(files[file].tree().root_node())
         .into_iter()
         .filter(|n| n.kind() == "import_statement")
     {
@@ -354,7 +354,7 @@ pub(super) fn resolve_class<'t>(
             && let Some(t) = target
         {
             let tsrc = files[t].file.text.as_str();
-            for e in named_children(files[t].tree.root_node())
+            for e in named_children(files[t].tree().root_node())
                 .into_iter()
                 .filter(|n| {
                     n.kind() == "export_statement" && text(*n, tsrc).starts_with("export default")
@@ -374,7 +374,7 @@ pub(super) fn resolve_class<'t>(
         }
     }
     if let Some(target) = found.iter().find(|(f, _)| {
-        named_children(files[file].tree.root_node())
+        named_children(files[file].tree().root_node())
             .iter()
             .any(|imp| {
                 imp.kind() == "import_statement"

@@ -171,7 +171,7 @@ fn reads<'a>(files: &'a [Parsed], file: usize, decl: Node<'a>, name: &str) -> Ve
     let src = files[file].file.text.as_str();
     let scope = enclosing_function(decl)
         .and_then(|f| f.child_by_field_name("body"))
-        .unwrap_or_else(|| files[file].tree.root_node());
+        .unwrap_or_else(|| files[file].tree().root_node());
     descendants(scope, "identifier")
         .into_iter()
         .filter(|n| *n != decl && text(*n, src) == name && n.start_byte() > decl.start_byte())
@@ -218,7 +218,7 @@ fn methods_named<'a>(files: &'a [Parsed], name: &str) -> Vec<(usize, Node<'a>)> 
         if !is_agent_file(p) {
             continue;
         }
-        for class in classes(p.tree.root_node()) {
+        for class in classes(p.tree().root_node()) {
             for m in class_members(class) {
                 if member_name(m, &p.file.text) == name
                     && let Some(f) = member_function(m)
@@ -262,7 +262,7 @@ fn calls_of<'a>(files: &'a [Parsed], file: usize, func: Node<'a>) -> Vec<(usize,
             continue;
         }
         let psrc = p.file.text.as_str();
-        for c in descendants(p.tree.root_node(), "call_expression") {
+        for c in descendants(p.tree().root_node(), "call_expression") {
             if callee(c, psrc).1 != name {
                 continue;
             }

@@ -11,7 +11,7 @@ pub(super) fn dispatched<'a>(files: &'a [Parsed], method: &str) -> Vec<(usize, N
             continue;
         }
         let src = p.file.text.as_str();
-        let root = p.tree.root_node();
+        let root = p.tree().root_node();
         let mut arms = Vec::new();
         for case in descendants(root, "switch_case") {
             if case
@@ -243,7 +243,7 @@ pub fn handlers<'a>(
             continue;
         }
         let src = p.file.text.as_str();
-        let root = p.tree.root_node();
+        let root = p.tree().root_node();
         for c in descendants(root, "call_expression") {
             let (obj, name) = callee(c, src);
             let role = match name {
@@ -350,7 +350,7 @@ pub(super) fn prompt_methods<'a>(files: &'a [Parsed]) -> Vec<(usize, Node<'a>, N
             continue;
         }
         let src = p.file.text.as_str();
-        for class in classes(p.tree.root_node()) {
+        for class in classes(p.tree().root_node()) {
             for m in class_members(class) {
                 if member_name(m, src) == "prompt"
                     && let Some(f) = member_function(m)
@@ -371,7 +371,7 @@ pub(super) fn class_functions<'a>(files: &'a [Parsed]) -> Vec<(usize, Node<'a>, 
         if !is_agent_file(p) {
             continue;
         }
-        for class in classes(p.tree.root_node()) {
+        for class in classes(p.tree().root_node()) {
             for m in class_members(class) {
                 if let Some(f) = member_function(m) {
                     out.push((i, m, f));

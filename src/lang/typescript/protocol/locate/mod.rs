@@ -107,7 +107,7 @@ pub fn is_agent_file(p: &Parsed) -> bool {
 pub fn is_sdk_copy(p: &Parsed) -> bool {
     let src = p.file.text.as_str();
     src.contains("class AgentSideConnection")
-        && classes(p.tree.root_node()).into_iter().any(|c| {
+        && classes(p.tree().root_node()).into_iter().any(|c| {
             name_of(c, src) == "AgentSideConnection"
                 && class_members(c)
                     .into_iter()

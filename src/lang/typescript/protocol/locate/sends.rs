@@ -10,7 +10,7 @@ pub fn sends(files: &[Parsed]) -> Result<Vec<Send<'_>>> {
             continue;
         }
         let src = p.file.text.as_str();
-        let root = p.tree.root_node();
+        let root = p.tree().root_node();
         for c in descendants(root, "call_expression") {
             let Some(f) = c.child_by_field_name("function") else {
                 continue;
@@ -140,7 +140,10 @@ pub fn sends(files: &[Parsed]) -> Result<Vec<Send<'_>>> {
                     &format!(
                         "{{ jsonrpc: \"2.0\", method: \"session/update\", params: {RAW_PARAMS} }}"
                     ),
-                    crate::lang::typescript::style::detect(files[sink.file].tree.root_node(), ssrc),
+                    crate::lang::typescript::style::detect(
+                        files[sink.file].tree().root_node(),
+                        ssrc,
+                    ),
                 );
                 out.push(writer_send(
                     files,

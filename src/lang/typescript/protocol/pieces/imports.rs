@@ -26,7 +26,7 @@ pub(super) fn relative_spec(from: &str, to: &str) -> String {
 pub(super) fn relative_specifiers(p: &Parsed) -> Vec<String> {
     let src = p.file.text.as_str();
     let mut out = Vec::new();
-    for n in named_children(p.tree.root_node()) {
+    for n in named_children(p.tree().root_node()) {
         if let Some((_, spec)) = require_of(n, src)
             && (spec.starts_with("./") || spec.starts_with("../"))
         {
@@ -94,7 +94,7 @@ pub(super) fn import_spec(files: &[Parsed], file: usize, module: &Module) -> Str
 /// statement, and the specifier it names.
 pub(super) fn present_import<'t>(p: &'t Parsed) -> Option<(Node<'t>, String)> {
     let src = p.file.text.as_str();
-    if let Some(found) = named_children(p.tree.root_node())
+    if let Some(found) = named_children(p.tree().root_node())
         .into_iter()
         .find_map(|n| {
             require_of(n, src)
@@ -104,7 +104,7 @@ pub(super) fn present_import<'t>(p: &'t Parsed) -> Option<(Node<'t>, String)> {
     {
         return Some(found);
     }
-    named_children(p.tree.root_node())
+    named_children(p.tree().root_node())
         .into_iter()
         .filter(|n| n.kind() == "import_statement")
         .find_map(|n| {
@@ -152,7 +152,7 @@ pub(super) fn import_part(b: &mut Builder, file: usize, module: &Module) -> Resu
     let spec = import_spec(b.files, file, module);
     let present = present_import(p);
     if present.is_none()
-        && let Some((_, n)) = module_names(p.tree.root_node(), src)
+        && let Some((_, n)) = module_names(p.tree().root_node(), src)
             .into_iter()
             .find(|(name, _)| name == NS)
     {
@@ -162,7 +162,7 @@ pub(super) fn import_part(b: &mut Builder, file: usize, module: &Module) -> Resu
             format!("the file already has a module-level `{NS}`; the runtime module is imported under that name, so rename yours"),
         ));
     }
-    let top: Vec<Node> = named_children(p.tree.root_node())
+    let top: Vec<Node> = named_children(p.tree().root_node())
         .into_iter()
         .filter(|n| Some(*n) != present.as_ref().map(|(stmt, _)| *stmt))
         .collect();

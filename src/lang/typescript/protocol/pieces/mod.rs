@@ -88,7 +88,7 @@ impl Builder<'_> {
 
     fn style(&self, file: usize) -> CodeStyle {
         let p = &self.files[file];
-        detect(p.tree.root_node(), &p.file.text)
+        detect(p.tree().root_node(), &p.file.text)
     }
 
     fn unsupported(&self, file: usize, n: Node, message: String) -> Error {
