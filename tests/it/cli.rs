@@ -345,3 +345,55 @@ fn version_names_the_commit_it_was_built_from() {
     }
     assert_eq!(rest, head.trim());
 }
+
+/// A monorepo-shaped root: the agent two folders down, unrelated trees beside it in the
+/// three languages (texts that pass each language's first literal test but hold no agent).
+/// What apply and verify say from the root is what they say on the agent's folder alone.
+#[test]
+fn a_monorepo_root_gives_the_result_of_the_agents_folder() {
+    let work = tempfile::tempdir().unwrap();
+    let root = work.path();
+    let agent = root.join("services/streamy");
+    crate::support::copy_into(&fixture("python/asyncio_agent/before"), &agent);
+    let unrelated: &[(&str, &str)] = &[
+        (
+            "libs/events/callbacks.py",
+            "\"\"\"Callbacks, not ACP.\"\"\"\n\n\nclass Registry:\n    def on(self, name, step_callback):\n        self.step_callback = step_callback\n",
+        ),
+        (
+            "libs/events/acpx_compat.py",
+            "import acpx\n\n\nclass Agent(acpx.Base):\n    async def prompt(self, text):\n        return text\n",
+        ),
+        (
+            "web/src/session.ts",
+            "export const sessionPath = \"session/\" + \"list\";\nexport function acpLike(cb: () => void) { cb(); }\n",
+        ),
+        (
+            "tools/cli/Cargo.toml",
+            "[package]\nname = \"cli\"\nversion = \"0.1.0\"\nedition = \"2021\"\n",
+        ),
+        (
+            "tools/cli/src/main.rs",
+            "fn main() {\n    eprintln!(\"acp session_update\");\n}\n",
+        ),
+    ];
+    for (rel, text) in unrelated {
+        let path = root.join(rel);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
+    }
+    let prefix = "services/streamy/";
+    for cmd in [&["apply", "--dry-run"][..], &["verify", "--format", "json"]] {
+        let alone = acp_patch(&[cmd, &[path_str(&agent)]].concat(), None);
+        let from_root = acp_patch(&[cmd, &["."]].concat(), Some(root));
+        assert_eq!(from_root.code, alone.code, "{cmd:?}: {}", from_root.stderr);
+        let normal = |s: &str| {
+            s.replace(&format!("{}/", agent.display()), "")
+                .replace(&agent.display().to_string(), "<agent>")
+                .replace(&root.display().to_string(), "<agent>")
+                .replace(prefix, "")
+        };
+        assert_eq!(normal(&from_root.stdout), normal(&alone.stdout), "{cmd:?}");
+        assert!(!alone.stdout.is_empty(), "{cmd:?}");
+    }
+}
