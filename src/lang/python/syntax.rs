@@ -353,10 +353,15 @@ pub fn base_name<'a>(base: Node, src: &'a str) -> Option<&'a str> {
 pub fn mentions_sdk(text: &str) -> bool {
     // only the lines holding `acp` are scanned: most files have none
     text.match_indices("acp").any(|(i, _)| {
-        let start = text[..i].rfind('\n').map_or(0, |n| n + 1);
-        let end = text[i..].find('\n').map_or(text.len(), |n| i + n);
-        absolute_imports(&text[start..end]).any(|m| m == "acp" || m.starts_with("acp."))
+        absolute_imports(line_at(text, i).1).any(|m| m == "acp" || m.starts_with("acp."))
     })
+}
+
+/// The line holding byte `i` (without its line break), and where it starts.
+fn line_at(text: &str, i: usize) -> (usize, &str) {
+    let start = text[..i].rfind('\n').map_or(0, |n| n + 1);
+    let end = text[i..].find('\n').map_or(text.len(), |n| i + n);
+    (start, text[start..end].trim_end_matches('\r'))
 }
 
 /// The names of the classes a text may define (`class Name(`, `class Name:`,
@@ -390,13 +395,11 @@ pub fn absolute_imports(text: &str) -> impl Iterator<Item = &str> {
     // only the lines holding `import` are looked at, each once
     let mut last_line = usize::MAX;
     let lines = text.match_indices("import").filter_map(move |(i, _)| {
-        let start = text[..i].rfind('\n').map_or(0, |n| n + 1);
-        if start == last_line {
-            return None;
-        }
-        last_line = start;
-        let end = text[i..].find('\n').map_or(text.len(), |n| i + n);
-        Some(text[start..end].trim_end_matches('\r'))
+        let (start, line) = line_at(text, i);
+        (start != last_line).then(|| {
+            last_line = start;
+            line
+        })
     });
     lines.flat_map(|line| {
         let line = line.trim_start().split(';').next().unwrap_or_default();
