@@ -29,6 +29,7 @@ const EMBEDDED: &[(&str, &str)] = embedded![
     "rust/timers_tokio.rs",
     "rust/timers_thread.rs",
     "rust/schema_json.rs",
+    "rust/wire_serde.rs",
     "rust/schema_v1.rs",
     "rust/schema_v2.rs",
     "rust/channels_tokio.rs",

@@ -220,7 +220,8 @@ impl PartialEq for AcpOwner {
 }
 
 fn acp_owner() -> AcpOwner {
-    AcpOwner(std::thread::current().id(), {{TASK_ID}})
+    let task: Option<String> = {{TASK_ID}};
+    AcpOwner(std::thread::current().id(), task)
 }
 
 /// Whose turn is whose: a response to a prompt written by its handler ends its turn.
@@ -278,7 +279,8 @@ fn acp_is_prompt_response(v: &acp_json::Value) -> bool {
 /// while it is held). `None` when the runtime leaves it alone.
 fn acp_decide(v: acp_json::Value) -> Option<(Vec<AcpNotification>, Option<AcpNotification>)> {
     if v.get("method").and_then(|m| m.as_str()) == Some("session/update") {
-        if !v.pointer("/params/sessionId").is_some_and(|s| s.is_string()) {
+        let has_session = v.pointer("/params/sessionId").is_some_and(|s| s.is_string());
+        if !has_session {
             return None;
         }
         let session = acp_session_of(&v);

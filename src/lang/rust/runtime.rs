@@ -105,10 +105,17 @@ pub fn render(
 }
 
 /// The runtime module of an agent without an SDK: its messages are `serde_json` values (the
-/// crate's `json` name for it), its timers tokio tasks (`tokio`, with a task id from tokio
-/// 1.41 on: `task_ids`) or threads.
-pub fn render_raw(project: &Project, json: &str, tokio: bool, task_ids: bool) -> Result<String> {
-    let names = [
+/// crate's `json` name for it) or, with `serde` (the crate's name for it), values of its own
+/// `Serialize` types; its timers tokio tasks (`tokio`, with a task id from tokio 1.41 on:
+/// `task_ids`) or threads.
+pub fn render_raw(
+    project: &Project,
+    json: &str,
+    serde: Option<&str>,
+    tokio: bool,
+    task_ids: bool,
+) -> Result<String> {
+    let mut names = vec![
         "rust/header_raw.rs",
         "rust/acp_progress.rs",
         "rust/runtime_raw.rs",
@@ -119,6 +126,9 @@ pub fn render_raw(project: &Project, json: &str, tokio: bool, task_ids: bool) ->
         },
         "rust/schema_json.rs",
     ];
+    if serde.is_some() {
+        names.push("rust/wire_serde.rs");
+    }
     let mut text = String::new();
     for name in names {
         text.push_str(&project.templates.get(name)?);
@@ -128,11 +138,12 @@ pub fn render_raw(project: &Project, json: &str, tokio: bool, task_ids: bool) ->
     } else {
         "None"
     };
-    let vars: [(&str, &str); 5] = [
+    let vars: [(&str, &str); 6] = [
         ("PREFIX", &project.env_prefix),
         ("PTR", "std::sync::Arc"),
         ("SEND_SYNC", " + Send + Sync"),
         ("JSON", json),
+        ("SERDE", serde.unwrap_or("serde")),
         ("TASK_ID", task_id),
     ];
     Ok(fill(&text, &vars))

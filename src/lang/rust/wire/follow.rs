@@ -242,9 +242,10 @@ impl<'i, 'a> Follow<'i, 'a> {
                         self.lose(s.at, "a message kept in a collection");
                         return 0;
                     }
-                    return self.sink(s, top, parent, form, via);
+                    return self.sink(s, top, parent, via);
                 }
-                self.carry(s.at, top, parent, &form, s.update);
+                // the message's form where it enters the call (the card takes its place there)
+                self.carry(s.at, top, parent, &s.form, s.update);
                 for f in fns {
                     let Some(param) = ix.param_of(call, f, role) else {
                         continue;
@@ -256,7 +257,7 @@ impl<'i, 'a> Follow<'i, 'a> {
             }
             (Kind::Macro { name, .. }, Role::Arg(_) | Role::Other) => {
                 if WRITER_MACROS.contains(&name.as_str()) {
-                    return self.sink(s, top, parent, form, via);
+                    return self.sink(s, top, parent, via);
                 }
                 if !QUIET_MACROS.contains(&name.as_str()) {
                     self.lose(s.at, "a message handed to a macro that does not write it");
@@ -393,7 +394,8 @@ impl<'i, 'a> Follow<'i, 'a> {
     }
 
     /// A write: the statement or expression apply wraps around it.
-    fn sink(&mut self, s: Step, top: Id, call: Id, form: Form, via: bool) -> usize {
+    fn sink(&mut self, s: Step, top: Id, call: Id, via: bool) -> usize {
+        let form = s.form.clone(); // where it enters the write
         let ix = self.ix;
         let file = s.at.0;
         let t = ix.tree(file);

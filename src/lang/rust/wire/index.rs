@@ -34,7 +34,7 @@ impl<'a> Index<'a> {
         let mut fns = Vec::new();
         for (i, p) in files.iter().enumerate() {
             let t = match (&p.ast, owned(i)) {
-                (Some(ast), true) => Some(tree::build(&p.file.text, ast)),
+                (Some(ast), true) => Some(super::build::build(&p.file.text, ast)),
                 _ => None,
             };
             if let Some(t) = &t {

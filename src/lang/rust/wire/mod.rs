@@ -8,9 +8,11 @@
 //! starts with `let _acp_turn = acp_progress::begin(&<its session>, <a closure made of one of
 //! its writes>);`, every write runs as `for msg in acp_progress::wire(msg) { <the write> }`.
 
+mod build;
 mod dispatch;
 mod follow;
 mod index;
+mod macros;
 pub(super) mod parts;
 mod sites;
 mod tree;
@@ -102,9 +104,9 @@ fn split_pin(pin: &str) -> (String, Option<String>) {
     }
 }
 
-/// The anchors of an agent with its own JSON-RPC loop, or `None` when no dispatcher of
-/// `"session/prompt"` calls a fn of the crate (and no `prompt` pin names one).
-pub fn locate(files: &[Parsed], cx: &Context) -> Result<Option<Raw>> {
+/// The anchors of an agent with its own JSON-RPC loop, or what a `prompt` pin could name
+/// when no dispatcher of `"session/prompt"` calls a fn of the crate.
+pub fn locate(files: &[Parsed], cx: &Context) -> Result<Located> {
     let ix = Index::new(files, cx.owned, cx.collected, cx.modules);
     let prefer = dispatch::writes_updates(&ix);
     let mut prompts: Vec<At> = dispatch::dispatched(&ix, "session/prompt", &prefer)
@@ -139,9 +141,6 @@ pub fn locate(files: &[Parsed], cx: &Context) -> Result<Option<Raw>> {
             });
         }
     }
-    if prompts.is_empty() {
-        return Ok(None);
-    }
     if let [one] = prompts.as_slice() {
         let c = candidate(&ix, *one);
         crate::lang::survey::record("ACP prompt handler", "rust.prompt", &[&c], Some(&c));
@@ -171,6 +170,9 @@ pub fn locate(files: &[Parsed], cx: &Context) -> Result<Option<Raw>> {
         }
     }
     let (found, _) = follow.finish();
+    if prompts.is_empty() {
+        return Ok(Located::NoDispatcher(pinnable(&ix, cx, &prefer, &found.carriers, None)));
+    }
     let mut sites = Vec::new();
     for s in &found.sinks {
         sites.push(site(&ix, cx, s)?);
@@ -179,7 +181,22 @@ pub fn locate(files: &[Parsed], cx: &Context) -> Result<Option<Raw>> {
 
     let mut handlers = Vec::new();
     for h in &prompts {
-        handlers.push(handler(&ix, cx, *h, &found.carriers)?);
+        let made = handler(&ix, cx, *h, &found.carriers).map_err(|e| match e {
+            // what a `prompt` pin accepts instead: a fn with its session id and a writer
+            Error::NotFound {
+                site,
+                detail,
+                pin_key,
+                ..
+            } => Error::NotFound {
+                site,
+                detail,
+                pin_key,
+                candidates: pinnable(&ix, cx, &prefer, &found.carriers, Some(*h)),
+            },
+            e => e,
+        })?;
+        handlers.push(made);
     }
     let mut cancels = Vec::new();
     for (f, _) in dispatch::dispatched(&ix, "session/cancel", &Default::default()) {
@@ -191,11 +208,41 @@ pub fn locate(files: &[Parsed], cx: &Context) -> Result<Option<Raw>> {
             });
         }
     }
-    Ok(Some(Raw {
+    Ok(Located::Agent(Raw {
         handlers,
         cancels,
         sites,
     }))
+}
+
+/// What the locator found.
+pub enum Located {
+    Agent(Raw),
+    /// No dispatcher of `"session/prompt"` calls a fn of the crate; the fns a `prompt` pin
+    /// could name (each writes session updates, and has a session id and a writer).
+    NoDispatcher(Vec<Candidate>),
+}
+
+/// The fns a `prompt` pin makes a working prompt handler (other than `not`): they write
+/// `session/update` messages (or call what does), read a session id at their entry, and
+/// reach a write the card can go through.
+fn pinnable(
+    ix: &Index,
+    cx: &Context,
+    writers: &std::collections::HashSet<At>,
+    carriers: &[follow::Carrier],
+    not: Option<At>,
+) -> Vec<Candidate> {
+    let mut out: Vec<(At, Candidate)> = writers
+        .iter()
+        .copied()
+        .filter(|f| Some(*f) != not)
+        .filter(|f| dispatch::session_key(ix, *f).is_some())
+        .filter(|f| carriers.iter().any(|c| writer::writer_of(ix, *f, c, cx.json).is_ok()))
+        .map(|f| (f, candidate(ix, f)))
+        .collect();
+    out.sort_by(|a, b| (&a.1.location.file, a.1.location.line).cmp(&(&b.1.location.file, b.1.location.line)));
+    out.into_iter().map(|(_, c)| c).collect()
 }
 
 fn handler(ix: &Index, cx: &Context, h: At, carriers: &[follow::Carrier]) -> Result<Handler> {
@@ -203,12 +250,13 @@ fn handler(ix: &Index, cx: &Context, h: At, carriers: &[follow::Carrier]) -> Res
     let rel = ix.files[h.0].file.rel.clone();
     let line = ix.line(h);
     let name = info.qualified();
-    let key = dispatch::session_key(ix, h).ok_or_else(|| Error::Unsupported {
-        file: rel.clone(),
-        line,
-        message: format!(
-            "{name} handles `session/prompt`, but acp-patch found no session id it can read at its entry: no `X[\"sessionId\"]`, `X.get(\"sessionId\")` or `X.session_id` of a parameter, no parameter that is a `serde_json::Value` or has a `session_id` field; pin the fn that receives the request's params (`[rust] prompt = \"{rel}:<fn>\"`)"
+    let key = dispatch::session_key(ix, h).ok_or_else(|| Error::NotFound {
+        site: "session id of the prompt handler",
+        detail: format!(
+            "{name} ({rel}:{line}) handles `session/prompt`, but reads no session id acp-patch can name at its entry: no `X[\"sessionId\"]`, `X.get(\"sessionId\")` or `X.session_id` of a parameter, no parameter that is a `serde_json::Value`, has a `session_id` field or is a string named for the session"
         ),
+        pin_key: "rust.prompt",
+        candidates: Vec::new(),
     })?;
     let mut usable: Vec<writer::Writer> = Vec::new();
     let mut unfit: Vec<String> = Vec::new();
@@ -231,6 +279,21 @@ fn handler(ix: &Index, cx: &Context, h: At, carriers: &[follow::Carrier]) -> Res
             .cmp(&(b.rank, &b.candidate.location.file, b.candidate.location.line))
     });
     let pin = cx.pins.connection.as_deref().map(split_pin);
+    if usable.is_empty() && pin.is_none() {
+        return Err(Error::NotFound {
+            site: "connection for the think card",
+            detail: format!(
+                "{name} ({rel}:{line}) handles `session/prompt`, but none of the agent's writes of `session/update` messages can write the card from its entry (a write in its file whose names it has there and that does not await): {}",
+                if unfit.is_empty() {
+                    "none found".to_string()
+                } else {
+                    unfit.join("; ")
+                }
+            ),
+            pin_key: "rust.prompt",
+            candidates: Vec::new(),
+        });
+    }
     if pin.is_none() {
         usable.truncate(1); // every write found goes to the same stream: the nearest
     }
@@ -270,7 +333,6 @@ fn site(ix: &Index, cx: &Context, s: &Sink) -> Result<Site> {
     let f = &ix.files[s.file].file;
     let unit = t.nodes[s.unit].span.clone();
     let line = f.line_of(unit.start);
-    let base = crate::source::indent_at(&f.text, unit.start).to_string();
     let path = (cx.path_of)(s.file);
     let current = &f.text[unit.clone()];
     let (restore, w) = if s.present {
@@ -282,7 +344,7 @@ fn site(ix: &Index, cx: &Context, s: &Sink) -> Result<Site> {
     } else {
         (current.to_string(), new_wrap(ix, cx, s)?)
     };
-    let wrapped = sites::wrap(&restore, &w, &path, &base, &f.style.indent_unit, f.style.eol);
+    let wrapped = sites::wrap(&restore, &w, &path);
     Ok(Site {
         file: s.file,
         present: s.present && wrapped == current,
@@ -355,7 +417,6 @@ fn new_wrap(ix: &Index, cx: &Context, s: &Sink) -> Result<sites::Wrap> {
 /// A write apply wrapped: the write as it was, and how it was wrapped.
 fn present_wrap(ix: &Index, s: &Sink) -> Option<(String, sites::Wrap)> {
     let t = ix.tree(s.file);
-    let src = &ix.files[s.file].file.text;
     let for_node = match &t.nodes[s.unit].kind {
         Kind::For(_) => s.unit,
         _ => t.nodes[s.unit]
@@ -380,22 +441,18 @@ fn present_wrap(ix: &Index, s: &Sink) -> Option<(String, sites::Wrap)> {
     let [stmt] = t.nodes[body].children.as_slice() else {
         return None;
     };
-    let (stmt, spans_lines) = if s.expression {
+    let stmt = if s.expression {
         let assign = t.child(*stmt, Role::Body)?;
-        (t.child(assign, Role::Rhs)?, false)
+        t.child(assign, Role::Rhs)?
     } else {
-        let gap = &src[t.nodes[body].span.start..t.nodes[*stmt].span.start];
-        (*stmt, gap.contains('\n'))
+        *stmt
     };
-    let unit_text = &ix.files[s.file].file.style.indent_unit;
-    let restore = sites::unwrap(ix.text((s.file, stmt)), &var, &arg, spans_lines, unit_text)?;
-    let entry = if var == writer::CARD {
-        // where the message stood: where the loop's variable stands in the body
-        let body = sites::unwrap(ix.text((s.file, stmt)), "", &arg, spans_lines, unit_text)?;
-        let k = sites::card_at(&body)?;
-        Some(k..k + arg.len())
-    } else {
-        None
+    let body = ix.text((s.file, stmt));
+    let restore = sites::unwrap(body, &var, &arg)?;
+    // where the message stood: where the loop's variable stands in the body
+    let entry = match var == writer::CARD {
+        true => sites::card_at(body).map(|k| k..k + arg.len()),
+        false => None,
     };
     Some((
         restore,
@@ -408,4 +465,176 @@ fn present_wrap(ix: &Index, s: &Sink) -> Option<(String, sites::Wrap)> {
             expression: s.expression,
         },
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::source::SourceFile;
+
+    /// A crate of `(path under src/, text)` files, located.
+    fn located(sources: &[(&str, &str)], pins: RustPins) -> Result<Located> {
+        let root = std::path::PathBuf::from("/nonexistent/agent");
+        let files: Vec<Parsed> = sources
+            .iter()
+            .map(|(rel, text)| {
+                let rel = format!("src/{rel}");
+                let file = SourceFile::from_text(root.join(&rel), rel, text.to_string());
+                let ast = syn::parse_file(text).ok();
+                Parsed {
+                    file,
+                    ast,
+                    error: None,
+                }
+            })
+            .collect();
+        let doc: toml_edit::DocumentMut = "[package]\nname = \"agent\"\n".parse().unwrap();
+        let modules = Modules::load(&files, &root, &doc);
+        let collected = super::super::handlers::collect(&files, &Default::default());
+        let owned = |f: usize| modules.root_of(f).is_some();
+        let path_of = |_: usize| "crate::acp_progress".to_string();
+        let cx = Context {
+            collected: &collected,
+            modules: &modules,
+            owned: &owned,
+            pins: &pins,
+            json: "serde_json",
+            serde: true,
+            path_of: &path_of,
+        };
+        locate(&files, &cx)
+    }
+
+    fn agent(sources: &[(&str, &str)]) -> Raw {
+        match located(sources, RustPins::default()) {
+            Ok(Located::Agent(raw)) => raw,
+            Ok(Located::NoDispatcher(c)) => panic!("no dispatcher; pinnable: {c:?}"),
+            Err(e) => panic!("{e}"),
+        }
+    }
+
+    const MAP_MAIN: &str = r#"
+mod proto;
+use std::collections::HashMap;
+use serde_json::{json, Value};
+type Handler = fn(&Value) -> Value;
+fn main() {
+    let mut handlers: HashMap<&str, Handler> = HashMap::new();
+    handlers.insert("session/prompt", on_prompt);
+    let _ = handlers;
+}
+fn on_prompt(params: &Value) -> Value {
+    let sid = params["sessionId"].as_str().unwrap_or_default();
+    let note = proto::Notification { jsonrpc: "2.0", method: proto::UPDATE, params: json!({"sessionId": sid}) };
+    proto::send(&note);
+    json!({"stopReason": "end_turn"})
+}
+"#;
+    const MAP_PROTO: &str = r#"
+use serde::Serialize;
+pub const UPDATE: &str = "session/update";
+#[derive(Serialize)]
+pub struct Notification { pub jsonrpc: &'static str, pub method: &'static str, pub params: serde_json::Value }
+pub fn send<T: Serialize>(message: &T) {
+    println!("{}", serde_json::to_string(message).unwrap());
+}
+"#;
+
+    #[test]
+    fn a_handler_map_and_messages_of_the_agents_own_serialize_type() {
+        let raw = agent(&[("main.rs", MAP_MAIN), ("proto.rs", MAP_PROTO)]);
+        let [h] = raw.handlers.as_slice() else {
+            panic!("one handler")
+        };
+        assert_eq!(h.name, "on_prompt");
+        assert_eq!(h.key.expr, "&params[\"sessionId\"]");
+        // the card goes out as the handler's own write does, a `Value` where its struct went
+        assert_eq!(
+            h.writer,
+            "move |acp_message: serde_json::Value| { let note = acp_message; proto::send(&note); }"
+        );
+        let [s] = raw.sites.as_slice() else {
+            panic!("one write")
+        };
+        assert_eq!(
+            s.wrapped,
+            "for message in &crate::acp_progress::wire_any(message) { println!(\"{}\", serde_json::to_string(message).unwrap()); }"
+        );
+        assert_eq!(s.restore, "println!(\"{}\", serde_json::to_string(message).unwrap());");
+    }
+
+    #[test]
+    fn a_message_returned_by_a_builder_and_written_inline_is_moved_into_the_loop() {
+        let main = r#"
+use serde_json::{json, Value};
+use std::io::Write;
+const PROMPT: &str = "session/prompt";
+fn main() {
+    let req: Value = serde_json::from_str("{}").unwrap();
+    let method = req["method"].as_str().unwrap_or("");
+    if method == "initialize" {
+    } else if method == PROMPT {
+        handle(&req["params"]);
+    }
+}
+fn update(sid: &str, text: &str) -> Value {
+    json!({"jsonrpc": "2.0", "method": "session/update", "params": {"sessionId": sid, "update": {"text": text}}})
+}
+fn handle(params: &Value) {
+    let sid = params.get("sessionId").and_then(Value::as_str).unwrap_or_default();
+    let mut out = std::io::stdout();
+    let _ = writeln!(out, "{}", update(sid, "hi"));
+}
+"#;
+        let raw = agent(&[("main.rs", main)]);
+        assert_eq!(raw.handlers[0].name, "handle");
+        assert_eq!(raw.handlers[0].key.expr, "&params.get(\"sessionId\")");
+        let [s] = raw.sites.as_slice() else {
+            panic!("one write")
+        };
+        assert_eq!(
+            s.wrapped,
+            "for acp_message in crate::acp_progress::wire(update(sid, \"hi\")) { let _ = writeln!(out, \"{}\", acp_message); }"
+        );
+        // the writer a local made of nothing local: made again in the card's closure
+        assert_eq!(
+            raw.handlers[0].writer,
+            "move |acp_message: serde_json::Value| { let mut out = std::io::stdout(); let _ = writeln!(out, \"{}\", acp_message); }"
+        );
+        // one the handler cannot make (a parameter of a fn it does not call) is refused,
+        // naming the write and why
+        let unreachable = main
+            .replace("let mut out = std::io::stdout();\n", "")
+            .replace("fn handle(params: &Value) {", "fn handle(params: &Value, out: &mut std::io::Stdout) {")
+            .replace("handle(&req[\"params\"]);", "handle(&req[\"params\"], &mut std::io::stdout());");
+        let err = match located(&[("main.rs", unreachable.as_str())], RustPins::default()) {
+            Err(e) => e.to_string(),
+            Ok(_) => String::new(),
+        };
+        assert!(
+            err.contains("src/main.rs:18: it reads `out: &mutstd::io::Stdout`, which acp-patch cannot clone into it"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn no_dispatcher_names_the_fns_a_prompt_pin_makes_handlers_and_the_pin_works() {
+        let main = MAP_MAIN.replace("handlers.insert(\"session/prompt\", on_prompt);", "");
+        let sources = [("main.rs", main.as_str()), ("proto.rs", MAP_PROTO)];
+        match located(&sources, RustPins::default()) {
+            Ok(Located::NoDispatcher(c)) => {
+                assert_eq!(c.len(), 1, "{c:?}");
+                assert_eq!((c[0].location.file.as_str(), c[0].name.as_str()), ("src/main.rs", "on_prompt"));
+            }
+            _ => panic!("expected no dispatcher"),
+        }
+        let pins = RustPins {
+            prompt: Some("src/main.rs:on_prompt".into()),
+            ..RustPins::default()
+        };
+        let Ok(Located::Agent(raw)) = located(&sources, pins) else {
+            panic!("the pin makes it an agent")
+        };
+        assert_eq!(raw.handlers[0].name, "on_prompt");
+    }
 }

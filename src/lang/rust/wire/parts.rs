@@ -53,6 +53,7 @@ pub fn analyze(project: &Project, mut files: Vec<Parsed>) -> Result<Analysis> {
     }
     let collected = handlers::collect(&files, &runtime_files);
     let json = manifest.import_name("serde_json");
+    let serde = manifest.import_name("serde");
     // the inserted code names the runtime by its path (the library's, from a binary that
     // uses it: known once the roots the edits touch are)
     let run = |files: &[Parsed], lib_shared: bool| {
@@ -63,14 +64,28 @@ pub fn analyze(project: &Project, mut files: Vec<Parsed>) -> Result<Analysis> {
             owned: &owned,
             pins: &project.config.rust,
             json: json.as_deref().unwrap_or("serde_json"),
-            serde: manifest.depends_on("serde"),
+            serde: serde.is_some(),
             path_of: &path_of,
         };
-        locate(files, &cx)?.ok_or_else(|| {
-            no_agent(format!(
-                "no Cargo.toml depending on {SDK}, and no dispatcher of `\"session/prompt\"` (a `match` arm, an `if method == ..`, a handler map; the string or a constant holding it) calls a fn of the crate"
-            ))
-        })
+        match locate(files, &cx)? {
+            super::Located::Agent(raw) => Ok(raw),
+            super::Located::NoDispatcher(pinnable) => Err(no_agent(format!(
+                "no Cargo.toml depending on {SDK}, and no dispatcher of `\"session/prompt\"` (a `match` arm, an `if method == ..`, a handler map; the string or a constant holding it) calls a fn of the crate{}",
+                match pinnable.first() {
+                    Some(c) => format!(
+                        "; the fn that handles it can be pinned, e.g. `[rust] prompt = \"{}:{}\"` (candidates: {})",
+                        c.location.file,
+                        c.name,
+                        pinnable
+                            .iter()
+                            .map(|c| format!("{}:{}", c.location.file, c.name))
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    ),
+                    None => String::new(),
+                }
+            ))),
+        }
     };
     let mut raw = run(&files, false)?;
     let Some(json) = json.clone() else {
@@ -93,7 +108,10 @@ pub fn analyze(project: &Project, mut files: Vec<Parsed>) -> Result<Analysis> {
         && manifest
             .locked_tokio(&project.root)
             .is_none_or(|v| v >= TASK_IDS);
-    let module_text = runtime::render_raw(project, &json, tokio, task_ids)?;
+    // messages of the agent's own types need serde's side of the runtime
+    let structs = raw.sites.iter().any(|s| s.wrapped.contains("::wire_any("));
+    let serde = serde.as_deref().filter(|_| structs);
+    let module_text = runtime::render_raw(project, &json, serde, tokio, task_ids)?;
     let path = |f: usize| pieces::module_path(&modules, f, lib_shared);
     let mut parts = edits(&files, &collected, &raw, &path)?;
     let mfile = files.len();

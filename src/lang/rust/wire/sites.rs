@@ -22,13 +22,9 @@ pub struct Wrap {
     pub expression: bool,
 }
 
-/// Whether a line holds code (blank lines are never indented).
-fn code_line(l: &str) -> bool {
-    !l.trim().is_empty()
-}
-
-/// The wrapped text of write `s`, at a statement indented `base` (unit `unit`).
-pub fn wrap(s: &str, w: &Wrap, path: &str, base: &str, unit: &str, eol: &str) -> String {
+/// The wrapped text of write `s`: the loop's header before it and its closing brace after
+/// it, on the write's own lines (the write's bytes stay as they are).
+pub fn wrap(s: &str, w: &Wrap, path: &str) -> String {
     let inner = match &w.entry {
         Some(r) => format!("{}{CARD}{}", &s[..r.start], &s[r.end..]),
         None => s.to_string(),
@@ -36,47 +32,20 @@ pub fn wrap(s: &str, w: &Wrap, path: &str, base: &str, unit: &str, eol: &str) ->
     let amp = if w.by_ref { "&" } else { "" };
     let header = format!("for {} in {amp}{path}::{}({})", w.var, w.func, w.arg);
     if w.expression {
-        return format!(
-            "{{ let mut acp_sent = {path}::held(); {header} {{ acp_sent = {inner}; }} acp_sent }}"
-        );
+        format!("{{ let mut acp_sent = {path}::held(); {header} {{ acp_sent = {inner}; }} acp_sent }}")
+    } else {
+        format!("{header} {{ {inner} }}")
     }
-    if !inner.contains('\n') {
-        return format!("{header} {{ {inner} }}");
-    }
-    let mut lines = inner.split('\n');
-    let mut body = lines.next().unwrap_or_default().to_string();
-    for l in lines {
-        body.push('\n');
-        if code_line(l) {
-            body.push_str(unit);
-        }
-        body.push_str(l);
-    }
-    format!("{header} {{{eol}{base}{unit}{body}{eol}{base}}}")
 }
 
-/// The write a wrapped text holds: its loop's body (`stmt`, as it stands in the file), one
-/// indent unit less on the lines after the first when the loop spans lines, with the
-/// runtime call's argument back where the message was.
-pub fn unwrap(stmt: &str, w_var: &str, arg: &str, spans_lines: bool, unit: &str) -> Option<String> {
-    let mut s = stmt.to_string();
-    if spans_lines {
-        let mut lines = stmt.split('\n');
-        s = lines.next().unwrap_or_default().to_string();
-        for l in lines {
-            s.push('\n');
-            if code_line(l) {
-                s.push_str(l.strip_prefix(unit)?);
-            } else {
-                s.push_str(l);
-            }
-        }
+/// The write a wrapped text holds: its loop's body (`stmt`), with the runtime call's
+/// argument back where the message was when the loop's variable stands in for it.
+pub fn unwrap(stmt: &str, var: &str, arg: &str) -> Option<String> {
+    if var != CARD {
+        return Some(stmt.to_string());
     }
-    if w_var != CARD {
-        return Some(s);
-    }
-    let at = card_at(&s)?;
-    Some(format!("{}{arg}{}", &s[..at], &s[at + CARD.len()..]))
+    let at = card_at(stmt)?;
+    Some(format!("{}{arg}{}", &stmt[..at], &stmt[at + CARD.len()..]))
 }
 
 /// Where the loop's variable `acp_message` stands in a write (once, as a whole name).
@@ -117,21 +86,18 @@ mod tests {
     }
 
     #[test]
-    fn wraps_and_unwraps_a_write_on_one_line_and_over_several() {
+    fn wraps_a_write_in_place_and_takes_it_back_out() {
         let p = "crate::acp_progress";
         let s = "tx.send(X).ok();";
-        let wrap1 = w(CARD, Some(8..9), false);
-        let t = wrap(s, &wrap1, p, "    ", "    ", "\n");
+        let t = wrap(s, &w(CARD, Some(8..9), false), p);
         assert_eq!(
             t,
             "for acp_message in crate::acp_progress::wire(json!({\n        \"a\": 1\n    })) { tx.send(acp_message).ok(); }"
         );
-        assert_eq!(
-            unwrap("tx.send(acp_message).ok();", CARD, "X", false, "    ").unwrap(),
-            s
-        );
-        let s = "if writeln!(out, \"{line}\").is_err() {\n        eprintln!(\"closed\");\n\n    }";
-        let wrap2 = Wrap {
+        assert_eq!(unwrap("tx.send(acp_message).ok();", CARD, "X").unwrap(), s);
+        // a name the message had: the write's bytes stay, lines and all
+        let s = "if writeln!(out, \"{line}\").is_err() {\n        eprintln!(\"closed\");\n    }";
+        let by_name = Wrap {
             var: "line".into(),
             by_ref: true,
             func: "wire".into(),
@@ -139,15 +105,13 @@ mod tests {
             entry: None,
             expression: false,
         };
-        let t = wrap(s, &wrap2, p, "    ", "    ", "\n");
-        assert_eq!(
-            t,
-            "for line in &crate::acp_progress::wire(&line) {\n        if writeln!(out, \"{line}\").is_err() {\n            eprintln!(\"closed\");\n\n        }\n    }"
-        );
-        let body = "if writeln!(out, \"{line}\").is_err() {\n            eprintln!(\"closed\");\n\n        }";
-        assert_eq!(unwrap(body, "line", "&line", true, "    ").unwrap(), s);
-        let e = wrap("tx.send(m)", &w("m", None, true), p, "", "    ", "\n");
+        let t = wrap(s, &by_name, p);
+        assert_eq!(t, format!("for line in &crate::acp_progress::wire(&line) {{ {s} }}"));
+        assert_eq!(unwrap(s, "line", "&line").unwrap(), s);
+        let e = wrap("tx.send(m)", &w("m", None, true), p);
         assert!(e.starts_with("{ let mut acp_sent = crate::acp_progress::held(); for m in "));
         assert!(e.ends_with("{ acp_sent = tx.send(m); } acp_sent }"));
+        // the loop's variable must stand once in the body
+        assert!(unwrap("f(acp_message, acp_message)", CARD, "X").is_none());
     }
 }

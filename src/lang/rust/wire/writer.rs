@@ -117,7 +117,8 @@ pub fn writer_of(ix: &Index, h: At, c: &Carrier, json: &str) -> Result<Writer, S
     if inside.iter().any(|d| matches!(t.nodes[*d].kind, Kind::Await)) {
         return Err("it awaits (the card is written from a timer)".into());
     }
-    let fallible = inside.iter().any(|d| matches!(t.nodes[*d].kind, Kind::Try));
+    let mut fallible = inside.iter().any(|d| matches!(t.nodes[*d].kind, Kind::Try));
+    let mut lets: Vec<String> = Vec::new();
     let hinfo = ix.fn_info(h);
     let finfo = ix.fn_info((c.file, f));
     let mut captures: Vec<String> = Vec::new();
@@ -187,6 +188,15 @@ pub fn writer_of(ix: &Index, h: At, c: &Carrier, json: &str) -> Result<Writer, S
                 captures.push(format!("let {name} = {source}.clone();"));
                 done.push(name.clone());
             }
+            // a local made of nothing local (`let mut out = io::stdout();`): made again
+            Some(Binding::Local { node, .. }) if made_of_globals(ix, c.file, node) => {
+                if !done.contains(name) {
+                    let mut none = Vec::new();
+                    lets.push(rewrite(ix, c.file, node, &mut none));
+                    done.push(name.clone());
+                    fallible |= t.descendants(node).iter().any(|d| matches!(t.nodes[*d].kind, Kind::Try));
+                }
+            }
             Some(_) => {
                 return Err(format!("it reads `{name}`, bound inside {}", finfo.qualified()));
             }
@@ -237,12 +247,13 @@ pub fn writer_of(ix: &Index, h: At, c: &Carrier, json: &str) -> Result<Writer, S
     } else {
         format!("let _ = {call};")
     };
+    let lets: String = lets.iter().map(|l| format!("{l} ")).collect();
     let body = if fallible {
         format!(
-            "-> Result<(), Box<dyn std::error::Error + Send + Sync>> {{ {bind}{stmt} Ok(()) }}"
+            "-> Result<(), Box<dyn std::error::Error + Send + Sync>> {{ {lets}{bind}{stmt} Ok(()) }}"
         )
     } else {
-        format!("{{ {bind}{stmt} }}")
+        format!("{{ {lets}{bind}{stmt} }}")
     };
     let closure = format!("move |{CARD}: {json}::Value| {body}");
     let closure = if captures.is_empty() {
@@ -271,11 +282,53 @@ pub fn writer_of(ix: &Index, h: At, c: &Carrier, json: &str) -> Result<Writer, S
     })
 }
 
-/// The write serializes its message (`serde_json::to_string(&n)`, `to_writer(w, &n)`).
+/// A `let` whose initializer reads nothing local and does not await: the closure makes
+/// the value again.
+fn made_of_globals(ix: &Index, file: usize, local: Id) -> bool {
+    let t = ix.tree(file);
+    let Some(init) = t.child(local, Role::Init) else {
+        return false;
+    };
+    t.descendants(init).into_iter().all(|d| match &t.nodes[d].kind {
+        Kind::Await => false,
+        Kind::Ident(n) => ix.binding((file, d), n).is_none(),
+        _ => true,
+    })
+}
+
+/// The write takes any `Serialize` value where the message goes: serde_json's own
+/// (`serde_json::to_string(&n)`, `to_writer(w, &n)`), or a fn of the crate generic there
+/// (`fn send<T: Serialize>(m: &T)`, `m: &impl Serialize`).
 fn serializes(ix: &Index, c: &Carrier) -> bool {
     let t = ix.tree(c.file);
     let callee = t.child(c.call, Role::Callee).map(|x| &t.nodes[x].kind);
-    matches!(callee, Some(Kind::Path(p)) if p.last().is_some_and(|l| l.starts_with("to_")))
+    if matches!(callee, Some(Kind::Path(p)) if p.iter().any(|s| s == "serde_json")) {
+        return true;
+    }
+    let arg = t.ancestors(c.entry).chain(std::iter::once(c.entry)).find(|a| {
+        t.parent(*a) == Some(c.call) && matches!(t.nodes[*a].role, Role::Arg(_))
+    });
+    let fns = match &t.nodes[c.call].kind {
+        Kind::Call => ix.resolve_call((c.file, c.call)),
+        Kind::Method(_) => ix.resolve_method((c.file, c.call), false),
+        _ => Vec::new(),
+    };
+    let Some(arg) = arg else { return false };
+    !fns.is_empty()
+        && fns.iter().all(|f| {
+            let info = ix.fn_info(*f);
+            let Some(param) = ix.param_of((c.file, c.call), *f, t.nodes[arg].role) else {
+                return false;
+            };
+            let ty = info
+                .params
+                .iter()
+                .find(|p| p.name == param)
+                .and_then(|p| p.ty.clone())
+                .unwrap_or_default();
+            let bare = ty.trim_start_matches('&');
+            bare.starts_with("impl") || info.generics.iter().any(|g| g == bare)
+        })
 }
 
 /// `self.a.b` read at `d` (the `self` node): where the path ends, its text, the last
