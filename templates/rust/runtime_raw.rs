@@ -279,7 +279,9 @@ fn acp_is_prompt_response(v: &acp_json::Value) -> bool {
 /// while it is held). `None` when the runtime leaves it alone.
 fn acp_decide(v: acp_json::Value) -> Option<(Vec<AcpNotification>, Option<AcpNotification>)> {
     if v.get("method").and_then(|m| m.as_str()) == Some("session/update") {
-        let has_session = v.pointer("/params/sessionId").is_some_and(|s| s.is_string());
+        let has_session = v
+            .pointer("/params/sessionId")
+            .is_some_and(|s| s.is_string());
         if !has_session {
             return None;
         }

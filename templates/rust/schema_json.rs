@@ -1,4 +1,3 @@
-
 // ---- The messages as JSON (`{{JSON}}::Value`): `session/update` notifications of protocol v1.
 
 fn acp_session_of(n: &AcpNotification) -> String {

@@ -63,3 +63,4 @@ fn acp_spawn_interval(
         thread: handle.thread().clone(),
     }
 }
+

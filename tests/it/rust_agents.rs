@@ -113,7 +113,8 @@ fn unmoved(text: &str) -> String {
     let mut out = text.to_string();
     while let Some(at) = out.find(HEAD) {
         let rest = &out[at + HEAD.len()..];
-        let call = rest.find("acp_progress::wire(").expect("a wire call") + "acp_progress::wire(".len();
+        let call =
+            rest.find("acp_progress::wire(").expect("a wire call") + "acp_progress::wire(".len();
         let arg_end = call + closing(&rest[call..]);
         let arg = rest[call..arg_end].to_string();
         let body_start = arg_end + ") { ".len();
@@ -676,7 +677,10 @@ fn an_agent_without_an_sdk_whose_dispatch_is_not_seen_is_told_the_pin_that_works
         "{}",
         run.stderr
     );
-    add_config(dir.path(), "[rust]\nprompt = \"src/agent.rs:Agent::prompt\"\n");
+    add_config(
+        dir.path(),
+        "[rust]\nprompt = \"src/agent.rs:Agent::prompt\"\n",
+    );
     let run = acp_patch(&["apply", path_str(dir.path())], None);
     assert_eq!(run.code, 0, "{}", run.stderr);
     let verify = acp_patch(&["verify", path_str(dir.path())], None);
@@ -703,7 +707,10 @@ fn an_agent_without_an_sdk_or_its_method_name_is_found_by_its_prompt_pin() {
     let run = acp_patch(&["apply", "--dry-run", path_str(dir.path())], None);
     assert_eq!(run.code, 1, "{}", run.stderr);
     assert!(run.stderr.contains("no ACP agent found"), "{}", run.stderr);
-    add_config(dir.path(), "[rust]\nprompt = \"src/agent.rs:Agent::prompt\"\n");
+    add_config(
+        dir.path(),
+        "[rust]\nprompt = \"src/agent.rs:Agent::prompt\"\n",
+    );
     let run = acp_patch(&["apply", path_str(dir.path())], None);
     assert_eq!(run.code, 0, "{}", run.stderr);
     assert!(

@@ -164,7 +164,13 @@ impl Rust {
 
         // The runtime module beside each crate root that owns code calling it.
         let mut touched: Vec<usize> = located.handlers.iter().map(|h| h.file).collect();
-        touched.extend(located.sends.iter().filter(|(_, s)| !s.is_empty()).map(|(f, _)| *f));
+        touched.extend(
+            located
+                .sends
+                .iter()
+                .filter(|(_, s)| !s.is_empty())
+                .map(|(f, _)| *f),
+        );
         touched.extend(located.turn_ends.iter().map(|t| t.file));
         let (module_files, lib_shared) = place_runtime(&mut files, project, &modules, &touched)?;
         let tokio_sync = manifest.tokio_has("sync");
@@ -232,59 +238,59 @@ fn place_runtime(
             }
         }
     }
-        let lib_shared = needed.len() > 1
-            && needed
-                .iter()
-                .any(|r| modules.roots[*r].kind == RootKind::Lib);
-        let declaring: Vec<usize> = if lib_shared {
-            needed
-                .iter()
-                .copied()
-                .filter(|r| modules.roots[*r].kind == RootKind::Lib)
-                .collect()
+    let lib_shared = needed.len() > 1
+        && needed
+            .iter()
+            .any(|r| modules.roots[*r].kind == RootKind::Lib);
+    let declaring: Vec<usize> = if lib_shared {
+        needed
+            .iter()
+            .copied()
+            .filter(|r| modules.roots[*r].kind == RootKind::Lib)
+            .collect()
+    } else {
+        needed.iter().copied().collect()
+    };
+    let mut module_files = Vec::new();
+    for root in declaring {
+        let rfile = &files[modules.roots[root].file].file;
+        let dir = rfile.path.parent().unwrap_or(&project.root);
+        let dir = if rfile.rel.contains("src/bin/") {
+            dir.parent().unwrap_or(dir)
         } else {
-            needed.iter().copied().collect()
+            dir
         };
-        let mut module_files = Vec::new();
-        for root in declaring {
-            let rfile = &files[modules.roots[root].file].file;
-            let dir = rfile.path.parent().unwrap_or(&project.root);
-            let dir = if rfile.rel.contains("src/bin/") {
-                dir.parent().unwrap_or(dir)
-            } else {
-                dir
-            };
-            let path = dir.join(runtime::FILE);
-            let idx = match files.iter().position(|p| p.file.path == path) {
-                Some(i) => i,
-                None => {
-                    let rel = path
-                        .strip_prefix(&project.root)
-                        .map(|r| r.to_string_lossy().replace('\\', "/"))
-                        .unwrap_or_else(|_| runtime::FILE.to_string());
-                    files.push(Parsed {
-                        file: SourceFile::new_file(path.clone(), rel, rfile.style.clone()),
-                        ast: None,
-                        error: None,
-                    });
-                    files.len() - 1
-                }
-            };
-            module_files.push((root, idx));
-        }
-        for &(_, m) in &module_files {
-            let f = &files[m].file;
-            if f.exists && !f.text.starts_with(runtime::MARKER) {
-                return Err(Error::Unsupported {
-                    file: f.rel.clone(),
-                    line: 1,
-                    message: format!(
-                        "this file is not acp-patch's runtime module, and apply writes the runtime to {}; rename it (nothing was written)",
-                        f.rel
-                    ),
+        let path = dir.join(runtime::FILE);
+        let idx = match files.iter().position(|p| p.file.path == path) {
+            Some(i) => i,
+            None => {
+                let rel = path
+                    .strip_prefix(&project.root)
+                    .map(|r| r.to_string_lossy().replace('\\', "/"))
+                    .unwrap_or_else(|_| runtime::FILE.to_string());
+                files.push(Parsed {
+                    file: SourceFile::new_file(path.clone(), rel, rfile.style.clone()),
+                    ast: None,
+                    error: None,
                 });
+                files.len() - 1
             }
+        };
+        module_files.push((root, idx));
+    }
+    for &(_, m) in &module_files {
+        let f = &files[m].file;
+        if f.exists && !f.text.starts_with(runtime::MARKER) {
+            return Err(Error::Unsupported {
+                file: f.rel.clone(),
+                line: 1,
+                message: format!(
+                    "this file is not acp-patch's runtime module, and apply writes the runtime to {}; rename it (nothing was written)",
+                    f.rel
+                ),
+            });
         }
+    }
     Ok((module_files, lib_shared))
 }
 

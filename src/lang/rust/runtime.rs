@@ -35,13 +35,11 @@ pub fn render(
             "rust/runtime_send_sdk.rs",
         ]);
     }
-    names.push(
-        if dialect == Dialect::V2 {
-            "rust/schema_v2.rs"
-        } else {
-            "rust/schema_v1.rs"
-        },
-    );
+    names.push(if dialect == Dialect::V2 {
+        "rust/schema_v2.rs"
+    } else {
+        "rust/schema_v1.rs"
+    });
     if local && tokio_sync {
         names.push("rust/channels_tokio.rs");
     }

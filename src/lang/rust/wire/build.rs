@@ -60,7 +60,8 @@ pub(super) fn key_value(e: &syn::Expr) -> KeyValue {
         syn::Expr::Reference(r) => key_value(&r.expr),
         syn::Expr::Paren(p) => key_value(&p.expr),
         syn::Expr::MethodCall(m)
-            if m.args.is_empty() && ["into", "to_string", "to_owned"].contains(&&*m.method.to_string()) =>
+            if m.args.is_empty()
+                && ["into", "to_string", "to_owned"].contains(&&*m.method.to_string()) =>
         {
             key_value(&m.receiver)
         }
@@ -90,7 +91,13 @@ pub fn build(src: &str, ast: &syn::File) -> Tree {
 }
 
 impl Builder<'_> {
-    pub(super) fn add(&mut self, kind: Kind, span: Range<usize>, parent: Option<Id>, role: Role) -> Id {
+    pub(super) fn add(
+        &mut self,
+        kind: Kind,
+        span: Range<usize>,
+        parent: Option<Id>,
+        role: Role,
+    ) -> Id {
         let id = self.tree.nodes.len();
         self.tree.nodes.push(Node {
             kind,
@@ -190,7 +197,11 @@ impl Builder<'_> {
                 syn::ReturnType::Default => None,
                 syn::ReturnType::Type(_, t) => Some(type_text(t)),
             },
-            generics: sig.generics.type_params().map(|p| p.ident.to_string()).collect(),
+            generics: sig
+                .generics
+                .type_params()
+                .map(|p| p.ident.to_string())
+                .collect(),
         };
         let id = self.add(
             Kind::Fn(Box::new(info)),
@@ -549,7 +560,10 @@ fn f(out: &Sender, sid: &str) {
                 _ => None,
             })
             .unwrap();
-        assert_eq!(json[1], ("method".into(), KeyValue::Path(vec!["UPDATE".into()])));
+        assert_eq!(
+            json[1],
+            ("method".into(), KeyValue::Path(vec!["UPDATE".into()]))
+        );
         let idents: Vec<&str> = t
             .nodes
             .iter()

@@ -185,9 +185,7 @@ fn is_json(ty: &str) -> bool {
 pub fn session_key(ix: &Index, f: At) -> Option<Key> {
     let t = ix.tree(f.0);
     let info = ix.fn_info(f);
-    let is_param = |at: Id, name: &str| {
-        matches!(ix.binding((f.0, at), name), Some(Binding::Param { scope, .. }) if scope == f.1)
-    };
+    let is_param = |at: Id, name: &str| matches!(ix.binding((f.0, at), name), Some(Binding::Param { scope, .. }) if scope == f.1);
     let key = |expr: String, name: &str| Key {
         expr,
         reads: vec![name.to_string()],
@@ -196,17 +194,17 @@ pub fn session_key(ix: &Index, f: At) -> Option<Key> {
         let n = &t.nodes[d];
         let base = match &n.kind {
             Kind::Index
-                if t
-                    .child(d, Role::Arg(0))
-                    .is_some_and(|a| matches!(&t.nodes[a].kind, Kind::Lit(Some(s)) if s == "sessionId")) =>
+                if t.child(d, Role::Arg(0)).is_some_and(
+                    |a| matches!(&t.nodes[a].kind, Kind::Lit(Some(s)) if s == "sessionId"),
+                ) =>
             {
                 t.child(d, Role::Receiver).map(|r| (r, "index"))
             }
             Kind::Method(m)
                 if m == "get"
-                    && t
-                        .child(d, Role::Arg(0))
-                        .is_some_and(|a| matches!(&t.nodes[a].kind, Kind::Lit(Some(s)) if s == "sessionId")) =>
+                    && t.child(d, Role::Arg(0)).is_some_and(
+                        |a| matches!(&t.nodes[a].kind, Kind::Lit(Some(s)) if s == "sessionId"),
+                    ) =>
             {
                 t.child(d, Role::Receiver).map(|r| (r, "get"))
             }
@@ -276,7 +274,8 @@ fn newtype_suffix(ix: &Index, f: At, d: Id) -> &'static str {
         .map(|x| super::tree::type_text(&x.ty));
     let newtype = field_ty.is_some_and(|fty| {
         ix.collected.structs.iter().any(|(_, s)| {
-            s.ident == fty && matches!(s.fields, syn::Fields::Unnamed(ref u) if u.unnamed.len() == 1)
+            s.ident == fty
+                && matches!(s.fields, syn::Fields::Unnamed(ref u) if u.unnamed.len() == 1)
         })
     });
     if newtype { ".0" } else { "" }

@@ -25,8 +25,11 @@ pub enum Form {
 #[derive(Debug, Clone)]
 pub struct Sink {
     pub file: usize,
-    /// The node apply replaces (a statement, or an expression whose value is used).
+    /// The node apply replaces (a statement, or an expression whose value is used) ...
     pub unit: Id,
+    /// ... through this statement (the one that ends the line, after a write of the bare
+    /// message into a stream), or `unit` itself.
+    pub last: Id,
     /// The value of `unit` is used: the wrapped form keeps it.
     pub expression: bool,
     /// Where the message enters `unit` (its `&` included).
@@ -58,17 +61,48 @@ pub struct Found {
 
 /// Methods a message passes through unchanged (or into its text).
 const THROUGH: &[&str] = &[
-    "unwrap", "expect", "unwrap_or_default", "clone", "to_owned", "into", "as_str", "as_ref",
-    "as_bytes", "into_bytes", "to_string", "to_vec", "borrow",
+    "unwrap",
+    "expect",
+    "unwrap_or_default",
+    "clone",
+    "to_owned",
+    "into",
+    "as_str",
+    "as_ref",
+    "as_bytes",
+    "into_bytes",
+    "to_string",
+    "to_vec",
+    "borrow",
 ];
 /// Calls that wrap a value without writing it.
 const WRAPPERS: &[&str] = &["Ok", "Some", "new", "from"];
 /// Collections a message is kept in, not written from.
-const STORES: &[&str] = &["push", "push_back", "push_front", "insert", "extend", "append"];
+const STORES: &[&str] = &[
+    "push",
+    "push_back",
+    "push_front",
+    "insert",
+    "extend",
+    "append",
+];
 const WRITER_MACROS: &[&str] = &["print", "println", "write", "writeln"];
 const QUIET_MACROS: &[&str] = &[
-    "eprint", "eprintln", "trace", "debug", "info", "warn", "error", "panic", "dbg", "assert",
-    "assert_eq", "assert_ne", "debug_assert", "unreachable", "todo",
+    "eprint",
+    "eprintln",
+    "trace",
+    "debug",
+    "info",
+    "warn",
+    "error",
+    "panic",
+    "dbg",
+    "assert",
+    "assert_eq",
+    "assert_ne",
+    "debug_assert",
+    "unreachable",
+    "todo",
 ];
 
 struct Step {
@@ -186,7 +220,12 @@ impl<'i, 'a> Follow<'i, 'a> {
             within: s.within,
         };
         match (&t.nodes[parent].kind, role) {
-            (Kind::Local { names, wildcard, .. }, Role::Init) => {
+            (
+                Kind::Local {
+                    names, wildcard, ..
+                },
+                Role::Init,
+            ) => {
                 if *wildcard {
                     return 0;
                 }
@@ -225,7 +264,8 @@ impl<'i, 'a> Follow<'i, 'a> {
             }
             (Kind::Return, Role::Operand) => self.returned(top, s.at, form, via, s.update, todo),
             (Kind::Block, Role::Tail)
-                if t.parent(parent).is_some_and(|f| matches!(t.nodes[f].kind, Kind::Fn(_))) =>
+                if t.parent(parent)
+                    .is_some_and(|f| matches!(t.nodes[f].kind, Kind::Fn(_))) =>
             {
                 self.returned(top, s.at, form, via, s.update, todo)
             }
@@ -242,7 +282,7 @@ impl<'i, 'a> Follow<'i, 'a> {
                         self.lose(s.at, "a message kept in a collection");
                         return 0;
                     }
-                    return self.sink(s, top, parent, via);
+                    return self.sink(s, top, parent, &form, via);
                 }
                 // the message's form where it enters the call (the card takes its place there)
                 self.carry(s.at, top, parent, &s.form, s.update);
@@ -257,7 +297,7 @@ impl<'i, 'a> Follow<'i, 'a> {
             }
             (Kind::Macro { name, .. }, Role::Arg(_) | Role::Other) => {
                 if WRITER_MACROS.contains(&name.as_str()) {
-                    return self.sink(s, top, parent, via);
+                    return self.sink(s, top, parent, &form, via);
                 }
                 if !QUIET_MACROS.contains(&name.as_str()) {
                     self.lose(s.at, "a message handed to a macro that does not write it");
@@ -283,9 +323,12 @@ impl<'i, 'a> Follow<'i, 'a> {
         todo: &mut Vec<Step>,
     ) {
         let t = self.ix.tree(at.0);
-        let closure = t
-            .ancestors(top)
-            .find(|a| matches!(t.nodes[*a].kind, Kind::Fn(_) | Kind::Closure(_) | Kind::Async));
+        let closure = t.ancestors(top).find(|a| {
+            matches!(
+                t.nodes[*a].kind,
+                Kind::Fn(_) | Kind::Closure(_) | Kind::Async
+            )
+        });
         match closure {
             Some(f) if matches!(t.nodes[f].kind, Kind::Fn(_)) => {
                 for c in self.ix.callers((at.0, f)) {
@@ -341,9 +384,14 @@ impl<'i, 'a> Follow<'i, 'a> {
                         ("to_string" | "to_string_pretty", 0) if serde => {
                             Form::Text(Some(String::new()))
                         }
-                        ("to_vec" | "to_vec_pretty", 0) if serde => Form::Bytes(Some(String::new())),
+                        ("to_vec" | "to_vec_pretty", 0) if serde => {
+                            Form::Bytes(Some(String::new()))
+                        }
                         ("to_value", 0) if serde => Form::Value,
-                        (w, 0) if WRAPPERS.contains(&w) && self.ix.resolve_call((at.0, p)).is_empty() => {
+                        (w, 0)
+                            if WRAPPERS.contains(&w)
+                                && self.ix.resolve_call((at.0, p)).is_empty() =>
+                        {
                             form
                         }
                         _ => return (cur, form, None),
@@ -394,7 +442,7 @@ impl<'i, 'a> Follow<'i, 'a> {
     }
 
     /// A write: the statement or expression apply wraps around it.
-    fn sink(&mut self, s: Step, top: Id, call: Id, via: bool) -> usize {
+    fn sink(&mut self, s: Step, top: Id, call: Id, written: &Form, via: bool) -> usize {
         let form = s.form.clone(); // where it enters the write
         let ix = self.ix;
         let file = s.at.0;
@@ -405,7 +453,7 @@ impl<'i, 'a> Follow<'i, 'a> {
             let entry = extend_ref(t, s.at.1, top);
             // `for acp_message in ..wire(X)`: the message was X; `for msg in ..`: as it reads
             let entry_text = match &t.nodes[s.at.1].kind {
-                Kind::Ident(n) if n == super::writer::CARD => ix.text((file, p.entry)),
+                Kind::Ident(n) if n == super::sites::CARD => ix.text((file, p.entry)),
                 _ => ix.text((file, entry)),
             }
             .to_string();
@@ -429,13 +477,21 @@ impl<'i, 'a> Follow<'i, 'a> {
         };
         let entry = extend_ref(t, s.at.1, top);
         if !t.is_inside(entry, unit) {
-            self.lose(s.at, "a message that reaches its write through a block of its own");
+            self.lose(
+                s.at,
+                "a message that reaches its write through a block of its own",
+            );
             return 0;
         }
         self.carry(s.at, top, call, &form, s.update);
+        let last = match expression {
+            false if unframed(t, call, written) => line_end(ix, file, unit).unwrap_or(unit),
+            _ => unit,
+        };
         self.add_sink(Sink {
             file,
             unit,
+            last,
             expression,
             entry,
             form,
@@ -478,8 +534,7 @@ impl<'i, 'a> Follow<'i, 'a> {
         let Kind::For(names) = &t.nodes[for_node].kind else {
             return 0;
         };
-        let Some(arg) = t
-            .nodes[wire]
+        let Some(arg) = t.nodes[wire]
             .children
             .iter()
             .copied()
@@ -498,12 +553,20 @@ impl<'i, 'a> Follow<'i, 'a> {
             Some(b) => (b, true),
             None => (for_node, false),
         };
-        if !s.update && !via && !self.found.sinks.iter().any(|x| x.file == file && x.unit == unit) {
+        if !s.update
+            && !via
+            && !self
+                .found
+                .sinks
+                .iter()
+                .any(|x| x.file == file && x.unit == unit)
+        {
             return 0;
         }
         let k = self.add_sink(Sink {
             file,
             unit,
+            last: unit,
             expression,
             entry: arg,
             form: form.clone(),
@@ -526,6 +589,38 @@ impl<'i, 'a> Follow<'i, 'a> {
     pub fn finish(self) -> (Found, Vec<(At, String)>) {
         (self.found, self.lost)
     }
+}
+
+/// A write of the message alone into a stream (`write_all`, `serde_json::to_writer`,
+/// `write!`, `print!`), no line end in it: a later statement ends the line.
+fn unframed(t: &super::tree::Tree, call: Id, written: &Form) -> bool {
+    let stream = match &t.nodes[call].kind {
+        Kind::Method(m) => ["write_all", "write", "write_str"].contains(&m.as_str()),
+        Kind::Macro { name } => name == "write" || name == "print",
+        Kind::Call => t.child(call, Role::Callee).is_some_and(|c| {
+            matches!(&t.nodes[c].kind, Kind::Path(p) if p.last().is_some_and(|l| l.starts_with("to_writer")))
+        }),
+        _ => false,
+    };
+    let bare = match written {
+        Form::Text(Some(tail)) | Form::Bytes(Some(tail)) => !tail.contains('\n'),
+        Form::Value | Form::Struct(_) => true,
+        _ => false,
+    };
+    stream && bare
+}
+
+/// The statement after `unit` in its block that writes the line's end (`b"\n"`, `"\n"`,
+/// `writeln!`): a wrapped write covers it too, so each message gets its line.
+fn line_end(ix: &Index, file: usize, unit: Id) -> Option<Id> {
+    let t = ix.tree(file);
+    let block = t.parent(unit)?;
+    let siblings = &t.nodes[block].children;
+    let at = siblings.iter().position(|c| *c == unit)?;
+    siblings[at + 1..].iter().copied().find(|s| {
+        let text = ix.text((file, *s));
+        text.contains("\\n") || text.contains("writeln!") || text.contains("println!")
+    })
 }
 
 /// The message's node with the `&` in front of it, when the chain above starts with one.
@@ -556,10 +651,13 @@ fn untailed_if_mutated(ix: &Index, file: usize, reads: &[Id], form: Form) -> For
 /// What `format!` puts after the JSON: `format!("{}\n", x)` → `"\n"`; unknown otherwise.
 fn format_tail(ix: &Index, mac: At, arg: Id) -> Option<String> {
     let t = ix.tree(mac.0);
-    let fmt = t.nodes[mac.1].children.iter().find_map(|c| match &t.nodes[*c].kind {
-        Kind::Lit(Some(s)) => Some(s.clone()),
-        _ => None,
-    })?;
+    let fmt = t.nodes[mac.1]
+        .children
+        .iter()
+        .find_map(|c| match &t.nodes[*c].kind {
+            Kind::Lit(Some(s)) => Some(s.clone()),
+            _ => None,
+        })?;
     let placeholders = fmt.matches('{').count() - 2 * fmt.matches("{{").count();
     if placeholders != 1 {
         return None;
@@ -587,16 +685,17 @@ pub fn unit_of(ix: &Index, file: usize, call: Id) -> Option<(Id, bool)> {
         match (&t.nodes[p].kind, role) {
             (Kind::Block, Role::Stmt) => {
                 return match &t.nodes[cur].kind {
-                    Kind::Local { wildcard: false, .. } => {
-                        t.child(cur, Role::Init).map(|i| (i, true))
-                    }
+                    Kind::Local {
+                        wildcard: false, ..
+                    } => t.child(cur, Role::Init).map(|i| (i, true)),
                     _ => Some((cur, false)),
                 };
             }
             (Kind::Block, Role::Tail) => {
-                let unit_fn = t.parent(p).and_then(|f| t.fn_info(f)).is_some_and(|f| {
-                    f.ret.as_deref().is_none_or(|r| r == "()")
-                });
+                let unit_fn = t
+                    .parent(p)
+                    .and_then(|f| t.fn_info(f))
+                    .is_some_and(|f| f.ret.as_deref().is_none_or(|r| r == "()"));
                 return Some((cur, !unit_fn));
             }
             (Kind::Closure(_) | Kind::Arm { .. }, Role::Body) => return Some((cur, true)),

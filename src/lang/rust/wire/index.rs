@@ -2,7 +2,7 @@
 //! the questions asked of them — which fn a call reaches, who calls a fn, where a binding is
 //! read, what a binding's declared type is, whether an expression names a protocol method.
 
-use super::tree::{self, Id, Kind, KeyValue, Role, Tree};
+use super::tree::{self, Id, KeyValue, Kind, Role, Tree};
 use crate::lang::rust::Parsed;
 use crate::lang::rust::handlers::Collected;
 use crate::lang::rust::modules::Modules;
@@ -217,7 +217,11 @@ impl<'a> Index<'a> {
             .iter()
             .filter_map(|f| self.fn_info(*f).self_ty.clone())
             .collect();
-        if types.len() == 1 { candidates } else { Vec::new() }
+        if types.len() == 1 {
+            candidates
+        } else {
+            Vec::new()
+        }
     }
 
     /// The words of an expression's type as far as the code declares it: `self` in an impl,
@@ -243,9 +247,12 @@ impl<'a> Index<'a> {
             Kind::Paren | Kind::Ref | Kind::Try | Kind::Await => t
                 .child(at.1, Role::Operand)
                 .map(|c| self.type_words((at.0, c)).join(" ")),
-            Kind::Method(m) if ["clone", "as_ref", "lock", "unwrap", "read", "write"].contains(&m.as_str()) => t
-                .child(at.1, Role::Receiver)
-                .map(|c| self.type_words((at.0, c)).join(" ")),
+            Kind::Method(m)
+                if ["clone", "as_ref", "lock", "unwrap", "read", "write"].contains(&m.as_str()) =>
+            {
+                t.child(at.1, Role::Receiver)
+                    .map(|c| self.type_words((at.0, c)).join(" "))
+            }
             _ => None,
         };
         let expanded = self.collected.expand(&text.unwrap_or_default());
@@ -300,10 +307,14 @@ impl<'a> Index<'a> {
                     }
                 }
                 Kind::Fn(f) => {
-                    return f.params.iter().find(|p| p.name == name).map(|p| Binding::Param {
-                        scope: a,
-                        ty: p.ty.clone(),
-                    });
+                    return f
+                        .params
+                        .iter()
+                        .find(|p| p.name == name)
+                        .map(|p| Binding::Param {
+                            scope: a,
+                            ty: p.ty.clone(),
+                        });
                 }
                 Kind::Arm { names, .. } if names.iter().any(|x| x == name) => {
                     return Some(Binding::Pattern { scope: a });
@@ -334,7 +345,8 @@ impl<'a> Index<'a> {
             Binding::Param { ty, .. } => ty,
             Binding::Local { node, ty } => ty.or_else(|| {
                 let t = self.tree(at.0);
-                t.child(node, Role::Init).map(|i| self.text((at.0, i)).to_string())
+                t.child(node, Role::Init)
+                    .map(|i| self.text((at.0, i)).to_string())
             }),
             Binding::Pattern { .. } => None,
         }
@@ -421,8 +433,16 @@ impl<'a> Index<'a> {
 #[derive(Debug, Clone)]
 pub enum Binding {
     /// A fn or closure parameter (`scope` is the fn or closure).
-    Param { scope: Id, ty: Option<String> },
-    Local { node: Id, ty: Option<String> },
+    Param {
+        scope: Id,
+        ty: Option<String>,
+    },
+    Local {
+        node: Id,
+        ty: Option<String>,
+    },
     /// A match arm, `for`, `if let` pattern.
-    Pattern { scope: Id },
+    Pattern {
+        scope: Id,
+    },
 }

@@ -9,8 +9,20 @@ use std::ops::Range;
 use syn::punctuated::Punctuated;
 
 const FORMAT_MACROS: &[&str] = &[
-    "print", "println", "eprint", "eprintln", "write", "writeln", "format", "format_args",
-    "panic", "trace", "debug", "info", "warn", "error",
+    "print",
+    "println",
+    "eprint",
+    "eprintln",
+    "write",
+    "writeln",
+    "format",
+    "format_args",
+    "panic",
+    "trace",
+    "debug",
+    "info",
+    "warn",
+    "error",
 ];
 
 impl Builder<'_> {
@@ -70,7 +82,8 @@ impl Builder<'_> {
                 }
                 let start = i + 1;
                 let mut end = start;
-                while end < bytes.len() && (bytes[end].is_ascii_alphanumeric() || bytes[end] == b'_')
+                while end < bytes.len()
+                    && (bytes[end].is_ascii_alphanumeric() || bytes[end] == b'_')
                 {
                     end += 1;
                 }
@@ -115,7 +128,9 @@ impl Builder<'_> {
                 TokenTree::Punct(x) if x.as_char() == ',' || x.as_char() == ';' => {
                     flush(self, &mut chunk)
                 }
-                TokenTree::Punct(x) if x.as_char() == '=' && x.spacing() == Spacing::Joint && p(i + 1, '>') => {
+                TokenTree::Punct(x)
+                    if x.as_char() == '=' && x.spacing() == Spacing::Joint && p(i + 1, '>') =>
+                {
                     flush(self, &mut chunk);
                     i += 1;
                 }

@@ -171,7 +171,13 @@ pub fn locate(files: &[Parsed], cx: &Context) -> Result<Located> {
     }
     let (found, _) = follow.finish();
     if prompts.is_empty() {
-        return Ok(Located::NoDispatcher(pinnable(&ix, cx, &prefer, &found.carriers, None)));
+        return Ok(Located::NoDispatcher(pinnable(
+            &ix,
+            cx,
+            &prefer,
+            &found.carriers,
+            None,
+        )));
     }
     let mut sites = Vec::new();
     for s in &found.sinks {
@@ -238,10 +244,16 @@ fn pinnable(
         .copied()
         .filter(|f| Some(*f) != not)
         .filter(|f| dispatch::session_key(ix, *f).is_some())
-        .filter(|f| carriers.iter().any(|c| writer::writer_of(ix, *f, c, cx.json).is_ok()))
+        .filter(|f| {
+            carriers
+                .iter()
+                .any(|c| writer::writer_of(ix, *f, c, cx.json).is_ok())
+        })
         .map(|f| (f, candidate(ix, f)))
         .collect();
-    out.sort_by(|a, b| (&a.1.location.file, a.1.location.line).cmp(&(&b.1.location.file, b.1.location.line)));
+    out.sort_by(|a, b| {
+        (&a.1.location.file, a.1.location.line).cmp(&(&b.1.location.file, b.1.location.line))
+    });
     out.into_iter().map(|(_, c)| c).collect()
 }
 
@@ -263,7 +275,10 @@ fn handler(ix: &Index, cx: &Context, h: At, carriers: &[follow::Carrier]) -> Res
     for c in carriers {
         match writer::writer_of(ix, h, c, cx.json) {
             Ok(w) => {
-                if !usable.iter().any(|u| u.closure == w.closure && u.candidate.name == w.candidate.name) {
+                if !usable
+                    .iter()
+                    .any(|u| u.closure == w.closure && u.candidate.name == w.candidate.name)
+                {
                     usable.push(w);
                 }
             }
@@ -275,8 +290,16 @@ fn handler(ix: &Index, cx: &Context, h: At, carriers: &[follow::Carrier]) -> Res
         }
     }
     usable.sort_by(|a, b| {
-        (a.rank, &a.candidate.location.file, a.candidate.location.line)
-            .cmp(&(b.rank, &b.candidate.location.file, b.candidate.location.line))
+        (
+            a.rank,
+            &a.candidate.location.file,
+            a.candidate.location.line,
+        )
+            .cmp(&(
+                b.rank,
+                &b.candidate.location.file,
+                b.candidate.location.line,
+            ))
     });
     let pin = cx.pins.connection.as_deref().map(split_pin);
     if usable.is_empty() && pin.is_none() {
@@ -304,16 +327,22 @@ fn handler(ix: &Index, cx: &Context, h: At, carriers: &[follow::Carrier]) -> Res
             (w, c)
         })
         .collect();
-    let w = crate::lang::parts::choose(found, pin, "connection for the think card", "rust.connection", || {
-        format!(
-            "{name} handles `session/prompt`, but none of the agent's writes of `session/update` messages can write the card from its entry ({})",
-            if unfit.is_empty() {
-                "none found".to_string()
-            } else {
-                unfit.join("; ")
-            }
-        )
-    })?;
+    let w = crate::lang::parts::choose(
+        found,
+        pin,
+        "connection for the think card",
+        "rust.connection",
+        || {
+            format!(
+                "{name} handles `session/prompt`, but none of the agent's writes of `session/update` messages can write the card from its entry ({})",
+                if unfit.is_empty() {
+                    "none found".to_string()
+                } else {
+                    unfit.join("; ")
+                }
+            )
+        },
+    )?;
     Ok(Handler {
         file: h.0,
         name,
@@ -331,7 +360,7 @@ fn handler(ix: &Index, cx: &Context, h: At, carriers: &[follow::Carrier]) -> Res
 fn site(ix: &Index, cx: &Context, s: &Sink) -> Result<Site> {
     let t = ix.tree(s.file);
     let f = &ix.files[s.file].file;
-    let unit = t.nodes[s.unit].span.clone();
+    let unit = t.nodes[s.unit].span.start..t.nodes[s.last].span.end;
     let line = f.line_of(unit.start);
     let path = (cx.path_of)(s.file);
     let current = &f.text[unit.clone()];
@@ -370,7 +399,7 @@ fn new_wrap(ix: &Index, cx: &Context, s: &Sink) -> Result<sites::Wrap> {
     }
     let func = if structure { "wire_any" } else { "wire" }.to_string();
     let ident = |id: usize| match &t.nodes[id].kind {
-        Kind::Ident(n) if n != writer::CARD => Some(n.clone()),
+        Kind::Ident(n) if n != sites::CARD => Some(n.clone()),
         _ => None,
     };
     let (var, by_ref, arg, entry) = match &e.kind {
@@ -388,7 +417,10 @@ fn new_wrap(ix: &Index, cx: &Context, s: &Sink) -> Result<sites::Wrap> {
             }
         }
         Kind::Ref if t.child(s.entry, Role::Operand).and_then(ident).is_some() => {
-            let n = t.child(s.entry, Role::Operand).and_then(ident).unwrap_or_default();
+            let n = t
+                .child(s.entry, Role::Operand)
+                .and_then(ident)
+                .unwrap_or_default();
             (n, true, text.clone(), None)
         }
         _ => {
@@ -401,7 +433,7 @@ fn new_wrap(ix: &Index, cx: &Context, s: &Sink) -> Result<sites::Wrap> {
                 });
             }
             let r = e.span.start - unit_start..e.span.end - unit_start;
-            (writer::CARD.to_string(), by_ref, text.clone(), Some(r))
+            (sites::CARD.to_string(), by_ref, text.clone(), Some(r))
         }
     };
     Ok(sites::Wrap {
@@ -431,26 +463,31 @@ fn present_wrap(ix: &Index, s: &Sink) -> Option<(String, sites::Wrap)> {
     let var = names.first()?.clone();
     let iter = t.child(for_node, Role::Iter)?;
     let by_ref = matches!(t.nodes[iter].kind, Kind::Ref);
-    let call = if by_ref { t.child(iter, Role::Operand)? } else { iter };
+    let call = if by_ref {
+        t.child(iter, Role::Operand)?
+    } else {
+        iter
+    };
     let func = match t.child(call, Role::Callee).map(|c| &t.nodes[c].kind) {
         Some(Kind::Path(p)) => p.last()?.clone(),
         _ => return None,
     };
     let arg = ix.text((s.file, t.child(call, Role::Arg(0))?)).to_string();
-    let body = t.child(for_node, Role::Body)?;
-    let [stmt] = t.nodes[body].children.as_slice() else {
-        return None;
+    let block = t.child(for_node, Role::Body)?;
+    let stmts = &t.nodes[block].children;
+    let body = match (s.expression, stmts.as_slice()) {
+        (true, [stmt]) => {
+            let assign = t.child(*stmt, Role::Body)?;
+            ix.text((s.file, t.child(assign, Role::Rhs)?))
+        }
+        (false, [first, .., last]) | (false, [first @ last]) => {
+            &ix.files[s.file].file.text[t.nodes[*first].span.start..t.nodes[*last].span.end]
+        }
+        _ => return None,
     };
-    let stmt = if s.expression {
-        let assign = t.child(*stmt, Role::Body)?;
-        t.child(assign, Role::Rhs)?
-    } else {
-        *stmt
-    };
-    let body = ix.text((s.file, stmt));
     let restore = sites::unwrap(body, &var, &arg)?;
     // where the message stood: where the loop's variable stands in the body
-    let entry = match var == writer::CARD {
+    let entry = match var == sites::CARD {
         true => sites::card_at(body).map(|k| k..k + arg.len()),
         false => None,
     };
@@ -560,7 +597,10 @@ pub fn send<T: Serialize>(message: &T) {
             s.wrapped,
             "for message in &crate::acp_progress::wire_any(message) { println!(\"{}\", serde_json::to_string(message).unwrap()); }"
         );
-        assert_eq!(s.restore, "println!(\"{}\", serde_json::to_string(message).unwrap());");
+        assert_eq!(
+            s.restore,
+            "println!(\"{}\", serde_json::to_string(message).unwrap());"
+        );
     }
 
     #[test]
@@ -605,8 +645,14 @@ fn handle(params: &Value) {
         // naming the write and why
         let unreachable = main
             .replace("let mut out = std::io::stdout();\n", "")
-            .replace("fn handle(params: &Value) {", "fn handle(params: &Value, out: &mut std::io::Stdout) {")
-            .replace("handle(&req[\"params\"]);", "handle(&req[\"params\"], &mut std::io::stdout());");
+            .replace(
+                "fn handle(params: &Value) {",
+                "fn handle(params: &Value, out: &mut std::io::Stdout) {",
+            )
+            .replace(
+                "handle(&req[\"params\"]);",
+                "handle(&req[\"params\"], &mut std::io::stdout());",
+            );
         let err = match located(&[("main.rs", unreachable.as_str())], RustPins::default()) {
             Err(e) => e.to_string(),
             Ok(_) => String::new(),
@@ -624,7 +670,10 @@ fn handle(params: &Value) {
         match located(&sources, RustPins::default()) {
             Ok(Located::NoDispatcher(c)) => {
                 assert_eq!(c.len(), 1, "{c:?}");
-                assert_eq!((c[0].location.file.as_str(), c[0].name.as_str()), ("src/main.rs", "on_prompt"));
+                assert_eq!(
+                    (c[0].location.file.as_str(), c[0].name.as_str()),
+                    ("src/main.rs", "on_prompt")
+                );
             }
             _ => panic!("expected no dispatcher"),
         }

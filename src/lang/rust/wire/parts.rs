@@ -29,12 +29,15 @@ pub fn analyze(project: &Project, mut files: Vec<Parsed>) -> Result<Analysis> {
     let Some(manifest) = Manifest::without_sdk(project)? else {
         return Err(no_agent(format!("no Cargo.toml depending on {SDK}")));
     };
-    let doc: toml_edit::DocumentMut = manifest.file.text.parse().map_err(|e: toml_edit::TomlError| {
-        Error::Config {
-            path: manifest.file.path.clone(),
-            message: e.to_string(),
-        }
-    })?;
+    let doc: toml_edit::DocumentMut =
+        manifest
+            .file
+            .text
+            .parse()
+            .map_err(|e: toml_edit::TomlError| Error::Config {
+                path: manifest.file.path.clone(),
+                message: e.to_string(),
+            })?;
     let modules = Modules::load(&files, &project.root, &doc);
     let runtime_files: BTreeSet<usize> = files
         .iter()
@@ -201,11 +204,12 @@ fn edits(
         parts.push(part);
     }
     for h in &raw.handlers {
-        let (block, expr) = body_of(collected, h.file, &h.span).ok_or_else(|| Error::Unsupported {
-            file: files[h.file].file.rel.clone(),
-            line: h.line,
-            message: format!("{}: its body was not found", h.name),
-        })?;
+        let (block, expr) =
+            body_of(collected, h.file, &h.span).ok_or_else(|| Error::Unsupported {
+                file: files[h.file].file.rel.clone(),
+                line: h.line,
+                message: format!("{}: its body was not found", h.name),
+            })?;
         let stmt = format!(
             "let _acp_turn = {}::begin({}, {});",
             path(h.file),

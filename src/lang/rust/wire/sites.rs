@@ -2,8 +2,11 @@
 //! the runtime lets out (`for msg in wire(msg) { <the write> }`) — and the write taken back
 //! out of such a loop (what revert restores, and how a wrapped write is recognised).
 
-use super::writer::CARD;
 use std::ops::Range;
+
+/// The loop's variable where the message has no name of its own (and the card closure's
+/// parameter).
+pub const CARD: &str = "acp_message";
 
 /// How one write is wrapped.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -32,7 +35,9 @@ pub fn wrap(s: &str, w: &Wrap, path: &str) -> String {
     let amp = if w.by_ref { "&" } else { "" };
     let header = format!("for {} in {amp}{path}::{}({})", w.var, w.func, w.arg);
     if w.expression {
-        format!("{{ let mut acp_sent = {path}::held(); {header} {{ acp_sent = {inner}; }} acp_sent }}")
+        format!(
+            "{{ let mut acp_sent = {path}::held(); {header} {{ acp_sent = {inner}; }} acp_sent }}"
+        )
     } else {
         format!("{header} {{ {inner} }}")
     }
@@ -106,7 +111,10 @@ mod tests {
             expression: false,
         };
         let t = wrap(s, &by_name, p);
-        assert_eq!(t, format!("for line in &crate::acp_progress::wire(&line) {{ {s} }}"));
+        assert_eq!(
+            t,
+            format!("for line in &crate::acp_progress::wire(&line) {{ {s} }}")
+        );
         assert_eq!(unwrap(s, "line", "&line").unwrap(), s);
         let e = wrap("tx.send(m)", &w("m", None, true), p);
         assert!(e.starts_with("{ let mut acp_sent = crate::acp_progress::held(); for m in "));

@@ -85,7 +85,9 @@ pub enum Kind {
     Call,
     Method(String),
     /// A macro call; the names a format string reads inline are children with `Role::Other`.
-    Macro { name: String },
+    Macro {
+        name: String,
+    },
     /// `json!(..)`: an object's top-level keys and what each gives.
     Json(Vec<(String, KeyValue)>),
     /// A struct literal: its type's last segment and its fields, in child order.

@@ -7,11 +7,9 @@
 
 use super::follow::{Carrier, Form};
 use super::index::{At, Binding, Index};
+use super::sites::CARD;
 use super::tree::{Id, Kind, Role};
 use crate::error::{Candidate, Location};
-
-/// The closure's parameter.
-pub const CARD: &str = "acp_message";
 
 /// A usable writer: the closure's text, where it comes from, its rank (the handler's own
 /// writes first, then its type's, then its file's).
@@ -58,7 +56,12 @@ fn conversion(form: &Form, by_ref: bool) -> Option<String> {
 
 /// The text of `call` with replacements (byte ranges of the file) applied, on one line
 /// (line breaks outside string literals become a space).
-fn rewrite(ix: &Index, file: usize, call: Id, edits: &mut [(std::ops::Range<usize>, String)]) -> String {
+fn rewrite(
+    ix: &Index,
+    file: usize,
+    call: Id,
+    edits: &mut [(std::ops::Range<usize>, String)],
+) -> String {
     let t = ix.tree(file);
     let src = &ix.files[file].file.text;
     let span = t.nodes[call].span.clone();
@@ -114,7 +117,10 @@ pub fn writer_of(ix: &Index, h: At, c: &Carrier, json: &str) -> Result<Writer, S
         .into_iter()
         .filter(|d| !in_entry(*d))
         .collect();
-    if inside.iter().any(|d| matches!(t.nodes[*d].kind, Kind::Await)) {
+    if inside
+        .iter()
+        .any(|d| matches!(t.nodes[*d].kind, Kind::Await))
+    {
         return Err("it awaits (the card is written from a timer)".into());
     }
     let mut fallible = inside.iter().any(|d| matches!(t.nodes[*d].kind, Kind::Try));
@@ -137,7 +143,7 @@ pub fn writer_of(ix: &Index, h: At, c: &Carrier, json: &str) -> Result<Writer, S
             Some(Binding::Param { scope, ty }) if scope == f => {
                 if name == "self" {
                     if hinfo.self_ty != finfo.self_ty
-                        || !hinfo.params.first().is_some_and(|p| p.name == "self")
+                        || hinfo.params.first().is_none_or(|p| p.name != "self")
                     {
                         return Err("it reads `self` of another type than the handler's".into());
                     }
@@ -149,10 +155,13 @@ pub fn writer_of(ix: &Index, h: At, c: &Carrier, json: &str) -> Result<Writer, S
                     });
                     let ok = ty.as_deref().is_some_and(|ty| {
                         cloneable(ix, ty)
-                            || (path == "self" && cloneable(ix, finfo.self_ty.as_deref().unwrap_or("")))
+                            || (path == "self"
+                                && cloneable(ix, finfo.self_ty.as_deref().unwrap_or("")))
                     });
                     if !ok {
-                        return Err(format!("it reads `{path}`, which acp-patch cannot clone into it"));
+                        return Err(format!(
+                            "it reads `{path}`, which acp-patch cannot clone into it"
+                        ));
                     }
                     let local = format!("acp_{}", path.replace('.', "_"));
                     if !done.contains(&local) {
@@ -170,13 +179,19 @@ pub fn writer_of(ix: &Index, h: At, c: &Carrier, json: &str) -> Result<Writer, S
                 }
                 let ty = ty.unwrap_or_default();
                 if !cloneable(ix, &ty) {
-                    return Err(format!("it reads `{name}: {ty}`, which acp-patch cannot clone into it"));
+                    return Err(format!(
+                        "it reads `{name}: {ty}`, which acp-patch cannot clone into it"
+                    ));
                 }
                 let source = if f == h.1 {
                     name.clone()
                 } else {
                     mapped(ix, h, (c.file, f), name).ok_or_else(|| {
-                        format!("it reads `{name}`, a parameter of {} that {} does not pass it", finfo.qualified(), hinfo.qualified())
+                        format!(
+                            "it reads `{name}`, a parameter of {} that {} does not pass it",
+                            finfo.qualified(),
+                            hinfo.qualified()
+                        )
                     })?
                 };
                 for r in root_names(&source) {
@@ -184,21 +199,32 @@ pub fn writer_of(ix: &Index, h: At, c: &Carrier, json: &str) -> Result<Writer, S
                         reads.push(r);
                     }
                 }
-                let source = if source == *name { source } else { format!("({source})") };
+                let source = if source == *name {
+                    source
+                } else {
+                    format!("({source})")
+                };
                 captures.push(format!("let {name} = {source}.clone();"));
                 done.push(name.clone());
             }
             // a local made of nothing local (`let mut out = io::stdout();`): made again
-            Some(Binding::Local { node, .. }) if made_of_globals(ix, c.file, node) => {
-                if !done.contains(name) {
-                    let mut none = Vec::new();
-                    lets.push(rewrite(ix, c.file, node, &mut none));
-                    done.push(name.clone());
-                    fallible |= t.descendants(node).iter().any(|d| matches!(t.nodes[*d].kind, Kind::Try));
-                }
+            Some(Binding::Local { node, .. })
+                if made_of_globals(ix, c.file, node) && !done.contains(name) =>
+            {
+                let mut none = Vec::new();
+                lets.push(rewrite(ix, c.file, node, &mut none));
+                done.push(name.clone());
+                fallible |= t
+                    .descendants(node)
+                    .iter()
+                    .any(|d| matches!(t.nodes[*d].kind, Kind::Try));
             }
+            Some(Binding::Local { node, .. }) if made_of_globals(ix, c.file, node) => {}
             Some(_) => {
-                return Err(format!("it reads `{name}`, bound inside {}", finfo.qualified()));
+                return Err(format!(
+                    "it reads `{name}`, bound inside {}",
+                    finfo.qualified()
+                ));
             }
         }
     }
@@ -236,8 +262,11 @@ pub fn writer_of(ix: &Index, h: At, c: &Carrier, json: &str) -> Result<Writer, S
     let call = rewrite(ix, c.file, c.call, &mut edits);
     let unit = match &t.nodes[c.call].kind {
         Kind::Macro { name, .. } => ["print", "println"].contains(&name.as_str()),
-        Kind::Call => {
-            let fns = ix.resolve_call((c.file, c.call));
+        Kind::Call | Kind::Method(_) => {
+            let fns = match &t.nodes[c.call].kind {
+                Kind::Call => ix.resolve_call((c.file, c.call)),
+                _ => ix.resolve_method((c.file, c.call), false),
+            };
             !fns.is_empty() && fns.iter().all(|g| ix.fn_info(*g).ret.is_none())
         }
         _ => false,
@@ -289,11 +318,13 @@ fn made_of_globals(ix: &Index, file: usize, local: Id) -> bool {
     let Some(init) = t.child(local, Role::Init) else {
         return false;
     };
-    t.descendants(init).into_iter().all(|d| match &t.nodes[d].kind {
-        Kind::Await => false,
-        Kind::Ident(n) => ix.binding((file, d), n).is_none(),
-        _ => true,
-    })
+    t.descendants(init)
+        .into_iter()
+        .all(|d| match &t.nodes[d].kind {
+            Kind::Await => false,
+            Kind::Ident(n) => ix.binding((file, d), n).is_none(),
+            _ => true,
+        })
 }
 
 /// The write takes any `Serialize` value where the message goes: serde_json's own
@@ -305,9 +336,10 @@ fn serializes(ix: &Index, c: &Carrier) -> bool {
     if matches!(callee, Some(Kind::Path(p)) if p.iter().any(|s| s == "serde_json")) {
         return true;
     }
-    let arg = t.ancestors(c.entry).chain(std::iter::once(c.entry)).find(|a| {
-        t.parent(*a) == Some(c.call) && matches!(t.nodes[*a].role, Role::Arg(_))
-    });
+    let arg = t
+        .ancestors(c.entry)
+        .chain(std::iter::once(c.entry))
+        .find(|a| t.parent(*a) == Some(c.call) && matches!(t.nodes[*a].role, Role::Arg(_)));
     let fns = match &t.nodes[c.call].kind {
         Kind::Call => ix.resolve_call((c.file, c.call)),
         Kind::Method(_) => ix.resolve_method((c.file, c.call), false),
@@ -401,5 +433,9 @@ fn root_names(text: &str) -> Vec<String> {
         .chars()
         .take_while(|c| c.is_alphanumeric() || *c == '_')
         .collect();
-    if word.is_empty() { Vec::new() } else { vec![word] }
+    if word.is_empty() {
+        Vec::new()
+    } else {
+        vec![word]
+    }
 }
