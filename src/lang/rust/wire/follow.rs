@@ -5,21 +5,12 @@
 //! `writeln!`), or any call outside the crate (`tx.send(..)`, `out.write_all(..)`). Responses
 //! built where a prompt is handled are followed too: their write ends the turn.
 
+pub use super::form::Form;
+use super::form::{format_tail, untailed_if_mutated};
 use super::index::{At, Binding, Index};
 use super::tree::{Id, Kind, Role};
+use super::unit::{line_end, unframed, unit_of};
 use std::collections::HashSet;
-
-/// What a value on the way to the writer is.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Form {
-    /// A `serde_json::Value`.
-    Value,
-    /// JSON text, with what follows the JSON (`Some("\n")`) when the code shows it.
-    Text(Option<String>),
-    Bytes(Option<String>),
-    /// A value of a `Serialize` type of the crate.
-    Struct(String),
-}
 
 /// A write of a message: the statement (or expression) apply wraps.
 #[derive(Debug, Clone)]
@@ -591,116 +582,10 @@ impl<'i, 'a> Follow<'i, 'a> {
     }
 }
 
-/// A write of the message alone into a stream (`write_all`, `serde_json::to_writer`,
-/// `write!`, `print!`), no line end in it: a later statement ends the line.
-fn unframed(t: &super::tree::Tree, call: Id, written: &Form) -> bool {
-    let stream = match &t.nodes[call].kind {
-        Kind::Method(m) => ["write_all", "write", "write_str"].contains(&m.as_str()),
-        Kind::Macro { name } => name == "write" || name == "print",
-        Kind::Call => t.child(call, Role::Callee).is_some_and(|c| {
-            matches!(&t.nodes[c].kind, Kind::Path(p) if p.last().is_some_and(|l| l.starts_with("to_writer")))
-        }),
-        _ => false,
-    };
-    let bare = match written {
-        Form::Text(Some(tail)) | Form::Bytes(Some(tail)) => !tail.contains('\n'),
-        Form::Value | Form::Struct(_) => true,
-        _ => false,
-    };
-    stream && bare
-}
-
-/// The statement after `unit` in its block that writes the line's end (`b"\n"`, `"\n"`,
-/// `writeln!`): a wrapped write covers it too, so each message gets its line.
-fn line_end(ix: &Index, file: usize, unit: Id) -> Option<Id> {
-    let t = ix.tree(file);
-    let block = t.parent(unit)?;
-    let siblings = &t.nodes[block].children;
-    let at = siblings.iter().position(|c| *c == unit)?;
-    siblings[at + 1..].iter().copied().find(|s| {
-        let text = ix.text((file, *s));
-        text.contains("\\n") || text.contains("writeln!") || text.contains("println!")
-    })
-}
-
 /// The message's node with the `&` in front of it, when the chain above starts with one.
 fn extend_ref(t: &super::tree::Tree, entry: Id, top: Id) -> Id {
     match t.parent(entry) {
         Some(p) if matches!(t.nodes[p].kind, Kind::Ref) && t.is_inside(p, top) => p,
         _ => entry,
-    }
-}
-
-/// Text whose binding is appended to later (`line.push('\n')`) ends in what the code does
-/// not show: its tail is unknown.
-fn untailed_if_mutated(ix: &Index, file: usize, reads: &[Id], form: Form) -> Form {
-    let t = ix.tree(file);
-    let mutated = reads.iter().any(|r| {
-        t.nodes[*r].role == Role::Receiver
-            && t.parent(*r).is_some_and(|p| {
-                matches!(&t.nodes[p].kind, Kind::Method(m) if ["push", "push_str", "insert", "insert_str", "extend"].contains(&m.as_str()))
-            })
-    });
-    match form {
-        Form::Text(_) if mutated => Form::Text(None),
-        Form::Bytes(_) if mutated => Form::Bytes(None),
-        f => f,
-    }
-}
-
-/// What `format!` puts after the JSON: `format!("{}\n", x)` → `"\n"`; unknown otherwise.
-fn format_tail(ix: &Index, mac: At, arg: Id) -> Option<String> {
-    let t = ix.tree(mac.0);
-    let fmt = t.nodes[mac.1]
-        .children
-        .iter()
-        .find_map(|c| match &t.nodes[*c].kind {
-            Kind::Lit(Some(s)) => Some(s.clone()),
-            _ => None,
-        })?;
-    let placeholders = fmt.matches('{').count() - 2 * fmt.matches("{{").count();
-    if placeholders != 1 {
-        return None;
-    }
-    let inline = match &t.nodes[arg].kind {
-        Kind::Ident(n) if t.nodes[arg].role == Role::Other => Some(n.clone()),
-        _ => None,
-    };
-    let head = match inline {
-        Some(n) => format!("{{{n}}}"),
-        None => "{}".to_string(),
-    };
-    fmt.strip_prefix(&head).map(str::to_string)
-}
-
-/// The statement (or expression) that holds a write, within its fn or closure: a `;`
-/// statement or `let _ = ..;` is wrapped as a statement; a value used (a tail, a `let` with
-/// a name, a closure's or arm's body) as an expression.
-pub fn unit_of(ix: &Index, file: usize, call: Id) -> Option<(Id, bool)> {
-    let t = ix.tree(file);
-    let mut cur = call;
-    loop {
-        let p = t.parent(cur)?;
-        let role = t.nodes[cur].role;
-        match (&t.nodes[p].kind, role) {
-            (Kind::Block, Role::Stmt) => {
-                return match &t.nodes[cur].kind {
-                    Kind::Local {
-                        wildcard: false, ..
-                    } => t.child(cur, Role::Init).map(|i| (i, true)),
-                    _ => Some((cur, false)),
-                };
-            }
-            (Kind::Block, Role::Tail) => {
-                let unit_fn = t
-                    .parent(p)
-                    .and_then(|f| t.fn_info(f))
-                    .is_some_and(|f| f.ret.as_deref().is_none_or(|r| r == "()"));
-                return Some((cur, !unit_fn));
-            }
-            (Kind::Closure(_) | Kind::Arm { .. }, Role::Body) => return Some((cur, true)),
-            (Kind::Fn(_), _) => return None,
-            _ => cur = p,
-        }
     }
 }
