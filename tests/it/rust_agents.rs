@@ -722,6 +722,39 @@ fn an_agent_without_an_sdk_or_its_method_name_is_found_by_its_prompt_pin() {
 }
 
 #[test]
+fn a_connection_pin_on_an_agent_without_an_sdk_picks_the_write_the_card_goes_through() {
+    let c = case("raw_tokio_agent");
+    let dir = copy_tree(&c.before());
+    add_config(dir.path(), "[rust]\nconnection = \"src/turn.rs:nothing\"\n");
+    let run = acp_patch(&["apply", path_str(dir.path())], None);
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    assert!(
+        run.stderr
+            .contains("the pin `connection` names src/turn.rs:nothing")
+            && run.stderr.contains("src/turn.rs:63  run_turn")
+            && run.stderr.contains("connection = \"src/turn.rs:run_turn\""),
+        "{}",
+        run.stderr
+    );
+    let dir = copy_tree(&c.before());
+    add_config(
+        dir.path(),
+        "[rust]\nconnection = \"src/turn.rs:run_turn\"\n",
+    );
+    let run = acp_patch(&["apply", path_str(dir.path())], None);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let verify = acp_patch(&["verify", path_str(dir.path())], None);
+    assert_eq!(verify.code, 0, "{}", verify.stdout);
+    assert!(
+        verify
+            .stdout
+            .contains("as run_turn calls it at src/turn.rs:63"),
+        "{}",
+        verify.stdout
+    );
+}
+
+#[test]
 fn the_old_emitter_and_handoff_pins_are_refused_with_what_to_do() {
     let dir = copy_tree(&case("v1_agent").before());
     add_config(

@@ -194,7 +194,7 @@ pub fn locate(files: &[Parsed], cx: &Context) -> Result<Located> {
             Error::NotFound {
                 site,
                 detail,
-                pin_key,
+                pin_key: pin_key @ "rust.prompt",
                 ..
             } => Error::NotFound {
                 site,
@@ -303,9 +303,31 @@ fn handler(ix: &Index, cx: &Context, h: At, carriers: &[follow::Carrier]) -> Res
                 b.candidate.location.line,
             ))
     });
-    let pin = cx.pins.connection.as_deref().map(split_pin);
-    if usable.is_empty() && pin.is_none() {
-        return Err(Error::NotFound {
+    // one writer per fn (its first write), the handler's own first, then its type's, its file's
+    let mut per_fn: Vec<writer::Writer> = Vec::new();
+    for w in usable {
+        if !per_fn.iter().any(|u| u.candidate.name == w.candidate.name) {
+            per_fn.push(w);
+        }
+    }
+    let listed: Vec<Candidate> = per_fn.iter().map(|w| w.candidate.clone()).collect();
+    let w = match cx.pins.connection.as_deref().map(split_pin) {
+        Some((file, fname)) => {
+            let hit = per_fn.into_iter().find(|w| {
+                w.candidate.location.file == file
+                    && fname.as_ref().is_none_or(|n| *n == w.candidate.name)
+            });
+            hit.ok_or_else(|| Error::NotFound {
+                site: "connection for the think card",
+                detail: format!(
+                    "the pin `connection` names {file}{}, which is no fn whose write of `session/update` messages can write the card from the entry of {name} ({rel}:{line})",
+                    fname.map(|n| format!(":{n}")).unwrap_or_default()
+                ),
+                pin_key: "rust.connection",
+                candidates: listed.clone(),
+            })?
+        }
+        None => per_fn.into_iter().next().ok_or_else(|| Error::NotFound {
             site: "connection for the think card",
             detail: format!(
                 "{name} ({rel}:{line}) handles `session/prompt`, but none of the agent's writes of `session/update` messages can write the card from its entry (a write in its file whose names it has there and that does not await): {}",
@@ -317,34 +339,15 @@ fn handler(ix: &Index, cx: &Context, h: At, carriers: &[follow::Carrier]) -> Res
             ),
             pin_key: "rust.prompt",
             candidates: Vec::new(),
-        });
-    }
-    if pin.is_none() {
-        usable.truncate(1); // every write found goes to the same stream: the nearest
-    }
-    let found: Vec<(writer::Writer, Candidate)> = usable
-        .into_iter()
-        .map(|w| {
-            let c = w.candidate.clone();
-            (w, c)
-        })
-        .collect();
-    let w = crate::lang::parts::choose(
-        found,
-        pin,
+        })?,
+    };
+    let all: Vec<&Candidate> = listed.iter().collect();
+    crate::lang::survey::record(
         "connection for the think card",
         "rust.connection",
-        || {
-            format!(
-                "{name} handles `session/prompt`, but none of the agent's writes of `session/update` messages can write the card from its entry ({})",
-                if unfit.is_empty() {
-                    "none found".to_string()
-                } else {
-                    unfit.join("; ")
-                }
-            )
-        },
-    )?;
+        &all,
+        Some(&w.candidate),
+    );
     Ok(Handler {
         file: h.0,
         name,
