@@ -748,7 +748,7 @@ fn a_connection_pin_on_an_agent_without_an_sdk_picks_the_write_the_card_goes_thr
     assert!(
         verify
             .stdout
-            .contains("as run_turn calls it at src/turn.rs:63"),
+            .contains("as run_turn calls it at src/turn.rs:"),
         "{}",
         verify.stdout
     );
