@@ -246,8 +246,9 @@ pub(crate) struct Refusal {
     pub message: String,
 }
 
-/// A range revert takes out: start, end, piece, whether in its end-of-file form.
-type Taken = (usize, usize, &'static str, bool);
+/// A range revert takes out: start, end, piece, whether in its end-of-file form, and what
+/// goes back in its place.
+type Taken<'a> = (usize, usize, &'static str, bool, &'a str);
 
 /// One insertion to take out: the parts that report the same text at the same line are one.
 struct Inserted<'a> {
@@ -257,6 +258,8 @@ struct Inserted<'a> {
     at: Option<usize>,
     text: &'a str,
     label: &'static str,
+    /// What goes back in its place.
+    restore: &'a str,
 }
 
 /// The byte range of each present part, checked byte for byte, as a plan of removals
@@ -278,6 +281,7 @@ fn removal_plan(inv: &Inventory) -> Result<(Plan, Vec<Placed>)> {
                     at: Some(0),
                     text: &file.text,
                     label: p.label,
+                    restore: "",
                 });
             }
             continue;
@@ -296,6 +300,7 @@ fn removal_plan(inv: &Inventory) -> Result<(Plan, Vec<Placed>)> {
                 at: p.present_at,
                 text: &p.text,
                 label: p.label,
+                restore: &p.restore,
             });
         }
     }
@@ -325,7 +330,7 @@ fn removal_plan(inv: &Inventory) -> Result<(Plan, Vec<Placed>)> {
         let Some((s, e, eof)) = found else {
             return Err(hand_edited(file, ins));
         };
-        ranges.push((s, e, ins.label, eof));
+        ranges.push((s, e, ins.label, eof, ins.restore));
     }
     for ranges in taken.values_mut() {
         ranges.sort();
@@ -334,16 +339,20 @@ fn removal_plan(inv: &Inventory) -> Result<(Plan, Vec<Placed>)> {
     let mut removed = Vec::new();
     for (file, ranges) in &taken {
         let f = &inv.files[*file];
-        let covered: usize = ranges.iter().map(|r| r.1 - r.0).sum();
+        let covered: usize = ranges
+            .iter()
+            .filter(|r| r.4.is_empty())
+            .map(|r| r.1 - r.0)
+            .sum();
         let whole = covered == f.text.len() && ranges.first().is_some_and(|r| r.0 == 0);
-        for &(s, e, label, _) in ranges {
+        for &(s, e, label, _, restore) in ranges {
             removed.push(Placed {
                 file: f.rel.clone(),
                 line: f.line_of(s) + usize::from(f.text[s..e].starts_with(['\n', '\r'])),
                 piece: label.to_string(),
             });
             if !whole {
-                plan.replace(f, s, e - s, String::new(), label);
+                plan.replace(f, s, e - s, restore.to_string(), label);
             }
         }
         if whole {
@@ -669,6 +678,7 @@ mod tests {
             present,
             present_at: None,
             anchor_line: 1,
+            restore: String::new(),
         };
         let inv = Inventory {
             files: vec![module, agent],
@@ -712,6 +722,7 @@ mod tests {
             present: Some(line),
             present_at: None,
             anchor_line: line,
+            restore: String::new(),
         };
         let inv = Inventory {
             files: vec![f],
@@ -746,6 +757,7 @@ mod tests {
                 present: Some(2),
                 present_at: None,
                 anchor_line: 2,
+                restore: String::new(),
             }],
             marker: "_acp_progress_",
         };

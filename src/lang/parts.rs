@@ -102,6 +102,9 @@ pub struct Part {
     pub present_at: Option<usize>,
     /// 1-based line of the anchor (where apply would insert).
     pub anchor_line: usize,
+    /// What revert puts back in place of a present part (empty: nothing; a part that
+    /// replaced the agent's code with a form holding it gives that code back).
+    pub restore: String,
 }
 
 /// Where a language keeps its tests: folder names and file name patterns. Files there are
@@ -150,6 +153,7 @@ impl Part {
             present,
             present_at: None,
             anchor_line: source.line_of(offset),
+            restore: String::new(),
         }
     }
 
@@ -178,6 +182,7 @@ impl Part {
             present: current.then_some(1),
             present_at: None,
             anchor_line: 1,
+            restore: String::new(),
         }
     }
 }

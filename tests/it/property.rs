@@ -55,7 +55,13 @@ impl Lang {
         match self {
             Lang::Python => &["python/asyncio_agent", "python/callback_agent"],
             Lang::TypeScript => &["typescript/sdk1_agent", "typescript/sdk2_agent"],
-            Lang::Rust => &["rust/trait_agent", "rust/builder_agent", "rust/v1_agent"],
+            Lang::Rust => &[
+                "rust/trait_agent",
+                "rust/builder_agent",
+                "rust/v1_agent",
+                "rust/raw_sync_agent",
+                "rust/raw_map_agent",
+            ],
         }
     }
 }

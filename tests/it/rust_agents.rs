@@ -94,16 +94,63 @@ fn every_case_changes_the_agents_own_files_by_insertions_only() {
         let dir = applied(&c);
         for (rel, before) in snapshot_tree(&c.before()) {
             let after = std::fs::read(dir.path().join(&rel)).unwrap();
+            let after = String::from_utf8_lossy(&after);
             assert!(
-                only_insertions(
-                    &String::from_utf8_lossy(&before),
-                    &String::from_utf8_lossy(&after)
-                ),
+                only_insertions(&String::from_utf8_lossy(&before), &unmoved(&after)),
                 "{}: {rel} changed other than by insertions",
                 c.name
             );
         }
     }
+}
+
+/// The one edit of an agent's own code that is no insertion, undone: a message built inline
+/// in a write moves into the loop apply wraps the write in (an agent without an SDK),
+/// `for acp_message in crate::acp_progress::wire(<message>) { <write with acp_message> }`;
+/// the message is put back in the write and the loop taken out.
+fn unmoved(text: &str) -> String {
+    const HEAD: &str = "for acp_message in ";
+    let mut out = text.to_string();
+    while let Some(at) = out.find(HEAD) {
+        let rest = &out[at + HEAD.len()..];
+        let call =
+            rest.find("acp_progress::wire(").expect("a wire call") + "acp_progress::wire(".len();
+        let arg_end = call + closing(&rest[call..]);
+        let arg = rest[call..arg_end].to_string();
+        let body_start = arg_end + ") { ".len();
+        let body_end = body_start + closing(&rest[body_start..]) - 1; // ` }`
+        let body = &rest[body_start..body_end];
+        let k = body.find("acp_message").expect("the message's place");
+        let write = format!("{}{arg}{}", &body[..k], &body[k + "acp_message".len()..]);
+        let end = at + HEAD.len() + body_end + 2;
+        out.replace_range(at..end, &write);
+    }
+    out
+}
+
+/// The length of text up to the bracket that closes one already open (string literals
+/// skipped).
+fn closing(s: &str) -> usize {
+    let (mut depth, mut in_str, mut escaped) = (0i32, false, false);
+    for (i, c) in s.char_indices() {
+        if in_str {
+            match c {
+                _ if escaped => escaped = false,
+                '\\' => escaped = true,
+                '"' => in_str = false,
+                _ => {}
+            }
+            continue;
+        }
+        match c {
+            '"' => in_str = true,
+            '(' | '{' | '[' => depth += 1,
+            ')' | '}' | ']' if depth == 0 => return i,
+            ')' | '}' | ']' => depth -= 1,
+            _ => {}
+        }
+    }
+    s.len()
 }
 
 // ---- building the fixture crates and running them ------------------------------------
@@ -390,6 +437,8 @@ fn the_runtime_module_is_rustfmt_clean_as_written() {
         "closure_agent_3",
         "v1_agent",
         "example_agent_v2",
+        "raw_tokio_agent",
+        "raw_sync_agent",
     ] {
         let dir = applied(&case(name));
         for edition in ["2021", "2024"] {
@@ -604,6 +653,104 @@ fn no_prompt_handler_lists_the_methods_a_pin_takes() {
             .contains("prompt = \"src/agent.rs:StreamAgent::prompt\""),
         "{}",
         run.stderr
+    );
+}
+
+#[test]
+fn an_agent_without_an_sdk_whose_dispatch_is_not_seen_is_told_the_pin_that_works() {
+    let c = case("raw_sync_agent");
+    let dir = copy_tree(&c.before());
+    // the dispatcher compares the method by its suffix: no `"session/prompt"` there to see
+    edit(
+        dir.path(),
+        "src/main.rs",
+        "method == protocol::SESSION_PROMPT",
+        "method.ends_with(\"/prompt\")",
+    );
+    let run = acp_patch(&["apply", path_str(dir.path())], None);
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    assert!(
+        run.stderr.contains("no dispatcher of `\"session/prompt\"`")
+            && run
+                .stderr
+                .contains("`[rust] prompt = \"src/agent.rs:Agent::prompt\"`"),
+        "{}",
+        run.stderr
+    );
+    add_config(
+        dir.path(),
+        "[rust]\nprompt = \"src/agent.rs:Agent::prompt\"\n",
+    );
+    let run = acp_patch(&["apply", path_str(dir.path())], None);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let verify = acp_patch(&["verify", path_str(dir.path())], None);
+    assert_eq!(verify.code, 0, "{}", verify.stdout);
+}
+
+#[test]
+fn an_agent_without_an_sdk_or_its_method_name_is_found_by_its_prompt_pin() {
+    let c = case("raw_sync_agent");
+    let dir = copy_tree(&c.before());
+    // nothing names `session/prompt`: detection has only the pin to go by
+    edit(
+        dir.path(),
+        "src/protocol.rs",
+        "pub const SESSION_PROMPT: &str = \"session/prompt\";\n",
+        "",
+    );
+    edit(
+        dir.path(),
+        "src/main.rs",
+        "method == protocol::SESSION_PROMPT",
+        "method.ends_with(\"/prompt\")",
+    );
+    let run = acp_patch(&["apply", "--dry-run", path_str(dir.path())], None);
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    assert!(run.stderr.contains("no ACP agent found"), "{}", run.stderr);
+    add_config(
+        dir.path(),
+        "[rust]\nprompt = \"src/agent.rs:Agent::prompt\"\n",
+    );
+    let run = acp_patch(&["apply", path_str(dir.path())], None);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(
+        std::fs::read_to_string(dir.path().join("src/agent.rs"))
+            .unwrap()
+            .contains("crate::acp_progress::begin(&params[\"sessionId\"]"),
+        "the pinned handler starts the turn"
+    );
+}
+
+#[test]
+fn a_connection_pin_on_an_agent_without_an_sdk_picks_the_write_the_card_goes_through() {
+    let c = case("raw_tokio_agent");
+    let dir = copy_tree(&c.before());
+    add_config(dir.path(), "[rust]\nconnection = \"src/turn.rs:nothing\"\n");
+    let run = acp_patch(&["apply", path_str(dir.path())], None);
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    assert!(
+        run.stderr
+            .contains("the pin `connection` names src/turn.rs:nothing")
+            && run.stderr.contains("src/turn.rs:63  run_turn")
+            && run.stderr.contains("connection = \"src/turn.rs:run_turn\""),
+        "{}",
+        run.stderr
+    );
+    let dir = copy_tree(&c.before());
+    add_config(
+        dir.path(),
+        "[rust]\nconnection = \"src/turn.rs:run_turn\"\n",
+    );
+    let run = acp_patch(&["apply", path_str(dir.path())], None);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let verify = acp_patch(&["verify", path_str(dir.path())], None);
+    assert_eq!(verify.code, 0, "{}", verify.stdout);
+    assert!(
+        verify
+            .stdout
+            .contains("as run_turn calls it at src/turn.rs:"),
+        "{}",
+        verify.stdout
     );
 }
 

@@ -56,6 +56,51 @@ impl Manifest {
         }))
     }
 
+    /// A `Cargo.toml` that does not depend on the SDK (an agent with a JSON-RPC loop of its
+    /// own); `None` when the folder has none.
+    pub fn without_sdk(project: &Project) -> Result<Option<Manifest>> {
+        let path = project.root.join("Cargo.toml");
+        let Some(file) = project.read_source(&path)? else {
+            return Ok(None);
+        };
+        file.text
+            .parse::<DocumentMut>()
+            .map_err(|e: toml_edit::TomlError| Error::Config {
+                path: path.clone(),
+                message: e.to_string(),
+            })?;
+        Ok(Some(Manifest {
+            file,
+            sdk_ident: String::new(),
+            sdk_version: (0, 0),
+            sdk_version_text: String::new(),
+        }))
+    }
+
+    /// The name a crate is imported as (`serde_json`, or the key of a renamed dependency).
+    pub fn import_name(&self, package: &str) -> Option<String> {
+        let doc: DocumentMut = self.file.text.parse().ok()?;
+        let deps = doc.get("dependencies")?.as_table_like()?;
+        deps.iter().find_map(|(key, item)| {
+            let named = item
+                .as_table_like()
+                .and_then(|t| t.get("package"))
+                .and_then(|p| p.as_str())
+                .unwrap_or(key);
+            (named == package).then(|| key.replace('-', "_"))
+        })
+    }
+
+    /// Whether tokio is a dependency at all.
+    pub fn has_tokio(&self) -> bool {
+        self.tokio_features().is_some()
+    }
+
+    /// tokio's version in `Cargo.lock`, as (major, minor), when one is locked.
+    pub fn locked_tokio(&self, root: &Path) -> Option<(u64, u64)> {
+        parse_version(&locked_version_of(root, "tokio")?)
+    }
+
     /// tokio's features as the manifest lists them (`None`: no tokio dependency).
     fn tokio_features(&self) -> Option<Vec<String>> {
         let doc: DocumentMut = self.file.text.parse().ok()?;
@@ -208,13 +253,18 @@ fn sdk_dependency(doc: &DocumentMut) -> Option<(String, String)> {
 
 /// The SDK version pinned in `Cargo.lock`, if there is exactly one.
 fn locked_version(root: &Path) -> Option<String> {
+    locked_version_of(root, SDK)
+}
+
+/// A package's version pinned in `Cargo.lock`, if there is exactly one.
+fn locked_version_of(root: &Path, package: &str) -> Option<String> {
     let text = std::fs::read_to_string(root.join("Cargo.lock")).ok()?;
     let doc: DocumentMut = text.parse().ok()?;
     let versions: Vec<String> = doc
         .get("package")?
         .as_array_of_tables()?
         .iter()
-        .filter(|p| p.get("name").and_then(|n| n.as_str()) == Some(SDK))
+        .filter(|p| p.get("name").and_then(|n| n.as_str()) == Some(package))
         .filter_map(|p| p.get("version").and_then(|v| v.as_str()).map(String::from))
         .collect();
     (versions.len() == 1).then(|| versions[0].clone())

@@ -12,6 +12,7 @@ mod scan;
 mod sdk;
 mod toolchain;
 mod verify;
+mod wire;
 
 use crate::error::{Candidate, Error, Location, Result};
 use crate::lang::Language;
@@ -98,11 +99,12 @@ impl Rust {
                 message: "[rust] `emitter` and `handoff` are no longer used: every SDK send of a session update goes through the emitter and the card opens at the prompt handler's entry; remove them".into(),
             });
         }
-        let mut files = self.parse_all(project);
-        let manifest = Manifest::load(project)?.ok_or_else(|| Error::NoAgent {
-            root: project.root.clone(),
-            detail: format!("no Cargo.toml depending on {}", manifest::SDK),
-        })?;
+        let files = self.parse_all(project);
+        let manifest = match Manifest::load(project)? {
+            Some(m) => m,
+            None => return wire::parts::analyze(project, files),
+        };
+        let mut files = files;
         if manifest.sdk_version < (0, 8) {
             return Err(Error::Unsupported {
                 file: manifest.file.rel.clone(),
@@ -161,84 +163,16 @@ impl Rust {
         };
 
         // The runtime module beside each crate root that owns code calling it.
-        let mut needed: BTreeSet<usize> = BTreeSet::new();
-        let mut touch = |file: usize| -> Result<()> {
-            match modules.root_of(file) {
-                Some(r) => {
-                    needed.insert(r);
-                    Ok(())
-                }
-                None => Err(Error::Unsupported {
-                    file: files[file].file.rel.clone(),
-                    line: 1,
-                    message: "no crate root (src/main.rs, src/lib.rs, src/bin/*.rs) declares this file's module; acp-patch declares its runtime in the crate root".into(),
-                }),
-            }
-        };
-        for h in &located.handlers {
-            touch(h.file)?;
-        }
-        for (f, s) in &located.sends {
-            if !s.is_empty() {
-                touch(*f)?;
-            }
-        }
-        for t in &located.turn_ends {
-            touch(t.file)?;
-        }
-        let lib_shared = needed.len() > 1
-            && needed
+        let mut touched: Vec<usize> = located.handlers.iter().map(|h| h.file).collect();
+        touched.extend(
+            located
+                .sends
                 .iter()
-                .any(|r| modules.roots[*r].kind == RootKind::Lib);
-        let declaring: Vec<usize> = if lib_shared {
-            needed
-                .iter()
-                .copied()
-                .filter(|r| modules.roots[*r].kind == RootKind::Lib)
-                .collect()
-        } else {
-            needed.iter().copied().collect()
-        };
-        let mut module_files = Vec::new();
-        for root in declaring {
-            let rfile = &files[modules.roots[root].file].file;
-            let dir = rfile.path.parent().unwrap_or(&project.root);
-            let dir = if rfile.rel.contains("src/bin/") {
-                dir.parent().unwrap_or(dir)
-            } else {
-                dir
-            };
-            let path = dir.join(runtime::FILE);
-            let idx = match files.iter().position(|p| p.file.path == path) {
-                Some(i) => i,
-                None => {
-                    let rel = path
-                        .strip_prefix(&project.root)
-                        .map(|r| r.to_string_lossy().replace('\\', "/"))
-                        .unwrap_or_else(|_| runtime::FILE.to_string());
-                    files.push(Parsed {
-                        file: SourceFile::new_file(path.clone(), rel, rfile.style.clone()),
-                        ast: None,
-                        error: None,
-                    });
-                    files.len() - 1
-                }
-            };
-            module_files.push((root, idx));
-        }
-        for &(_, m) in &module_files {
-            let f = &files[m].file;
-            if f.exists && !f.text.starts_with(runtime::MARKER) {
-                return Err(Error::Unsupported {
-                    file: f.rel.clone(),
-                    line: 1,
-                    message: format!(
-                        "this file is not acp-patch's runtime module, and apply writes the runtime to {}; rename it (nothing was written)",
-                        f.rel
-                    ),
-                });
-            }
-        }
+                .filter(|(_, s)| !s.is_empty())
+                .map(|(f, _)| *f),
+        );
+        touched.extend(located.turn_ends.iter().map(|t| t.file));
+        let (module_files, lib_shared) = place_runtime(&mut files, project, &modules, &touched)?;
         let tokio_sync = manifest.tokio_has("sync");
         let futures = manifest.depends_on("futures");
         let module_text = runtime::render(project, dialect, &sdk, tokio_sync, futures)?;
@@ -277,6 +211,87 @@ impl Rust {
             shape: dialect.shape().to_string(),
         })
     }
+}
+
+/// Where the runtime module goes: beside each crate root owning a file in `touched` (the
+/// library's alone when it and binaries both do: it is declared `pub` there). Returns
+/// (root, module file) pairs, a new (empty) file pushed onto `files` for one not there yet,
+/// and whether the library shares it.
+fn place_runtime(
+    files: &mut Vec<Parsed>,
+    project: &Project,
+    modules: &Modules,
+    touched: &[usize],
+) -> Result<(Vec<(usize, usize)>, bool)> {
+    let mut needed: BTreeSet<usize> = BTreeSet::new();
+    for &file in touched {
+        match modules.root_of(file) {
+            Some(r) => {
+                needed.insert(r);
+            }
+            None => {
+                return Err(Error::Unsupported {
+                    file: files[file].file.rel.clone(),
+                    line: 1,
+                    message: "no crate root (src/main.rs, src/lib.rs, src/bin/*.rs) declares this file's module; acp-patch declares its runtime in the crate root".into(),
+                });
+            }
+        }
+    }
+    let lib_shared = needed.len() > 1
+        && needed
+            .iter()
+            .any(|r| modules.roots[*r].kind == RootKind::Lib);
+    let declaring: Vec<usize> = if lib_shared {
+        needed
+            .iter()
+            .copied()
+            .filter(|r| modules.roots[*r].kind == RootKind::Lib)
+            .collect()
+    } else {
+        needed.iter().copied().collect()
+    };
+    let mut module_files = Vec::new();
+    for root in declaring {
+        let rfile = &files[modules.roots[root].file].file;
+        let dir = rfile.path.parent().unwrap_or(&project.root);
+        let dir = if rfile.rel.contains("src/bin/") {
+            dir.parent().unwrap_or(dir)
+        } else {
+            dir
+        };
+        let path = dir.join(runtime::FILE);
+        let idx = match files.iter().position(|p| p.file.path == path) {
+            Some(i) => i,
+            None => {
+                let rel = path
+                    .strip_prefix(&project.root)
+                    .map(|r| r.to_string_lossy().replace('\\', "/"))
+                    .unwrap_or_else(|_| runtime::FILE.to_string());
+                files.push(Parsed {
+                    file: SourceFile::new_file(path.clone(), rel, rfile.style.clone()),
+                    ast: None,
+                    error: None,
+                });
+                files.len() - 1
+            }
+        };
+        module_files.push((root, idx));
+    }
+    for &(_, m) in &module_files {
+        let f = &files[m].file;
+        if f.exists && !f.text.starts_with(runtime::MARKER) {
+            return Err(Error::Unsupported {
+                file: f.rel.clone(),
+                line: 1,
+                message: format!(
+                    "this file is not acp-patch's runtime module, and apply writes the runtime to {}; rename it (nothing was written)",
+                    f.rel
+                ),
+            });
+        }
+    }
+    Ok((module_files, lib_shared))
 }
 
 /// The sites of the protocol strategy.
@@ -749,12 +764,18 @@ impl Language for Rust {
         }
     }
 
+    /// The SDK in `Cargo.toml` and a source naming it; or, without it, a source naming
+    /// `session/prompt` (a JSON-RPC loop of the agent's own) or a `prompt` pin.
     fn detect(&self, project: &Project) -> bool {
-        let root = &project.root;
-        std::fs::read_to_string(root.join("Cargo.toml")).is_ok_and(|t| t.contains(manifest::SDK))
-            && project
-                .files_with_extension(self.extensions())
-                .any(|f| f.text.contains("agent_client_protocol"))
+        let Ok(manifest) = std::fs::read_to_string(project.root.join("Cargo.toml")) else {
+            return false;
+        };
+        let mut sources = project.files_with_extension(self.extensions());
+        if manifest.contains(manifest::SDK) {
+            sources.any(|f| f.text.contains("agent_client_protocol"))
+        } else {
+            project.config.rust.prompt.is_some() || sources.any(|f| wire::mentions_prompt(&f.text))
+        }
     }
 
     fn plan(&self, project: &Project) -> Result<Plan> {

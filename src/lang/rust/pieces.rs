@@ -444,6 +444,26 @@ pub fn build(input: &Input) -> Result<Vec<Part>> {
     Ok(b.parts)
 }
 
+/// [`first_statement`] as parts of their own (for the pieces of an agent without an SDK).
+#[allow(clippy::too_many_arguments)]
+pub(super) fn statement_parts(
+    files: &[Parsed],
+    file: usize,
+    block: Option<&syn::Block>,
+    expr: Range<usize>,
+    stmt: &str,
+    checks: &'static [&'static str],
+    label: &'static str,
+    markers: &[&str],
+) -> Result<Vec<Part>> {
+    let mut b = Builder {
+        files,
+        parts: Vec::new(),
+    };
+    first_statement(&mut b, file, block, expr, stmt, checks, label, markers)?;
+    Ok(b.parts)
+}
+
 /// An insertion at the end of a file without a final newline starts on a new line.
 fn fix_missing_final_newline(src: &str, offset: usize, text: String, eol: &str) -> String {
     if offset == src.len() && !src.is_empty() && !src.ends_with('\n') {

@@ -25,19 +25,21 @@ pub fn render(
     futures: bool,
 ) -> Result<String> {
     let local = dialect.local();
-    let mut names = vec![
-        "rust/acp_progress.rs",
-        if local {
-            "rust/runtime_local.rs"
-        } else {
-            "rust/runtime_send.rs"
-        },
-        if dialect == Dialect::V2 {
-            "rust/schema_v2.rs"
-        } else {
-            "rust/schema_v1.rs"
-        },
-    ];
+    let mut names = vec!["rust/header_sdk.rs", "rust/acp_progress.rs"];
+    if local {
+        names.push("rust/runtime_local.rs");
+    } else {
+        names.extend([
+            "rust/runtime_send.rs",
+            "rust/timers_tokio.rs",
+            "rust/runtime_send_sdk.rs",
+        ]);
+    }
+    names.push(if dialect == Dialect::V2 {
+        "rust/schema_v2.rs"
+    } else {
+        "rust/schema_v1.rs"
+    });
     if local && tokio_sync {
         names.push("rust/channels_tokio.rs");
     }
@@ -97,5 +99,50 @@ pub fn render(
         ),
     ];
     let vars: Vec<(&str, &str)> = vars.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    Ok(fill(&text, &vars))
+}
+
+/// The runtime module of an agent without an SDK: its messages are `serde_json` values (the
+/// crate's `json` name for it) or, with `serde` (the crate's name for it), values of its own
+/// `Serialize` types; its timers tokio tasks (`tokio`, with a task id from tokio 1.41 on:
+/// `task_ids`) or threads.
+pub fn render_raw(
+    project: &Project,
+    json: &str,
+    serde: Option<&str>,
+    tokio: bool,
+    task_ids: bool,
+) -> Result<String> {
+    let mut names = vec![
+        "rust/header_raw.rs",
+        "rust/acp_progress.rs",
+        "rust/runtime_raw.rs",
+        if tokio {
+            "rust/timers_tokio.rs"
+        } else {
+            "rust/timers_thread.rs"
+        },
+        "rust/schema_json.rs",
+    ];
+    if serde.is_some() {
+        names.push("rust/wire_serde.rs");
+    }
+    let mut text = String::new();
+    for name in names {
+        text.push_str(&project.templates.get(name)?);
+    }
+    let task_id = if task_ids {
+        "tokio::task::try_id().map(|id| id.to_string())"
+    } else {
+        "None"
+    };
+    let vars: [(&str, &str); 6] = [
+        ("PREFIX", &project.env_prefix),
+        ("PTR", "std::sync::Arc"),
+        ("SEND_SYNC", " + Send + Sync"),
+        ("JSON", json),
+        ("SERDE", serde.unwrap_or("serde")),
+        ("TASK_ID", task_id),
+    ];
     Ok(fill(&text, &vars))
 }
