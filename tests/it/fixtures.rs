@@ -44,8 +44,6 @@ struct Case {
 struct Compile {
     /// TypeScript: the provisioned `target/ts/<deps>/node_modules` to typecheck and run with.
     deps: Option<String>,
-    /// Rust: fixtures of one crate generation share a target dir `target/rust-fixtures/<group>`.
-    target_group: Option<String>,
     /// Set with a reason when the tree cannot be compiled here.
     skip: Option<String>,
 }
@@ -295,7 +293,7 @@ fn think_cards(run: &crate::smoke::Run) -> usize {
 enum Toolchain {
     Python,
     TypeScript { deps: String },
-    Rust { target_dir: PathBuf },
+    Rust,
 }
 
 impl Toolchain {
@@ -308,15 +306,7 @@ impl Toolchain {
                     .clone()
                     .unwrap_or_else(|| panic!("{case}: [compile] deps is required for TypeScript")),
             },
-            "rust" => {
-                let group = compile
-                    .target_group
-                    .clone()
-                    .unwrap_or_else(|| case.rsplit('/').next().unwrap().to_string());
-                Toolchain::Rust {
-                    target_dir: repo().join("target/rust-fixtures").join(group),
-                }
-            }
+            "rust" => Toolchain::Rust,
             other => panic!("{case}: unknown language {other}"),
         }
     }
@@ -364,9 +354,7 @@ impl Toolchain {
                     String::from_utf8_lossy(&out.stderr)
                 );
             }
-            Toolchain::Rust { .. } => {
-                self.cargo("check", tree);
-            }
+            Toolchain::Rust => self.cargo("check", tree),
         }
     }
 
@@ -453,22 +441,13 @@ for (const file of process.argv.slice(1)) {
                     );
                 }
             }
-            Toolchain::Rust { .. } => {}
+            Toolchain::Rust => {}
         }
     }
 
-    /// `cargo <cmd> --locked` on a tree in the case's shared target dir.
+    /// `cargo <cmd> --locked` on a Rust tree, in the fixtures' one target dir.
     fn cargo(&self, cmd: &str, tree: &Path) {
-        let Toolchain::Rust { target_dir } = self else {
-            unreachable!("cargo is for Rust trees")
-        };
-        let _turn = cpu_lock();
-        let out = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
-            .args([cmd, "--locked", "--quiet", "--manifest-path"])
-            .arg(tree.join("Cargo.toml"))
-            .env("CARGO_TARGET_DIR", target_dir)
-            .output()
-            .expect("run cargo");
+        let out = cargo_fixture(cmd, tree);
         assert!(
             out.status.success(),
             "cargo {cmd} {} failed:\n{}",
@@ -484,9 +463,11 @@ for (const file of process.argv.slice(1)) {
         match self {
             Toolchain::Python => extra.extend(["--python".into(), test_python()]),
             Toolchain::TypeScript { deps } => crate::typescript::link_node_modules(&dir, deps),
-            Toolchain::Rust { target_dir } => {
+            Toolchain::Rust => {
                 self.cargo("build", &dir);
-                let bin = target_dir.join("debug").join(package_name(&dir));
+                let bin = rust_fixtures_target()
+                    .join("debug")
+                    .join(package_name(&dir));
                 extra.extend(["--agent-cmd".into(), path_str(&bin).into()]);
             }
         }

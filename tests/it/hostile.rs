@@ -273,8 +273,8 @@ fn builds(dir: &Path, before: &BTreeMap<String, Entry>, changed: &[String]) {
 
 /// One build check of a package folder.
 fn build(pkg: &Path, kind: &str) -> Result<(), String> {
-    let _turn = crate::support::cpu_lock();
     let out = if kind == "tsc" {
+        let _turn = crate::support::cpu_lock();
         let deps = "sdk2_agent"; // the TypeScript fixture these trees are copied from
         let copy = crate::support::copy_tree(pkg);
         crate::typescript::link_node_modules(copy.path(), deps);
@@ -286,16 +286,8 @@ fn build(pkg: &Path, kind: &str) -> Result<(), String> {
             .output()
             .expect("node")
     } else {
-        // the Rust fixture's generation (trait API, 0.10.4): its dependencies are built once
-        Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
-            .args(["check", "--locked", "--quiet", "--manifest-path"])
-            .arg(pkg.join("Cargo.toml"))
-            .env(
-                "CARGO_TARGET_DIR",
-                crate::support::repo().join("target/rust-fixtures/acp-0.10.4"),
-            )
-            .output()
-            .expect("run cargo")
+        // in the Rust fixtures' target dir: its dependencies are built once
+        crate::support::cargo_fixture("check", pkg)
     };
     if out.status.success() {
         Ok(())

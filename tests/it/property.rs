@@ -727,17 +727,6 @@ fn typescript_sample_in_a_generated_style_typechecks() {
     }
 }
 
-/// The target dir the fixture runner compiles a Rust case in (`[compile] target_group`).
-fn rust_target_dir(case: &str) -> PathBuf {
-    let text = std::fs::read_to_string(repo().join("fixtures").join(case).join("case.toml"))
-        .expect("case.toml");
-    let doc: toml::Table = toml::from_str(&text).expect("case.toml parses");
-    let group = doc["compile"]["target_group"]
-        .as_str()
-        .expect("target_group");
-    repo().join("target/rust-fixtures").join(group)
-}
-
 #[test]
 fn rust_sample_in_a_generated_style_passes_cargo_check() {
     for case in Lang::Rust.fixtures() {
@@ -751,15 +740,9 @@ fn rust_sample_in_a_generated_style_passes_cargo_check() {
             },
         )
         .unwrap();
-        let _turn = cpu_lock();
         let name = case.trim_start_matches("rust/");
-        let out = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
-            .args(["check", "--locked", "--quiet", "--manifest-path"])
-            .arg(dir.path().join("Cargo.toml"))
-            // the fixture's generation's target dir: its dependencies are built already
-            .env("CARGO_TARGET_DIR", rust_target_dir(case))
-            .output()
-            .expect("cargo");
+        // the fixtures' target dir: the dependencies are built already
+        let out = cargo_fixture("check", dir.path());
         assert!(
             out.status.success(),
             "cargo check of a generated {name}:\n{}",

@@ -6,9 +6,9 @@
 //! against the crates.io package, the protocol v2 example driven by a v2 client, the runtime
 //! module's formatting, pins and candidate lists, verify's placement findings, file styles.
 //!
-//! Fixture crates build in one `CARGO_TARGET_DIR` per crate generation
-//! (`target/rust-fixtures/<target_group>`), the trees these tests build kept under
-//! `target/rust-fixtures/trees/` so a warm run rebuilds nothing.
+//! Fixture crates of every SDK generation build in one `CARGO_TARGET_DIR`
+//! (`target/rust-fixtures/shared`, see `support::rust_fixtures_target`), the trees these tests
+//! build kept under `target/rust-fixtures/trees/` so a warm run rebuilds nothing.
 
 use crate::support::*;
 use serde::Deserialize;
@@ -22,12 +22,6 @@ use std::time::Instant;
 struct CaseToml {
     #[serde(default)]
     apply_args: Vec<String>,
-    compile: Option<Compile>,
-}
-
-#[derive(Debug, Deserialize)]
-struct Compile {
-    target_group: String,
 }
 
 struct Case {
@@ -155,10 +149,6 @@ fn closing(s: &str) -> usize {
 
 // ---- building the fixture crates and running them ------------------------------------
 
-fn target_dir(group: &str) -> PathBuf {
-    repo().join("target/rust-fixtures").join(group)
-}
-
 /// Writes `from` into `to`, touching only files whose bytes differ (a warm build stays warm).
 fn sync_tree(from: &Path, to: &Path) {
     let want: BTreeMap<String, Vec<u8>> = snapshot_tree(from).into_iter().collect();
@@ -208,22 +198,14 @@ fn patched_tree(c: &Case) -> PathBuf {
     dir
 }
 
-/// `cargo build --locked` of a fixture crate in its generation's target dir; its binary.
+/// `cargo build --locked` of a fixture crate in the fixtures' target dir; its binary.
 fn build(c: &Case, dir: &Path) -> PathBuf {
-    let compile = c.toml.compile.as_ref().expect("a [compile] table");
     let manifest: toml::Value =
         toml::from_str(&std::fs::read_to_string(dir.join("Cargo.toml")).unwrap()).unwrap();
     let name = manifest["package"]["name"].as_str().unwrap().to_string();
-    let target = target_dir(&compile.target_group);
-    let linked = target.join("debug").join(&name);
-    let _turn = cpu_lock();
+    let linked = rust_fixtures_target().join("debug").join(&name);
     let t0 = Instant::now();
-    let out = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
-        .args(["build", "--locked", "--quiet", "--manifest-path"])
-        .arg(dir.join("Cargo.toml"))
-        .env("CARGO_TARGET_DIR", &target)
-        .output()
-        .expect("run cargo");
+    let out = cargo_fixture("build", dir);
     assert!(
         out.status.success(),
         "{}: cargo build {} failed:\n{}",
@@ -232,9 +214,8 @@ fn build(c: &Case, dir: &Path) -> PathBuf {
         String::from_utf8_lossy(&out.stderr)
     );
     eprintln!(
-        "cargo build {} ({}): {:.1} s",
+        "cargo build {}: {:.1} s",
         dir.display(),
-        compile.target_group,
         t0.elapsed().as_secs_f64()
     );
     linked

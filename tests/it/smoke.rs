@@ -121,7 +121,13 @@ impl Run {
             .unwrap_or_else(|| vec![format!("no report: {}", self.stderr)])
     }
     fn pgid(&self) -> i32 {
-        self.report["agent_pid"].as_i64().unwrap() as i32
+        let pid = self.report["agent_pid"].as_i64().unwrap_or_else(|| {
+            panic!(
+                "the report names no agent process: exit {}\n--- stdout\n{}\n--- stderr\n{}",
+                self.code, self.stdout, self.stderr
+            )
+        });
+        pid as i32
     }
 }
 

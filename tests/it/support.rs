@@ -233,6 +233,26 @@ pub fn normalize(s: &str, root: &Path) -> String {
         .replace(&root.display().to_string(), "<root>")
 }
 
+/// The one target dir every Rust fixture crate (and every tree made from one) is compiled in.
+/// The SDK generations' locks pin the same versions of what they share (tokio, serde, syn, ...),
+/// so cargo builds each shared dependency once for all of them: a generation's first build
+/// then compiles little more than its own SDK.
+pub fn rust_fixtures_target() -> PathBuf {
+    repo().join("target/rust-fixtures/shared")
+}
+
+/// `cargo <cmd> --locked --quiet` on the crate in `dir`, in [`rust_fixtures_target`], taking
+/// its turn with the smoke runs ([`cpu_lock`]).
+pub fn cargo_fixture(cmd: &str, dir: &Path) -> std::process::Output {
+    let _turn = cpu_lock();
+    Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
+        .args([cmd, "--locked", "--quiet", "--manifest-path"])
+        .arg(dir.join("Cargo.toml"))
+        .env("CARGO_TARGET_DIR", rust_fixtures_target())
+        .output()
+        .expect("run cargo")
+}
+
 /// Held (exclusively) by tests that burn both cores (cargo check, tsc, a test suite of an
 /// agent): on a 2-core machine a compile next to a smoke run would push the think card past
 /// its 250 ms limit, so they take turns with smoke runs ([`smoke_turn`]) and each other.
