@@ -125,7 +125,7 @@ pub(crate) fn each_agent<T>(
             Ok(t) => done.push((lang, t)),
             Err(e @ Error::NoAgent { .. }) if several => {
                 notes.push(format!(
-                    "{} files here import an ACP SDK but hold no agent ({e}); left alone",
+                    "{} files here look like part of an ACP agent (an SDK import, or the `session/prompt` method named) but hold no agent ({e}); left alone",
                     lang.name()
                 ));
                 no_agent.get_or_insert(e);

@@ -1330,7 +1330,7 @@ fn typescript_file_importing_the_sdk_without_an_agent_is_noted_not_fatal() {
         &[],
         0,
         &[
-            "typescript files here import an ACP SDK but hold no agent",
+            "typescript files here look like part of an ACP agent (an SDK import, or the `session/prompt` method named) but hold no agent",
             "inserted",
         ],
     );
