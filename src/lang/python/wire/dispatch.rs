@@ -135,3 +135,71 @@ fn registered<'a>(
         node: decorated,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::methods::Method;
+    use super::dispatched;
+    use crate::lang::parts::Parsed;
+    use crate::lang::python::syntax::{PARSER, name_of};
+    use crate::source::SourceFile;
+
+    fn tree(files: &[(&str, &str)]) -> Vec<Parsed> {
+        files
+            .iter()
+            .map(|(rel, text)| {
+                let file = SourceFile::from_text(rel.into(), rel.to_string(), text.to_string());
+                Parsed::new(file, PARSER)
+            })
+            .collect()
+    }
+
+    fn handlers(files: &[Parsed], method: &'static str) -> Vec<String> {
+        dispatched(files, &Method::of(files, method))
+            .into_iter()
+            .map(|at| {
+                let p = &files[at.file];
+                format!("{}:{}", p.file.rel, name_of(at.node, &p.file.text))
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_registration_names_the_method_by_a_constant_another_module_defines() {
+        let files = tree(&[
+            ("pkg/__init__.py", "from .names import PROMPT as PROMPT_METHOD\n"),
+            ("pkg/names.py", "PROMPT = \"session/prompt\"\nCANCEL = 'session/cancel'\n"),
+            (
+                "pkg/server.py",
+                "from pkg import PROMPT_METHOD\nfrom . import names\n\n\
+                 def handle(server, params):\n    return {}\n\n\
+                 def stop(params):\n    pass\n\n\
+                 def setup(server):\n    server.register(PROMPT_METHOD, lambda params: handle(server, params))\n    server.register(method=names.CANCEL, handler=stop)\n    server.register(\"other\", setup)\n",
+            ),
+        ]);
+        assert_eq!(handlers(&files, "session/prompt"), ["pkg/server.py:handle"]);
+        assert_eq!(handlers(&files, "session/cancel"), ["pkg/server.py:stop"]);
+    }
+
+    #[test]
+    fn decorators_tables_and_match_on_a_module_constant() {
+        let files = tree(&[
+            (
+                "a.py",
+                "import proto\n\nclass Methods:\n    PROMPT = \"session/prompt\"\n\n\
+                 @rpc(Methods.PROMPT)\ndef prompt(params):\n    pass\n\n\
+                 class Server:\n    def __init__(self):\n        self.table = {}\n        self.table[\"session/cancel\"] = self.on_cancel\n\n    def on_cancel(self, params):\n        pass\n",
+            ),
+            ("proto.py", "LOAD = \"session/load\"\n"),
+            (
+                "b.py",
+                "import proto\n\ndef load(p):\n    pass\n\ndef route(method, p):\n    match method:\n        case proto.LOAD:\n            load(p)\n",
+            ),
+            // a client sending the method is no dispatcher of it
+            ("client.py", "def ask(conn, params):\n    conn.request(\"session/prompt\", params)\n"),
+        ]);
+        assert_eq!(handlers(&files, "session/prompt"), ["a.py:prompt"]);
+        assert_eq!(handlers(&files, "session/cancel"), ["a.py:on_cancel"]);
+        assert_eq!(handlers(&files, "session/load"), ["b.py:load"]);
+    }
+}

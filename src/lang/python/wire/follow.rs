@@ -288,3 +288,87 @@ pub fn follow<'a>(
     }
     sinks
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::methods::Method;
+    use super::{follow, origins, value_dropped};
+    use crate::lang::parts::Parsed;
+    use crate::lang::python::syntax::{PARSER, text};
+    use crate::source::SourceFile;
+
+    /// The writer calls of every `session/update` of a file, and what each carries.
+    fn writes(src: &str) -> Vec<(String, String, Option<String>)> {
+        let files = vec![Parsed::new(
+            SourceFile::from_text("m.py".into(), "m.py".into(), src.to_string()),
+            PARSER,
+        )];
+        let update = Method::of(&files, "session/update");
+        let mut out = Vec::new();
+        for o in origins(&files, 0, &update) {
+            let mut lost = Vec::new();
+            let mut found = match &o.writer {
+                Some(_) if value_dropped(o.node) => Vec::new(),
+                _ => follow(&files, 0, o.node, &mut lost),
+            };
+            if found.is_empty()
+                && let Some(w) = o.writer
+            {
+                found.push(w);
+            }
+            for s in found {
+                out.push((
+                    text(s.call, src).to_string(),
+                    text(s.carried, src).to_string(),
+                    s.method.map(|m| text(m, src).to_string()),
+                ));
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn a_writer_taking_the_method_and_the_params_apart_writes_them() {
+        let got = writes(
+            "UPDATE = \"session/update\"\n\
+             def send(server, sid, u):\n    server.notify(UPDATE, {\"sessionId\": sid, \"update\": u})\n\
+             def send_kw(out, done):\n    out(method=UPDATE, params=done)\n\
+             def log(logger):\n    logger.info(\"session/update\")\n",
+        );
+        assert_eq!(
+            got,
+            [
+                (
+                    "server.notify(UPDATE, {\"sessionId\": sid, \"update\": u})".into(),
+                    "{\"sessionId\": sid, \"update\": u}".into(),
+                    Some("UPDATE".into())
+                ),
+                (
+                    "out(method=UPDATE, params=done)".into(),
+                    "done".into(),
+                    Some("UPDATE".into())
+                ),
+            ]
+        );
+    }
+
+    #[test]
+    fn a_builder_taking_the_method_is_followed_to_the_call_that_writes_its_message() {
+        let got = writes(
+            "def note(method, params):\n    return {\"jsonrpc\": \"2.0\", \"method\": method, \"params\": params}\n\
+             def send(w, sid, u):\n    message = note(\"session/update\", {\"sessionId\": sid, \"update\": u})\n    w.write(message)\n\
+             def direct(srv, p):\n    return srv.notify(\"session/update\", p)\n",
+        );
+        assert_eq!(
+            got,
+            [
+                ("w.write(message)".into(), "message".into(), None),
+                (
+                    "srv.notify(\"session/update\", p)".into(),
+                    "p".into(),
+                    Some("\"session/update\"".into())
+                ),
+            ]
+        );
+    }
+}

@@ -31,6 +31,9 @@ pub struct Method<'a> {
     module_constants: HashMap<usize, HashSet<&'a str>>,
     /// Names of module- or class-level constants holding it (read as `x.NAME`).
     attributes: HashSet<&'a str>,
+    /// Those and the names they are imported under anywhere (`import X as Y`): what a file's
+    /// text must hold to name the method.
+    names: HashSet<&'a str>,
     /// The names each file binds to the method (its constants and imports), once asked.
     local: RefCell<HashMap<usize, HashSet<String>>>,
 }
@@ -74,18 +77,20 @@ impl<'a> Method<'a> {
                 }
             }
         }
+        let names = import_aliases(files, &attributes);
         Method {
             files,
             method,
             module_constants,
             attributes,
+            names,
             local: RefCell::default(),
         }
     }
 
     /// Whether a file's text may name the method (a literal test before its tree is read).
     pub fn may_be_named_in(&self, text: &str) -> bool {
-        text.contains(self.method) || self.attributes.iter().any(|a| mentions_word(text, a))
+        text.contains(self.method) || self.names.iter().any(|a| mentions_word(text, a))
     }
 
     /// The names file `i` binds to the method at module level: its constants and what it
@@ -100,10 +105,10 @@ impl<'a> Method<'a> {
             .map(|s| s.iter().map(|n| n.to_string()).collect())
             .unwrap_or_default();
         let src = self.files[i].file.text.as_str();
-        if depth < 4 && self.attributes.iter().any(|a| mentions_word(src, a)) {
+        if depth < 4 && self.names.iter().any(|a| mentions_word(src, a)) {
             for imp in descendants(self.files[i].tree().root_node(), "import_from_statement") {
                 for (orig, local) in imported_names(imp, src) {
-                    if self.attributes.contains(orig)
+                    if self.names.contains(orig)
                         && imported_from(self.files, i, local)
                             .into_iter()
                             .any(|(t, o)| self.local_names(t, depth + 1).contains(&o))
@@ -168,4 +173,30 @@ impl<'a> Method<'a> {
         });
         out
     }
+}
+
+/// The constants' names and every name an agent file imports one of them as, followed through
+/// re-exports (`from .names import PROMPT as PROMPT_METHOD` in a package's `__init__`).
+fn import_aliases<'a>(files: &'a [Parsed], constants: &HashSet<&'a str>) -> HashSet<&'a str> {
+    let mut names = constants.clone();
+    for _ in 0..4 {
+        let mut added = false;
+        for p in files.iter().filter(|p| is_agent_file(p)) {
+            let src = p.file.text.as_str();
+            if !names.iter().any(|n| mentions_word(src, n)) {
+                continue;
+            }
+            for imp in descendants(p.tree().root_node(), "import_from_statement") {
+                for (orig, local) in imported_names(imp, src) {
+                    if names.contains(orig) && names.insert(local) {
+                        added = true;
+                    }
+                }
+            }
+        }
+        if !added {
+            break;
+        }
+    }
+    names
 }
