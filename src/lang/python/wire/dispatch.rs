@@ -139,20 +139,10 @@ fn registered<'a>(
 #[cfg(test)]
 mod tests {
     use super::super::methods::Method;
+    use super::super::resolve::tree;
     use super::dispatched;
     use crate::lang::parts::Parsed;
-    use crate::lang::python::syntax::{PARSER, name_of};
-    use crate::source::SourceFile;
-
-    fn tree(files: &[(&str, &str)]) -> Vec<Parsed> {
-        files
-            .iter()
-            .map(|(rel, text)| {
-                let file = SourceFile::from_text(rel.into(), rel.to_string(), text.to_string());
-                Parsed::new(file, PARSER)
-            })
-            .collect()
-    }
+    use crate::lang::python::syntax::name_of;
 
     fn handlers(files: &[Parsed], method: &'static str) -> Vec<String> {
         dispatched(files, &Method::of(files, method))
@@ -167,8 +157,14 @@ mod tests {
     #[test]
     fn a_registration_names_the_method_by_a_constant_another_module_defines() {
         let files = tree(&[
-            ("pkg/__init__.py", "from .names import PROMPT as PROMPT_METHOD\n"),
-            ("pkg/names.py", "PROMPT = \"session/prompt\"\nCANCEL = 'session/cancel'\n"),
+            (
+                "pkg/__init__.py",
+                "from .names import PROMPT as PROMPT_METHOD\n",
+            ),
+            (
+                "pkg/names.py",
+                "PROMPT = \"session/prompt\"\nCANCEL = 'session/cancel'\n",
+            ),
             (
                 "pkg/server.py",
                 "from pkg import PROMPT_METHOD\nfrom . import names\n\n\
@@ -196,7 +192,10 @@ mod tests {
                 "import proto\n\ndef load(p):\n    pass\n\ndef route(method, p):\n    match method:\n        case proto.LOAD:\n            load(p)\n",
             ),
             // a client sending the method is no dispatcher of it
-            ("client.py", "def ask(conn, params):\n    conn.request(\"session/prompt\", params)\n"),
+            (
+                "client.py",
+                "def ask(conn, params):\n    conn.request(\"session/prompt\", params)\n",
+            ),
         ]);
         assert_eq!(handlers(&files, "session/prompt"), ["a.py:prompt"]);
         assert_eq!(handlers(&files, "session/cancel"), ["a.py:on_cancel"]);

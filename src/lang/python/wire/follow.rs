@@ -292,17 +292,13 @@ pub fn follow<'a>(
 #[cfg(test)]
 mod tests {
     use super::super::methods::Method;
+    use super::super::resolve::tree;
     use super::{follow, origins, value_dropped};
-    use crate::lang::parts::Parsed;
-    use crate::lang::python::syntax::{PARSER, text};
-    use crate::source::SourceFile;
+    use crate::lang::python::syntax::text;
 
     /// The writer calls of every `session/update` of a file, and what each carries.
     fn writes(src: &str) -> Vec<(String, String, Option<String>)> {
-        let files = vec![Parsed::new(
-            SourceFile::from_text("m.py".into(), "m.py".into(), src.to_string()),
-            PARSER,
-        )];
+        let files = tree(&[("m.py", src)]);
         let update = Method::of(&files, "session/update");
         let mut out = Vec::new();
         for o in origins(&files, 0, &update) {

@@ -162,3 +162,49 @@ pub fn locate<'a>(files: &'a [Parsed], pins: &PythonPins) -> Result<Option<Ancho
     }
     Ok(Some(Anchors { handlers, sends }))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::locate;
+    use super::resolve::tree;
+    use crate::config::PythonPins;
+
+    const SERVER: &str = "import json, sys, threading\n\nPROMPT = \"session/prompt\"\nUPDATE = \"session/update\"\n\n\
+        class Out:\n    def __init__(self):\n        self.stream = sys.stdout\n\n    def send(self, sid, update):\n        self.stream.write(json.dumps({\"jsonrpc\": \"2.0\", \"method\": UPDATE, \"params\": {\"sessionId\": sid, \"update\": update}}))\n\n\
+        class Agent:\n    def __init__(self, server, out):\n        self.out = out\n        server.register(PROMPT, self.prompt)\n\n    def prompt(self, params):\n        self.out.send(params[\"sessionId\"], {})\n";
+
+    #[test]
+    fn a_writer_the_handler_cannot_call_is_refused_naming_what_it_reads() {
+        let files = tree(&[("pkg/server.py", SERVER)]);
+        let err = match locate(&files, &PythonPins::default()) {
+            Err(e) => e.to_string(),
+            Ok(_) => panic!("a writer reading another class's `self` was taken"),
+        };
+        assert!(err.contains("pkg/server.py:18"), "{err}");
+        assert!(
+            err.contains("`Agent.prompt` handles session/prompt"),
+            "{err}"
+        );
+        assert!(err.contains("pkg/server.py:11 reads `self`"), "{err}");
+        assert!(err.contains("acp-patch.toml cannot supply"), "{err}");
+    }
+
+    #[test]
+    fn a_synchronous_handler_gets_the_writer_it_can_call() {
+        let text = SERVER.replace("self.stream.write(", "sys.stdout.write(");
+        let files = tree(&[("pkg/server.py", &text)]);
+        let found = locate(&files, &PythonPins::default()).unwrap().unwrap();
+        let [handler] = &found.handlers[..] else {
+            panic!("one handler")
+        };
+        assert_eq!(handler.class_name, "Agent.prompt");
+        match &handler.connection {
+            super::Connection::Wire { lambda, .. } => assert_eq!(
+                lambda,
+                "lambda acp_params, *_, **__: sys.stdout.write(json.dumps({\"jsonrpc\": \"2.0\", \"method\": \"session/update\", \"params\": acp_params}))"
+            ),
+            _ => panic!("the agent's own writer"),
+        }
+        assert_eq!(found.sends.len(), 1);
+    }
+}

@@ -236,3 +236,16 @@ pub fn calls_of<'a>(files: &'a [Parsed], file: usize, func: Node<'a>) -> Vec<(us
     }
     out
 }
+
+/// Parsed files of a tree given as (path, text) pairs, for the wire modules' tests.
+#[cfg(test)]
+pub fn tree(files: &[(&str, &str)]) -> Vec<Parsed> {
+    files
+        .iter()
+        .map(|(rel, text)| {
+            let file =
+                crate::source::SourceFile::from_text(rel.into(), rel.to_string(), text.to_string());
+            Parsed::new(file, super::super::syntax::PARSER)
+        })
+        .collect()
+}

@@ -8,7 +8,7 @@ use super::super::syntax::*;
 use super::follow::Sink;
 use super::resolve::class_of;
 use crate::config::PythonPins;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::lang::parts::Parsed;
 use tree_sitter::Node;
 
@@ -151,19 +151,31 @@ pub fn card_writer<'a>(
     // (lambda, where it comes from), its candidate, its rank: the handler's own writes first,
     // then its class's, then any
     let mut usable: Vec<((String, At<'a>), crate::error::Candidate, u8)> = Vec::new();
+    // why each writer could not be used: `file:line` and the names it reads that are not bound
+    let mut unbound: Vec<String> = Vec::new();
     for (sink, t) in sinks {
         let reads = template_reads(t);
         let sink_class = class_of(enclosing_function(sink.call).unwrap_or(sink.call));
-        let bound = reads.iter().all(|n| {
-            if n == "self" {
-                return params.first().is_some_and(|p| p == "self")
-                    && sink.file == prompt.file
-                    && own_class.is_some()
-                    && sink_class.map(|c| c.id()) == own_class.map(|c| c.id());
-            }
-            params.contains(n) || module.contains(n) || BUILTINS.contains(&n.as_str())
-        });
-        if !bound {
+        let missing: Vec<&String> = reads
+            .iter()
+            .filter(|n| {
+                if *n == "self" {
+                    return !(params.first().is_some_and(|p| p == "self")
+                        && sink.file == prompt.file
+                        && own_class.is_some()
+                        && sink_class.map(|c| c.id()) == own_class.map(|c| c.id()));
+                }
+                !(params.contains(n) || module.contains(n) || BUILTINS.contains(&n.as_str()))
+            })
+            .collect();
+        if !missing.is_empty() {
+            let names: Vec<String> = missing.iter().map(|n| format!("`{n}`")).collect();
+            unbound.push(format!(
+                "{}:{} reads {}",
+                files[sink.file].file.rel,
+                sink.call.start_position().row + 1,
+                names.join(", ")
+            ));
             continue;
         }
         let last = params
@@ -216,10 +228,22 @@ pub fn card_writer<'a>(
         .map(|p| crate::config::Pin::parse(p))
         .map(|p| (p.file, p.name));
     let handler = qualified_name(prompt.node, src);
+    if usable.is_empty() {
+        // no pin can stand in: a pin chooses among the writers the handler can call
+        unbound.truncate(3);
+        return Err(Error::Unsupported {
+            file: files[prompt.file].file.rel.clone(),
+            line: prompt.node.start_position().row + 1,
+            message: format!(
+                "`{handler}` handles session/prompt, but none of the {} writer(s) of `session/update` messages can write the card from it: the card goes out through the agent's own writer call, which may read only the handler's parameters, `self` of its own class, its module's names and builtins ({}); acp-patch.toml cannot supply the missing names",
+                sinks.len(),
+                unbound.join("; ")
+            ),
+        });
+    }
     crate::lang::parts::choose(usable, pin, "connection", "connection", || {
         format!(
-            "{handler} handles session/prompt, but no writer of `session/update` messages can be called from it ({} seen; each reads a name not bound there)",
-            sinks.len()
+            "{handler} handles session/prompt, but no writer of `session/update` messages can be called from it"
         )
     })
 }
