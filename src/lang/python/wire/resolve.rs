@@ -52,18 +52,6 @@ pub fn resolve_callable<'a>(files: &'a [Parsed], file: usize, expr: Node<'a>) ->
     }
 }
 
-/// The class a node is in (through nested functions: a lambda in a method).
-fn enclosing_class(node: Node) -> Option<Node> {
-    let mut cur = node.parent();
-    while let Some(n) = cur {
-        if n.kind() == "class_definition" {
-            return Some(n);
-        }
-        cur = n.parent();
-    }
-    None
-}
-
 /// The class a definition is a method of (not through a nested function).
 pub fn class_of(def: Node) -> Option<Node> {
     let mut cur = def.parent();
