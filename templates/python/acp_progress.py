@@ -19,7 +19,9 @@ acp-patch wrote this module into the agent's top-level package; the agent's own 
     keep it nowhere the prompt handler's decorator can read it;
 - agents with a JSON-RPC loop of their own (no SDK): ``@acp_progress.prompt_handler(wire=...)``
     (the card goes out through the agent's own writer) and ``acp_progress.wire(writer)`` around
-    each call that writes a ``session/update`` message (a dict, or its JSON text or bytes).
+    each call that writes a ``session/update`` message (a dict, or its JSON text or bytes, or
+    the method and the params as arguments of their own); a synchronous handler (run on a
+    worker thread) gets the same turn with its timers on threads, under a per-session lock.
 
 Everything is kept per session id. Environment: {{PREFIX}}_HEARTBEAT_S (default 30),
 {{PREFIX}}_HEARTBEAT_DISABLED=1, {{PREFIX}}_THINK_HOLD_MS (default 200; 0 = the next tick),
@@ -30,6 +32,7 @@ reaches the agent.
 """
 
 import asyncio
+import contextlib
 import contextvars
 import functools
 import inspect
@@ -37,6 +40,7 @@ import json
 import logging
 import os
 import sys
+import threading
 import time
 import uuid
 
@@ -175,8 +179,14 @@ class _Session:
         self.gap_timer = None
         self.gap_token = None
         self.tasks = set()
+        # The turn runs on a thread (a synchronous prompt handler): timers are daemon threads,
+        # the lock a thread lock, and the card is written at once through the agent's own writer.
+        self.threaded = False
+        self.thread_guard = _ThreadGuard()
 
     def guard(self):
+        if self.threaded:
+            return self.thread_guard
         loop = asyncio.get_running_loop()
         if self.lock is None or self.loop is not loop:
             self.lock, self.loop = asyncio.Lock(), loop
@@ -187,6 +197,50 @@ class _Session:
         self.tasks.add(task)  # a strong reference until it ends
         task.add_done_callback(self.tasks.discard)
         return task
+
+    def later(self, delay, callback, *args):
+        """callback(*args) after delay seconds: on the loop, or on a daemon timer thread for a
+        turn on a thread. The handle has cancel()."""
+        if self.threaded:
+            timer = threading.Timer(delay, callback, args)
+            timer.daemon = True  # never keeps the process alive
+            timer.start()
+            return timer
+        return asyncio.get_running_loop().call_later(delay, callback, *args)
+
+    def soon(self, make):
+        """Runs the coroutine make() from a timer: a task on the loop, or at once on the timer
+        thread for a turn on a thread (nothing in it waits: the agent's writer is synchronous)."""
+        if self.threaded:
+            _run_sync(make())
+        else:
+            self.spawn(make())
+
+    def clock(self):
+        return time.monotonic() if self.threaded else asyncio.get_running_loop().time()
+
+
+class _ThreadGuard:
+    """A session's lock for a turn on a thread: worker threads and timer threads take it, with
+    ``with`` or ``async with`` (the runtime's coroutines, run at once on the thread)."""
+
+    __slots__ = ("_lock",)
+
+    def __init__(self):
+        self._lock = threading.RLock()
+
+    def __enter__(self):
+        self._lock.acquire()
+        return self
+
+    def __exit__(self, *exc):
+        self._lock.release()
+
+    async def __aenter__(self):
+        return self.__enter__()
+
+    async def __aexit__(self, *exc):
+        self.__exit__()
 
 
 def _session(session_id):
@@ -229,13 +283,21 @@ async def _progress_start(session):
         _log.debug("agent_progress_callback(start) failed", exc_info=True)
     interval = _heartbeat_interval()
     if interval is not None:
-        session.heartbeat = session.spawn(_progress_heartbeat(session, session.generation, interval))
+        session.heartbeat = _arm_heartbeat(session, session.generation, interval)
+
+
+def _arm_heartbeat(session, generation, interval):
+    if session.threaded:  # a turn on a thread: one timer thread per beat
+        return session.later(interval, session.soon, lambda: _progress_heartbeat(session, generation, interval))
+    return session.spawn(_progress_heartbeat(session, generation, interval))
 
 
 async def _progress_heartbeat(session, generation, interval):
-    """Hook C (a task on the loop): every interval, the elapsed time, until the card closes."""
+    """Hook C (a task on the loop; for a turn on a thread, a timer's beat that arms the next):
+    every interval, the elapsed time, until the card closes."""
     while True:
-        await asyncio.sleep(interval)
+        if not session.threaded:
+            await asyncio.sleep(interval)
         async with session.guard():
             if generation != session.generation or not session.open:
                 return  # stale: completed, or a newer card opened
@@ -246,12 +308,22 @@ async def _progress_heartbeat(session, generation, interval):
                 await callback("heartbeat", _CARD, {"elapsed": time.monotonic() - session.started})
             except Exception:
                 _log.debug("agent_progress_callback(heartbeat) failed", exc_info=True)
+            if session.threaded:
+                session.heartbeat = _arm_heartbeat(session, generation, interval)
+                return
+
+
+def _current_task():
+    try:
+        return asyncio.current_task()
+    except RuntimeError:  # no loop in this thread
+        return None
 
 
 async def _progress_complete(session, failed=False):
     """Hook B (the session's first real update, a cancel, the turn's end): close the card. Idempotent."""
     task, session.heartbeat = session.heartbeat, None
-    if task is not None and task is not asyncio.current_task():
+    if task is not None and task is not _current_task():
         task.cancel()
     if not session.open:
         return
@@ -273,9 +345,14 @@ def prompt_handler(connection=None, wire=None, **send_kwargs):
     the connection the SDK handed over (else the one ``bind`` recorded); ``send_kwargs`` are the
     extra keywords the agent's own sends pass, used for the card's first updates. An agent
     without the SDK gives ``wire(params, *handler_args, **handler_kwargs)`` instead: it writes
-    one ``session/update`` notification with these params through the agent's own writer."""
+    one ``session/update`` notification with these params through the agent's own writer. A
+    synchronous handler (an agent's own loop running it on a worker thread) gets the same turn,
+    its timers on daemon threads."""
 
     def decorate(handler):
+        if not inspect.iscoroutinefunction(handler):
+            return _threaded_prompt(handler, connection, wire, send_kwargs)
+
         @functools.wraps(handler)
         async def prompt(self, *args, **kwargs):
             session_id = _session_id_of(handler, self, args, kwargs)
@@ -310,6 +387,50 @@ def prompt_handler(connection=None, wire=None, **send_kwargs):
     return decorate
 
 
+def _threaded_prompt(handler, connection, wire, send_kwargs):
+    """A synchronous prompt handler: the turn starts before it and ends after it on its own
+    thread; the card, heartbeat, text hold and gap card run on timer threads under the
+    session's thread lock, written at once through the agent's own (synchronous) writer."""
+
+    @functools.wraps(handler)
+    def prompt(*args, **kwargs):
+        agent = args[0] if args else None
+        if args:
+            session_id = _session_id_of(handler, agent, args[1:], kwargs)
+        else:
+            session_id = _session_id_in(tuple(kwargs.values()))
+        if session_id is None and wire is not None:
+            session_id = _session_id_in((*args, *kwargs.values()))
+        active = _turns.get()
+        if session_id is None or session_id in active:
+            return handler(*args, **kwargs)  # no session, or an outer handler has the turn
+        token = _turns.set(active | {session_id})
+        session = _session(session_id)
+        try:
+            session.threaded = True
+            if wire is not None:
+                target = _Wire(lambda params: wire(params, *args, **kwargs))
+            else:
+                target = _connection_of(agent, connection)
+            _run_sync(_begin_turn(session, agent, target, send_kwargs))
+            try:
+                result = handler(*args, **kwargs)
+            except BaseException:
+                _run_sync(_end_turn(session, failed=True))
+                raise
+            _run_sync(_end_turn(session, failed=False))
+            return result
+        finally:
+            _turns.reset(token)
+
+    return prompt
+
+
+def _locked(session):
+    """The session's lock where threads share it (a turn on a thread); else nothing to take."""
+    return session.guard() if session.threaded else contextlib.nullcontext()
+
+
 def cancel_handler(handler):
     """Decorator for the agent's ``cancel``: held text goes out at once and no new card opens
     for the session; its open card keeps its heartbeat until the turn ends (the prompt handler
@@ -322,9 +443,10 @@ def cancel_handler(handler):
             session = _sessions.get(_session_id_in(args + tuple(kwargs.values())))
             if session is not None and session.turns:
                 try:
-                    session.cancelled = True
-                    _disarm_gap(session)
-                    _run_sync(_flush(session))
+                    with _locked(session):
+                        session.cancelled = True
+                        _disarm_gap(session)
+                        _run_sync(_flush(session))
                 except Exception:
                     _log.debug("ACP progress cancel failed", exc_info=True)
             return handler(*args, **kwargs)
@@ -595,8 +717,7 @@ def _hold(session, entry, sent):
     if len(session.held) == 1:
         held = session.held
         delay = _env_number("THINK_HOLD_MS", 200.0) / 1000.0
-        loop = asyncio.get_running_loop()
-        session.hold_timer = loop.call_later(delay, lambda: session.spawn(_expire(session, held)))
+        session.hold_timer = session.later(delay, session.soon, lambda: _expire(session, held))
 
 
 async def _expire(session, held):
@@ -658,9 +779,8 @@ def _arm_gap(session, delay_ms=None):
     if not session.turns or session.cancelled or delay <= 0:
         return
     token = session.gap_token = object()
-    loop = asyncio.get_running_loop()
-    since = (loop.time(), time.process_time())
-    session.gap_timer = loop.call_later(delay, _gap_due, session, token, loop, since, since[0] + delay + _BUSY_MAX_S)
+    since = (session.clock(), time.process_time())
+    session.gap_timer = session.later(delay, _gap_due, session, token, since, since[0] + delay + _BUSY_MAX_S)
 
 
 # The card is for a wait. While the agent's process is still working when the silence is
@@ -673,16 +793,17 @@ _BUSY_SHARE = 0.05
 _BUSY_MAX_S = 0.1
 
 
-def _gap_due(session, token, loop, since, latest):
+def _gap_due(session, token, since, latest):
     if session.gap_token is not token:
         return
-    now = (loop.time(), time.process_time())
+    now = (session.clock(), time.process_time())
+    loop = None if session.threaded else asyncio.get_running_loop()
     ready = getattr(loop, "_ready", None)  # CPython's asyncio: callbacks to run now (uvloop: none known)
     working = bool(ready) or now[1] - since[1] >= _BUSY_SHARE * max(now[0] - since[0], 1e-3)
     if working and now[0] < latest:
-        session.gap_timer = loop.call_later(_BUSY_RECHECK_S, _gap_due, session, token, loop, now, latest)
+        session.gap_timer = session.later(_BUSY_RECHECK_S, _gap_due, session, token, now, latest)
         return
-    session.spawn(_gap(session, token))
+    session.soon(lambda: _gap(session, token))
 
 
 def _disarm_gap(session):
@@ -789,8 +910,23 @@ def _wire_message(value):
 
 
 def _wire_envelope(args, kwargs):
-    """(session id, update, rebuild(update) -> (args, kwargs)) of a writer call."""
+    """(session id, update, rebuild(update) -> (args, kwargs)) of a writer call: one argument
+    is the whole message, or the method is an argument and the params another
+    (``write_notification("session/update", {"sessionId": ..., "update": ...})``)."""
     places = [("pos", i, v) for i, v in enumerate(args)] + [("kw", k, v) for k, v in kwargs.items()]
+
+    def rebuild_at(kind, key, params, back):
+        def rebuild(update):
+            new_args, new_kwargs = list(args), dict(kwargs)
+            value = back({**params, "update": update})
+            if kind == "pos":
+                new_args[key] = value
+            else:
+                new_kwargs[key] = value
+            return tuple(new_args), new_kwargs
+
+        return params["sessionId"], params.get("update"), rebuild
+
     for kind, key, value in places:
         found = _wire_message(value)
         if found is None:
@@ -799,17 +935,12 @@ def _wire_envelope(args, kwargs):
         params = message.get("params")
         if not isinstance(params, dict) or not isinstance(params.get("sessionId"), str):
             return None
-
-        def rebuild(update, kind=kind, key=key, message=message, params=params, back=back):
-            new_args, new_kwargs = list(args), dict(kwargs)
-            value = back({**message, "params": {**params, "update": update}})
-            if kind == "pos":
-                new_args[key] = value
-            else:
-                new_kwargs[key] = value
-            return tuple(new_args), new_kwargs
-
-        return params["sessionId"], params.get("update"), rebuild
+        return rebuild_at(kind, key, params, lambda params, message=message, back=back: back({**message, "params": params}))
+    if not any(isinstance(v, str) and v == "session/update" for _, _, v in places):
+        return None
+    for kind, key, value in places:
+        if isinstance(value, dict) and isinstance(value.get("sessionId"), str):
+            return rebuild_at(kind, key, value, lambda params: params)
     return None
 
 
@@ -826,34 +957,42 @@ def _wire_call(writer, *args, **kwargs):
         found = None
     if found is None:
         return writer(*args, **kwargs)
+    session_id, update, rebuild = found
     try:
         asyncio.get_running_loop()
-    except RuntimeError:  # written from another thread: passes as it is (the turn's end closes the card)
-        return writer(*args, **kwargs)
-    session_id, update, rebuild = found
+        on_loop = True
+    except RuntimeError:
+        on_loop = False
     session = _session(session_id)
+    if not on_loop and not session.threaded:
+        return writer(*args, **kwargs)  # another thread of a loop's turn: as it is (the turn's end closes the card)
     where = ("wire", rebuild)
     send = lambda *a, **k: writer(*a, **k)  # noqa: E731 (re-made at a flush)
     if _is_async(writer):
+        if not on_loop:
+            return writer(*args, **kwargs)
         return _gate(session, session.connection, send, args, kwargs, writer(*args, **kwargs), update, where)
-    kind = _field(update, "session_update", "sessionUpdate")
-    if _visible(session, kind, update):
+    # a synchronous writer: the bookkeeping runs here, then the write, both under the session's
+    # lock when its turn runs on a thread (timer threads write the card and held text)
+    with _locked(session):
+        kind = _field(update, "session_update", "sessionUpdate")
+        if _visible(session, kind, update):
+            try:
+                _disarm_gap(session)
+                _run_sync(_progress_complete(session))
+                if kind in _THOUGHTS:
+                    session.reasoning = True
+                elif kind == "agent_message_chunk" and session.turns and (session.held or session.reasoning):
+                    _hold(session, [send, args, kwargs, update, where], None)
+                    return None
+                else:
+                    _run_sync(_flush(session))
+                if kind == "tool_call_update" and _status(update) in ("completed", "failed"):
+                    _arm_gap(session)
+            except Exception:
+                _log.debug("ACP progress bookkeeping failed", exc_info=True)
+        token = _forwarding.set(True)
         try:
-            _disarm_gap(session)
-            _run_sync(_progress_complete(session))
-            if kind in _THOUGHTS:
-                session.reasoning = True
-            elif kind == "agent_message_chunk" and session.turns and (session.held or session.reasoning):
-                _hold(session, [send, args, kwargs, update, where], None)
-                return None
-            else:
-                _run_sync(_flush(session))
-            if kind == "tool_call_update" and _status(update) in ("completed", "failed"):
-                _arm_gap(session)
-        except Exception:
-            _log.debug("ACP progress bookkeeping failed", exc_info=True)
-    token = _forwarding.set(True)
-    try:
-        return writer(*args, **kwargs)
-    finally:
-        _forwarding.reset(token)
+            return writer(*args, **kwargs)
+        finally:
+            _forwarding.reset(token)

@@ -92,7 +92,24 @@ def env(**values):
         if key.startswith("ACP_"):
             del os.environ[key]
     os.environ.update({k: v for k, v in values.items() if v is not None})
-    return patch
+    return _Env(patch)
+
+
+class _Env:
+    """The patch, stopped once: by ``with`` or by ``stop()`` (a second ``start`` of the patch,
+    as ``with`` on it would make, would keep these values for every later test)."""
+
+    def __init__(self, patch):
+        self.patch = patch
+
+    def stop(self):
+        self.patch.stop()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.patch.stop()
 
 
 def run(coro):
@@ -791,8 +808,12 @@ class Wire(unittest.TestCase):
     JSON text or bytes) goes through ``wire``, the card through ``prompt_handler(wire=...)``."""
 
     def setUp(self):
+        self.env = env()
         self.rt = load_runtime()
         self.lines = []  # what reached the agent's stdout, parsed
+
+    def tearDown(self):
+        self.env.stop()
 
     def write(self, line):  # a synchronous writer of JSON text, like sys.stdout.write
         self.lines.append(__import__("json").loads(line))
@@ -882,3 +903,175 @@ class Wire(unittest.TestCase):
         cancel({"sessionId": "s3"}, None)
         self.assertEqual(calls, ["s3"])
         self.assertTrue(session.cancelled)
+
+
+class Threaded(unittest.TestCase):
+    """Agents without the SDK whose loop runs synchronous handlers on worker threads: the turn,
+    card, heartbeat, text hold and gap card run on threads, written through the agent's own
+    writer (``write_notification(method, params)``, serialised by its lock)."""
+
+    class Server:
+        """The agent's writer: one JSON line per message, under a lock (as a threaded agent's)."""
+
+        def __init__(self):
+            self.lock = __import__("threading").Lock()
+            self.raw = []  # lines as written, to see that none interleave
+
+        def write_notification(self, method, params):
+            line = __import__("json").dumps({"jsonrpc": "2.0", "method": method, "params": params}) + "\n"
+            with self.lock:
+                self.raw.append(line)
+
+        def updates(self, session_id=None):
+            json = __import__("json")
+            out = []
+            for line in self.raw:
+                message = json.loads(line)
+                params = message["params"]
+                if message["method"] == "session/update" and session_id in (None, params["sessionId"]):
+                    out.append(describe(params["update"]))
+            return out
+
+    def setUp(self):
+        self.rt = load_runtime()
+        self.server = self.Server()
+
+    def handler(self, body):
+        rt = self.rt
+
+        def update(server, session_id, update):
+            rt.wire(server).write_notification("session/update", {"sessionId": session_id, "update": update})
+
+        @rt.prompt_handler(wire=lambda acp_params, server, *_, **__: server.write_notification("session/update", acp_params))
+        def handle_prompt(server, params):
+            body(lambda u: update(server, params["sessionId"], u), params["sessionId"])
+            return {"stopReason": "end_turn"}
+
+        return handle_prompt
+
+    def run_turns(self, body, sessions=("s1",), **environ):
+        from concurrent.futures import ThreadPoolExecutor
+
+        handle = self.handler(body)
+        environ.setdefault("ACP_HEARTBEAT_DISABLED", "1")
+        with env(**environ), ThreadPoolExecutor(4) as pool:
+            futures = [pool.submit(handle, self.server, {"sessionId": s, "prompt": []}) for s in sessions]
+            results = [f.result(WAIT) for f in futures]
+            time.sleep(0.1)  # nothing more may come after the turns ended
+        return results
+
+    @staticmethod
+    def chunk(kind, t):
+        return {"sessionUpdate": kind, "content": {"type": "text", "text": t}}
+
+    def test_card_opens_at_entry_and_closes_before_the_first_chunk(self):
+        def body(send, sid):
+            time.sleep(0.05)
+            send({"sessionUpdate": "usage_update", "used": 1, "size": 2})
+            send(self.chunk("agent_message_chunk", "hi"))
+
+        self.assertEqual(self.run_turns(body), [{"stopReason": "end_turn"}])
+        self.assertEqual(self.server.updates(), ["card:in_progress", "usage_update", "card:completed", "text:hi"])
+
+    def test_the_grace_runs_on_a_timer_thread(self):
+        def quick(send, sid):
+            send(self.chunk("agent_message_chunk", "at once"))
+            time.sleep(0.1)
+
+        self.run_turns(quick, ACP_THINK_AFTER_MS="50")
+        self.assertEqual(self.server.updates(), ["text:at once"])
+        self.server.raw.clear()
+
+        def slow(send, sid):
+            time.sleep(0.2)  # blocked on the model: the card opens at 50 ms, from a timer thread
+            send(self.chunk("agent_message_chunk", "late"))
+
+        self.run_turns(slow, ACP_THINK_AFTER_MS="50")
+        self.assertEqual(self.server.updates(), ["card:in_progress", "card:completed", "text:late"])
+
+    def test_heartbeat_beats_on_timer_threads_until_the_card_closes(self):
+        def body(send, sid):
+            time.sleep(0.35)
+            send(self.chunk("agent_message_chunk", "done"))
+            time.sleep(0.25)
+
+        self.run_turns(body, ACP_HEARTBEAT_DISABLED=None, ACP_HEARTBEAT_S="0.1")
+        kinds = self.server.updates()
+        self.assertGreaterEqual(kinds.count("card:in_progress"), 3, kinds)  # the card and its beats
+        beats = [line for line in self.server.raw if '"tool_call_update"' in line and '"in_progress"' in line]
+        self.assertIn("(0s)", beats[0])
+        self.assertEqual(kinds[-2:], ["card:completed", "text:done"])
+
+    def test_text_after_reasoning_is_held_merged_and_flushed_by_its_timer(self):
+        def body(send, sid):
+            send(self.chunk("agent_thought_chunk", "think"))
+            send(self.chunk("agent_message_chunk", "a"))
+            send(self.chunk("agent_thought_chunk", "more"))
+            send(self.chunk("agent_message_chunk", "b"))
+            time.sleep(0.2)  # the hold's timer thread writes the text
+            self.assertIn("text:ab", self.server.updates())
+            send(self.chunk("agent_message_chunk", "c"))
+
+        self.run_turns(body, ACP_THINK_HOLD_MS="50")
+        self.assertEqual(self.server.updates(), ["card:in_progress", "card:completed", "thought:think", "thought:more", "text:ab", "text:c"])
+
+    def test_a_gap_card_after_a_tool_call_and_a_failed_card_when_the_handler_raises(self):
+        def body(send, sid):
+            send({"sessionUpdate": "tool_call", "toolCallId": "t1", "title": "read"})
+            send({"sessionUpdate": "tool_call_update", "toolCallId": "t1", "status": "completed"})
+            time.sleep(0.2)  # silence after the tool: a new card opens
+            raise RuntimeError("the model failed")
+
+        with self.assertRaises(RuntimeError):
+            self.run_turns(body, ACP_THINK_GAP_MS="50")
+        self.assertEqual(
+            self.server.updates(),
+            ["card:in_progress", "card:completed", "tool_call:?", "tool_call_update:completed", "card:in_progress", "card:failed"],
+        )
+
+    def test_sessions_on_their_own_threads_get_their_own_cards_and_whole_lines(self):
+        def body(send, sid):
+            for k in range(20):
+                send(self.chunk("agent_thought_chunk", f"{sid}-{k} "))
+                send(self.chunk("agent_message_chunk", f"{sid}-{k} "))
+                time.sleep(0.002)
+
+        self.run_turns(body, sessions=("s1", "s2", "s3"), ACP_THINK_HOLD_MS="5")
+        for sid in ("s1", "s2", "s3"):
+            kinds = self.server.updates(sid)
+            self.assertEqual(kinds[:2], ["card:in_progress", "card:completed"])
+            self.assertEqual(kinds.count("card:in_progress"), 1)
+            text = "".join(k[len("text:"):] for k in kinds if k.startswith("text:"))
+            self.assertEqual(text, "".join(f"{sid}-{k} " for k in range(20)))
+        self.assertTrue(all(line.count("\n") == 1 for line in self.server.raw))
+
+    def test_a_cancel_from_another_thread_flushes_and_no_gap_card_opens(self):
+        import threading
+
+        rt, cancelled = self.rt, threading.Event()
+
+        @rt.cancel_handler
+        def handle_cancel(server, params):
+            cancelled.set()
+
+        def body(send, sid):
+            send(self.chunk("agent_thought_chunk", "hm"))
+            send(self.chunk("agent_message_chunk", "partial"))  # held
+            send({"sessionUpdate": "tool_call", "toolCallId": "t1", "title": "read"})
+            send({"sessionUpdate": "tool_call_update", "toolCallId": "t1", "status": "completed"})
+            threading.Thread(target=handle_cancel, args=(self.server, {"sessionId": sid})).start()
+            cancelled.wait(WAIT)
+            time.sleep(0.15)
+
+        self.run_turns(body, ACP_THINK_GAP_MS="50", ACP_THINK_HOLD_MS="10000")
+        self.assertEqual(
+            self.server.updates(),
+            ["card:in_progress", "card:completed", "thought:hm", "text:partial", "tool_call:?", "tool_call_update:completed"],
+        )
+
+    def test_writes_outside_a_threaded_turn_and_other_methods_pass_as_they_are(self):
+        w = self.rt.wire(self.server)
+        w.write_notification("session/update", {"sessionId": "x", "update": self.chunk("agent_message_chunk", "replay")})
+        w.write_notification("session/request_permission", {"sessionId": "x"})
+        self.assertEqual(len(self.server.raw), 2)
+        self.assertEqual(self.server.updates(), ["text:replay"])

@@ -249,7 +249,7 @@ pub fn locate<'a>(
             None,
             "ACP prompt handler",
             "prompt",
-            || "no class is handed to `acp.run_agent` / `AgentSideConnection` or derives from `acp.Agent`, no class in a module that imports `acp` has an `async def prompt`, and no dispatcher of `\"session/prompt\"` calls a function of the tree".into(),
+            || "no class is handed to `acp.run_agent` / `AgentSideConnection` or derives from `acp.Agent`, no class in a module that imports `acp` has an `async def prompt`, and no dispatcher of `\"session/prompt\"` (a dict of handlers, `if`/`match` on the method, a call or decorator that registers a handler for it, a handler table) reaches a function of the tree; pin the handler in acp-patch.toml: `prompt = \"<file>.py:<function or Class.method>\"`".into(),
         )
         .map_err(|e| match e {
             Error::Unlocatable { detail, .. } => Error::NoAgent {

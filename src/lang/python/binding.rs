@@ -52,19 +52,9 @@ impl SdkNames {
             if !is_sdk(module) {
                 continue;
             }
-            let mut c = n.walk();
-            for name in n.children_by_field_name("name", &mut c) {
-                let (orig, local) = match name.kind() {
-                    "aliased_import" => (
-                        name.child_by_field_name("name").map(|x| text(x, src)),
-                        name.child_by_field_name("alias").map(|x| text(x, src)),
-                    ),
-                    _ => (Some(text(name, src)), None),
-                };
-                if let Some(orig) = orig {
-                    let last = orig.rsplit('.').next().unwrap_or(orig).to_string();
-                    names.insert(local.unwrap_or(orig).to_string(), last);
-                }
+            for (orig, local) in imported_names(n, src) {
+                let last = orig.rsplit('.').next().unwrap_or(orig).to_string();
+                names.insert(local.to_string(), last);
             }
         }
         SdkNames { names, modules }

@@ -295,17 +295,6 @@ fn start_before_first_send(files: &[Parsed], file: usize, def: Node, out: &mut V
     }
 }
 
-fn enclosing_class(node: Node) -> Option<Node> {
-    let mut cur = node.parent();
-    while let Some(n) = cur {
-        if n.kind() == "class_definition" {
-            return Some(n);
-        }
-        cur = n.parent();
-    }
-    None
-}
-
 /// Whether a class (or a class of the tree it derives from) has attribute `attr`: bound in
 /// its body, or assigned as `<self>.attr = ...` in one of its methods.
 /// Whether `self.<attr>` is bound on an instance of `class`: the class or one of its bases

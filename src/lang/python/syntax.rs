@@ -282,6 +282,33 @@ pub fn parameters<'t>(def: Node<'t>, src: &str) -> Vec<(String, Node<'t>)> {
         .collect()
 }
 
+/// The class a node is in (through nested functions: a lambda in a method).
+pub fn enclosing_class(node: Node) -> Option<Node> {
+    let mut cur = node.parent();
+    while let Some(n) = cur {
+        if n.kind() == "class_definition" {
+            return Some(n);
+        }
+        cur = n.parent();
+    }
+    None
+}
+
+/// The names a `from <module> import ...` statement binds: (the module's name, the local name).
+pub fn imported_names<'a>(import_from: Node, src: &'a str) -> Vec<(&'a str, &'a str)> {
+    let mut c = import_from.walk();
+    import_from
+        .children_by_field_name("name", &mut c)
+        .filter_map(|n| match n.kind() {
+            "aliased_import" => Some((
+                text(n.child_by_field_name("name")?, src),
+                text(n.child_by_field_name("alias")?, src),
+            )),
+            _ => Some((text(n, src), text(n, src))),
+        })
+        .collect()
+}
+
 /// Top-level function definitions of a module (decorated ones too).
 pub fn top_level_functions(root: Node) -> Vec<Node> {
     let mut cursor = root.walk();

@@ -1,0 +1,370 @@
+//! Every write of a `session/update` message: the message built as a dict (a literal with
+//! `"method": "session/update"`, or `dict(method=...)`) and followed through variables, return
+//! values, lists and loops, `json.dumps`, `.encode()` and f-strings to the call that writes it;
+//! or a writer that takes the method as an argument and the params beside it
+//! (`server.write_notification(METHOD_SESSION_UPDATE, {...})`; a call whose value is used is a
+//! builder of the message, followed the same way).
+
+use super::super::found::RUNTIME_NAME;
+use super::super::syntax::*;
+use super::methods::{Method, string_value};
+use super::resolve::{calls_of, reads, resolve_callable};
+use crate::lang::parts::Parsed;
+use tree_sitter::Node;
+
+fn line(n: Node) -> usize {
+    n.start_position().row + 1
+}
+
+/// A writer call a `session/update` message reaches, and the node of its arguments that
+/// carries it.
+pub struct Sink<'a> {
+    pub file: usize,
+    pub call: Node<'a>,
+    /// The message (or, with `method`, its params).
+    pub carried: Node<'a>,
+    /// The argument naming the method, when the writer takes the method and the params apart.
+    pub method: Option<Node<'a>>,
+}
+
+/// Where a `session/update` message is built.
+pub struct Origin<'a> {
+    pub node: Node<'a>,
+    /// The call itself, when it takes the method and the params as arguments: the writer when
+    /// its value is not used (or leads to no other writer).
+    pub writer: Option<Sink<'a>>,
+}
+
+/// Whether a node is inside the card's writer acp-patch put in a decorator.
+fn in_inserted_decorator(node: Node, src: &str) -> bool {
+    let mut cur = node.parent();
+    while let Some(n) = cur {
+        if n.kind() == "decorator" && text(n, src).contains(&format!("{RUNTIME_NAME}.")) {
+            return true;
+        }
+        cur = n.parent();
+    }
+    false
+}
+
+/// Every `session/update` message built in file `i`.
+pub fn origins<'a>(files: &'a [Parsed], i: usize, update: &Method<'a>) -> Vec<Origin<'a>> {
+    let src = files[i].file.text.as_str();
+    let mut out: Vec<Origin<'a>> = Vec::new();
+    for m in update.mentions(i) {
+        if in_inserted_decorator(m, src) {
+            continue;
+        }
+        let Some(parent) = m.parent() else { continue };
+        match parent.kind() {
+            // `{"jsonrpc": "2.0", "method": "session/update", ...}`
+            "pair"
+                if parent.child_by_field_name("value") == Some(m)
+                    && parent
+                        .child_by_field_name("key")
+                        .and_then(|k| string_value(k, src))
+                        == Some("method") =>
+            {
+                if let Some(d) = parent.parent().filter(|d| d.kind() == "dictionary") {
+                    out.push(Origin {
+                        node: d,
+                        writer: None,
+                    });
+                }
+            }
+            "keyword_argument" | "argument_list" => {
+                let call = if parent.kind() == "keyword_argument" {
+                    parent.parent().and_then(|a| a.parent())
+                } else {
+                    parent.parent()
+                };
+                let Some(call) = call.filter(|c| c.kind() == "call") else {
+                    continue;
+                };
+                let keyword = (parent.kind() == "keyword_argument")
+                    .then(|| parent.child_by_field_name("name"))
+                    .flatten()
+                    .map(|n| text(n, src));
+                // `dict(method="session/update", ...)`
+                if callee_name(call, src) == "dict" {
+                    if keyword == Some("method") {
+                        out.push(Origin {
+                            node: call,
+                            writer: None,
+                        });
+                    }
+                    continue;
+                }
+                if let Some(params) = params_beside(call, m, keyword, src) {
+                    out.push(Origin {
+                        node: call,
+                        writer: Some(Sink {
+                            file: i,
+                            call,
+                            carried: params,
+                            method: Some(m),
+                        }),
+                    });
+                }
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
+/// The params argument of a call that takes the method as an argument: the positional
+/// argument after it, or `params=`.
+fn params_beside<'a>(
+    call: Node<'a>,
+    method: Node<'a>,
+    keyword: Option<&str>,
+    src: &str,
+) -> Option<Node<'a>> {
+    if let Some(p) = keyword_arg(call, "params", src).and_then(|k| k.child_by_field_name("value")) {
+        return Some(p);
+    }
+    if keyword.is_some() {
+        return None;
+    }
+    let args = positional_args(call);
+    let k = args.iter().position(|a| *a == method)?;
+    args.get(k + 1).copied()
+}
+
+/// Whether a call's value is dropped (`writer(...)` as a statement, awaited or not).
+pub fn value_dropped(call: Node) -> bool {
+    let mut cur = call;
+    while let Some(p) = cur.parent() {
+        match p.kind() {
+            "await" | "parenthesized_expression" => cur = p,
+            "expression_statement" => return true,
+            _ => return false,
+        }
+    }
+    false
+}
+
+/// Follows a message to the calls that write it.
+pub fn follow<'a>(
+    files: &'a [Parsed],
+    file: usize,
+    origin: Node<'a>,
+    lost: &mut Vec<String>,
+) -> Vec<Sink<'a>> {
+    let mut sinks: Vec<Sink<'a>> = Vec::new();
+    let mut todo = vec![(file, origin, false)];
+    let mut seen: Vec<(usize, usize, usize)> = Vec::new();
+    while let Some((file, node, many)) = todo.pop() {
+        let key = (file, node.start_byte(), node.end_byte());
+        if seen.contains(&key) || seen.len() > 256 {
+            continue;
+        }
+        seen.push(key);
+        let src = files[file].file.text.as_str();
+        let mut cur = node;
+        let parent = loop {
+            let Some(parent) = cur.parent() else {
+                break None;
+            };
+            match parent.kind() {
+                "parenthesized_expression" | "await" | "binary_operator" | "interpolation" => {
+                    cur = parent
+                }
+                "string" => cur = parent, // an f-string around its JSON text
+                // `json.dumps(message)`, `json.dumps(message).encode()`
+                "argument_list"
+                    if parent
+                        .parent()
+                        .is_some_and(|c| matches!(callee_name(c, src), "dumps")) =>
+                {
+                    cur = parent.parent().expect("checked");
+                }
+                "attribute"
+                    if parent
+                        .child_by_field_name("attribute")
+                        .is_some_and(|a| text(a, src) == "encode")
+                        && parent.parent().is_some_and(|c| c.kind() == "call") =>
+                {
+                    cur = parent.parent().expect("checked");
+                }
+                _ => break Some(parent),
+            }
+        };
+        let Some(parent) = parent else { continue };
+        let mut lose = |why: &str| {
+            lost.push(format!("{}:{}: {why}", files[file].file.rel, line(cur)));
+        };
+        match parent.kind() {
+            "argument_list" | "keyword_argument" => {
+                let call = if parent.kind() == "keyword_argument" {
+                    parent.parent().and_then(|a| a.parent())
+                } else {
+                    parent.parent()
+                };
+                let Some(call) = call.filter(|c| c.kind() == "call") else {
+                    lose("a message handed to something that is not a call");
+                    continue;
+                };
+                if many {
+                    // a list of messages handed to a function of the agent: its parameter
+                    let k = positional_args(call)
+                        .iter()
+                        .position(|a| *a == cur)
+                        .unwrap_or(0);
+                    let Some(f) = call
+                        .child_by_field_name("function")
+                        .and_then(|f| resolve_callable(files, file, f))
+                    else {
+                        lose(
+                            "a list of messages handed to a call acp-patch cannot follow (the writer takes one message at a time)",
+                        );
+                        continue;
+                    };
+                    let fsrc = files[f.file].file.text.as_str();
+                    let params = parameters(f.node, fsrc);
+                    let skip = usize::from(
+                        params.first().is_some_and(|(n, _)| n == "self")
+                            && call
+                                .child_by_field_name("function")
+                                .is_some_and(|x| x.kind() == "attribute"),
+                    );
+                    match params.get(k + skip) {
+                        Some((name, decl)) => {
+                            for r in reads(files, f.file, *decl, name) {
+                                todo.push((f.file, r, true));
+                            }
+                        }
+                        None => {
+                            lose("a list of messages handed to a function without that parameter")
+                        }
+                    }
+                    continue;
+                }
+                if !sinks
+                    .iter()
+                    .any(|s| s.call.id() == call.id() && s.file == file)
+                {
+                    sinks.push(Sink {
+                        file,
+                        call,
+                        carried: node,
+                        method: None,
+                    });
+                }
+            }
+            "assignment" if parent.child_by_field_name("right") == Some(cur) => {
+                match parent.child_by_field_name("left") {
+                    Some(l) if l.kind() == "identifier" => {
+                        for r in reads(files, file, l, text(l, src)) {
+                            todo.push((file, r, many));
+                        }
+                    }
+                    _ => lose("a message stored in an attribute or a pattern"),
+                }
+            }
+            "return_statement" => match enclosing_function(parent) {
+                Some(func) => {
+                    for (f, call) in calls_of(files, file, func) {
+                        todo.push((f, call, many));
+                    }
+                }
+                None => lose("a return outside a function"),
+            },
+            "list" | "tuple" if !many => todo.push((file, parent, true)),
+            "for_statement" if many && parent.child_by_field_name("right") == Some(cur) => {
+                match parent.child_by_field_name("left") {
+                    Some(l) if l.kind() == "identifier" => {
+                        for r in reads(files, file, l, text(l, src)) {
+                            todo.push((file, r, false));
+                        }
+                    }
+                    _ => lose("a loop over messages without one loop variable"),
+                }
+            }
+            "expression_statement" => {}
+            _ => lose("a message put into another value"),
+        }
+    }
+    sinks
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::methods::Method;
+    use super::super::resolve::tree;
+    use super::{follow, origins, value_dropped};
+    use crate::lang::python::syntax::text;
+
+    /// The writer calls of every `session/update` of a file, and what each carries.
+    fn writes(src: &str) -> Vec<(String, String, Option<String>)> {
+        let files = tree(&[("m.py", src)]);
+        let update = Method::of(&files, "session/update");
+        let mut out = Vec::new();
+        for o in origins(&files, 0, &update) {
+            let mut lost = Vec::new();
+            let mut found = match &o.writer {
+                Some(_) if value_dropped(o.node) => Vec::new(),
+                _ => follow(&files, 0, o.node, &mut lost),
+            };
+            if found.is_empty()
+                && let Some(w) = o.writer
+            {
+                found.push(w);
+            }
+            for s in found {
+                out.push((
+                    text(s.call, src).to_string(),
+                    text(s.carried, src).to_string(),
+                    s.method.map(|m| text(m, src).to_string()),
+                ));
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn a_writer_taking_the_method_and_the_params_apart_writes_them() {
+        let got = writes(
+            "UPDATE = \"session/update\"\n\
+             def send(server, sid, u):\n    server.notify(UPDATE, {\"sessionId\": sid, \"update\": u})\n\
+             def send_kw(out, done):\n    out(method=UPDATE, params=done)\n\
+             def log(logger):\n    logger.info(\"session/update\")\n",
+        );
+        assert_eq!(
+            got,
+            [
+                (
+                    "server.notify(UPDATE, {\"sessionId\": sid, \"update\": u})".into(),
+                    "{\"sessionId\": sid, \"update\": u}".into(),
+                    Some("UPDATE".into())
+                ),
+                (
+                    "out(method=UPDATE, params=done)".into(),
+                    "done".into(),
+                    Some("UPDATE".into())
+                ),
+            ]
+        );
+    }
+
+    #[test]
+    fn a_builder_taking_the_method_is_followed_to_the_call_that_writes_its_message() {
+        let got = writes(
+            "def note(method, params):\n    return {\"jsonrpc\": \"2.0\", \"method\": method, \"params\": params}\n\
+             def send(w, sid, u):\n    message = note(\"session/update\", {\"sessionId\": sid, \"update\": u})\n    w.write(message)\n\
+             def direct(srv, p):\n    return srv.notify(\"session/update\", p)\n",
+        );
+        assert_eq!(
+            got,
+            [
+                ("w.write(message)".into(), "message".into(), None),
+                (
+                    "srv.notify(\"session/update\", p)".into(),
+                    "p".into(),
+                    Some("\"session/update\"".into())
+                ),
+            ]
+        );
+    }
+}

@@ -1,0 +1,210 @@
+//! Python agents without the SDK: a JSON-RPC loop of their own over stdio. What the protocol
+//! fixes is found on the tree instead of the SDK's names, each in its own module: where the
+//! method names are ([`methods`]: strings, constants, imported constants), the handler a
+//! dispatcher calls for `"session/prompt"` and `"session/cancel"` ([`dispatch`]: a dict of
+//! handlers, `if`/`elif`, `match`, a registration call or decorator naming the method, a handler
+//! table), every call that writes a `session/update` message ([`follow`]), and the card's writer
+//! made from one of them ([`writer`]): `@acp_progress.prompt_handler(wire=lambda acp_params,
+//! <handler's params>: ...)`. The handler may be `async def` (the card runs on the agent's loop)
+//! or a plain function its loop runs on a worker thread (the card runs on timer threads).
+
+mod dispatch;
+mod follow;
+mod methods;
+mod resolve;
+mod writer;
+
+use super::found::{Anchors, Connection, Handler, Send, is_agent_file};
+use super::locate::At;
+use super::syntax::*;
+use crate::config::PythonPins;
+use crate::error::{Error, Result};
+use crate::lang::parts::Parsed;
+use dispatch::dispatched;
+use follow::{Sink, follow, origins, value_dropped};
+use methods::Method;
+use resolve::class_of;
+use tree_sitter::Node;
+use writer::{card_writer, receiver, template};
+
+fn line(n: Node) -> usize {
+    n.start_position().row + 1
+}
+
+/// Whether a file imports the ACP SDK (`import acp`, `from acp...`).
+pub fn imports_sdk(p: &Parsed) -> bool {
+    let src = p.file.text.as_str();
+    if !mentions_sdk(src) {
+        return false;
+    }
+    let root = p.tree().root_node();
+    descendants(root, "import_statement")
+        .into_iter()
+        .chain(descendants(root, "import_from_statement"))
+        .any(|n| {
+            let t = text(n, src);
+            t.starts_with("import acp") || t.starts_with("from acp")
+        })
+}
+
+/// The anchors of an agent with its own JSON-RPC loop, or `None` when the tree has no
+/// dispatcher of `session/prompt` (and no `prompt` pin names a function).
+pub fn locate<'a>(files: &'a [Parsed], pins: &PythonPins) -> Result<Option<Anchors<'a>>> {
+    let mut prompts = dispatched(files, &Method::of(files, "session/prompt"));
+    if let Some(pin) = &pins.prompt {
+        let pin = crate::config::Pin::parse(pin);
+        let mut all = prompts.clone();
+        for (i, p) in files.iter().enumerate() {
+            if p.file.rel == pin.file {
+                for d in descendants(p.tree().root_node(), "function_definition") {
+                    all.push(At { file: i, node: d });
+                }
+            }
+        }
+        let found: Vec<(At, String)> = all
+            .into_iter()
+            .map(|a| (a, qualified_name(a.node, &files[a.file].file.text)))
+            .collect();
+        let chosen = super::locate::choose(
+            files,
+            found,
+            pins.prompt.as_ref(),
+            "ACP prompt handler",
+            "prompt",
+            || "no dispatcher of `\"session/prompt\"` and no function in the pinned file".into(),
+        )?;
+        prompts = vec![chosen];
+    }
+    if prompts.is_empty() {
+        return Ok(None);
+    }
+    let cancels = dispatched(files, &Method::of(files, "session/cancel"));
+    let update = Method::of(files, "session/update");
+    // the writes of session/update messages
+    let mut sinks: Vec<(Sink, String)> = Vec::new();
+    let mut sends: Vec<Send> = Vec::new();
+    for (i, p) in files.iter().enumerate() {
+        if !is_agent_file(p) {
+            continue;
+        }
+        for origin in origins(files, i, &update) {
+            let mut lost = Vec::new();
+            let mut found = match &origin.writer {
+                Some(_) if value_dropped(origin.node) => Vec::new(),
+                _ => follow(files, i, origin.node, &mut lost),
+            };
+            if found.is_empty()
+                && let Some(writer) = origin.writer
+            {
+                found.push(writer); // the call that takes the method and the params writes it
+            }
+            if found.is_empty() {
+                return Err(Error::Unsupported {
+                    file: p.file.rel.clone(),
+                    line: line(origin.node),
+                    message: format!(
+                        "acp-patch followed this `session/update` message (through variables, return values, lists and loops, `json.dumps`) to no call that writes it{}",
+                        if lost.is_empty() {
+                            String::new()
+                        } else {
+                            format!(" ({})", lost.join("; "))
+                        }
+                    ),
+                });
+            }
+            for sink in found {
+                let ssrc = files[sink.file].file.text.as_str();
+                let Some((recv, wrapped)) = receiver(sink.call, ssrc) else {
+                    continue;
+                };
+                if sends
+                    .iter()
+                    .any(|s| s.call.file == sink.file && s.call.node.id() == sink.call.id())
+                {
+                    continue;
+                }
+                let t = template(ssrc, &sink, recv, wrapped);
+                sends.push(Send {
+                    call: At {
+                        file: sink.file,
+                        node: sink.call,
+                    },
+                    receiver: recv,
+                    wrapped,
+                    wire: true,
+                });
+                sinks.push((sink, t));
+            }
+        }
+    }
+    sends.sort_by_key(|s| (s.call.file, s.call.node.start_byte()));
+    sinks.sort_by_key(|(s, _)| (s.file, s.call.start_byte()));
+    let mut handlers = Vec::new();
+    for prompt in prompts {
+        let name = qualified_name(prompt.node, &files[prompt.file].file.text);
+        let (lambda, at) = card_writer(files, prompt, &sinks, pins)?;
+        let cancel = cancels
+            .iter()
+            .find(|c| {
+                class_of(c.node).map(|x| x.id()) == class_of(prompt.node).map(|x| x.id())
+                    && (c.file == prompt.file || class_of(c.node).is_none())
+            })
+            .or(cancels.first())
+            .copied();
+        handlers.push(Handler {
+            class: prompt,
+            class_name: name,
+            prompt,
+            cancel,
+            connection: Connection::Wire { lambda, at },
+            send_kwargs: Vec::new(),
+        });
+    }
+    Ok(Some(Anchors { handlers, sends }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::locate;
+    use super::resolve::tree;
+    use crate::config::PythonPins;
+
+    const SERVER: &str = "import json, sys, threading\n\nPROMPT = \"session/prompt\"\nUPDATE = \"session/update\"\n\n\
+        class Out:\n    def __init__(self):\n        self.stream = sys.stdout\n\n    def send(self, sid, update):\n        self.stream.write(json.dumps({\"jsonrpc\": \"2.0\", \"method\": UPDATE, \"params\": {\"sessionId\": sid, \"update\": update}}))\n\n\
+        class Agent:\n    def __init__(self, server, out):\n        self.out = out\n        server.register(PROMPT, self.prompt)\n\n    def prompt(self, params):\n        self.out.send(params[\"sessionId\"], {})\n";
+
+    #[test]
+    fn a_writer_the_handler_cannot_call_is_refused_naming_what_it_reads() {
+        let files = tree(&[("pkg/server.py", SERVER)]);
+        let err = match locate(&files, &PythonPins::default()) {
+            Err(e) => e.to_string(),
+            Ok(_) => panic!("a writer reading another class's `self` was taken"),
+        };
+        assert!(err.contains("pkg/server.py:18"), "{err}");
+        assert!(
+            err.contains("`Agent.prompt` handles session/prompt"),
+            "{err}"
+        );
+        assert!(err.contains("pkg/server.py:11 reads `self`"), "{err}");
+        assert!(err.contains("acp-patch.toml cannot supply"), "{err}");
+    }
+
+    #[test]
+    fn a_synchronous_handler_gets_the_writer_it_can_call() {
+        let text = SERVER.replace("self.stream.write(", "sys.stdout.write(");
+        let files = tree(&[("pkg/server.py", &text)]);
+        let found = locate(&files, &PythonPins::default()).unwrap().unwrap();
+        let [handler] = &found.handlers[..] else {
+            panic!("one handler")
+        };
+        assert_eq!(handler.class_name, "Agent.prompt");
+        match &handler.connection {
+            super::Connection::Wire { lambda, .. } => assert_eq!(
+                lambda,
+                "lambda acp_params, *_, **__: sys.stdout.write(json.dumps({\"jsonrpc\": \"2.0\", \"method\": \"session/update\", \"params\": acp_params}))"
+            ),
+            _ => panic!("the agent's own writer"),
+        }
+        assert_eq!(found.sends.len(), 1);
+    }
+}

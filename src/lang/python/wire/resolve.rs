@@ -1,0 +1,239 @@
+//! What a name of the agent's own code refers to: the function a callee or a registered
+//! handler names (`self.m`, a function of the module or one it imports, `module.f`, a lambda
+//! calling one), the files a `from <module> import` names, the calls of a function and the reads
+//! of a variable.
+
+use super::super::found::is_agent_file;
+use super::super::locate::At;
+use super::super::syntax::*;
+use crate::lang::parts::Parsed;
+use tree_sitter::Node;
+
+/// How many `from x import y` hops a name is followed through (re-exports).
+const IMPORT_DEPTH: usize = 4;
+
+/// The function a callee expression names in the tree: `self.m` (a method of the class it
+/// is read in), a function of the module or one it imports, `module.f` of an imported module
+/// of the tree, or the function a lambda calls (`lambda params: handle(self, params)`).
+pub fn resolve_callable<'a>(files: &'a [Parsed], file: usize, expr: Node<'a>) -> Option<At<'a>> {
+    let src = files[file].file.text.as_str();
+    match expr.kind() {
+        "attribute" => {
+            let obj = expr.child_by_field_name("object")?;
+            let name = text(expr.child_by_field_name("attribute")?, src);
+            if text(obj, src) != "self" {
+                return (obj.kind() == "identifier")
+                    .then(|| {
+                        imported_module(files, file, text(obj, src))
+                            .into_iter()
+                            .find_map(|m| function_named(files, m, name, 1))
+                    })
+                    .flatten();
+            }
+            let class = enclosing_class(expr)?;
+            methods(class)
+                .into_iter()
+                .find(|m| name_of(*m, src) == name)
+                .map(|m| At { file, node: m })
+        }
+        "identifier" => function_named(files, file, text(expr, src), 0),
+        "lambda" => {
+            let body = expr.child_by_field_name("body")?;
+            let call = if body.kind() == "await" {
+                body.named_child(0)?
+            } else {
+                body
+            };
+            (call.kind() == "call")
+                .then(|| resolve_callable(files, file, call.child_by_field_name("function")?))
+                .flatten()
+        }
+        _ => None,
+    }
+}
+
+/// The class a definition is a method of (not through a nested function).
+pub fn class_of(def: Node) -> Option<Node> {
+    let mut cur = def.parent();
+    while let Some(n) = cur {
+        match n.kind() {
+            "class_definition" => return Some(n),
+            "function_definition" => return None,
+            _ => cur = n.parent(),
+        }
+    }
+    None
+}
+
+/// A module-level function of a file by name, or the one it imports under that name.
+pub fn function_named<'a>(
+    files: &'a [Parsed],
+    file: usize,
+    name: &str,
+    depth: usize,
+) -> Option<At<'a>> {
+    let src = files[file].file.text.as_str();
+    let root = files[file].tree().root_node();
+    if let Some(f) = top_level_functions(root)
+        .into_iter()
+        .find(|f| name_of(*f, src) == name)
+    {
+        return Some(At { file, node: f });
+    }
+    if depth > IMPORT_DEPTH {
+        return None;
+    }
+    imported_from(files, file, name)
+        .into_iter()
+        .find_map(|(target, orig)| function_named(files, target, &orig, depth + 1))
+}
+
+/// The files (and the names there) a module-level `from <module> import <orig> as <name>` of
+/// a file takes `name` from.
+pub fn imported_from(files: &[Parsed], file: usize, name: &str) -> Vec<(usize, String)> {
+    let src = files[file].file.text.as_str();
+    let mut out = Vec::new();
+    for imp in descendants(files[file].tree().root_node(), "import_from_statement") {
+        let Some(module) = imp.child_by_field_name("module_name").map(|m| text(m, src)) else {
+            continue;
+        };
+        for (orig, local) in imported_names(imp, src) {
+            if local == name {
+                out.extend(
+                    module_files(files, file, module)
+                        .into_iter()
+                        .map(|t| (t, orig.to_string())),
+                );
+            }
+        }
+    }
+    out
+}
+
+/// The files of the tree a name of a file stands for as a module: `from pkg import mod`,
+/// `from . import mod`, `import pkg.mod as mod`, `import mod`.
+fn imported_module(files: &[Parsed], file: usize, name: &str) -> Vec<usize> {
+    let src = files[file].file.text.as_str();
+    let root = files[file].tree().root_node();
+    let mut out = Vec::new();
+    for imp in descendants(root, "import_from_statement") {
+        let Some(module) = imp.child_by_field_name("module_name").map(|m| text(m, src)) else {
+            continue;
+        };
+        for (orig, local) in imported_names(imp, src) {
+            if local == name {
+                let sep = if module.ends_with('.') { "" } else { "." };
+                out.extend(module_files(files, file, &format!("{module}{sep}{orig}")));
+            }
+        }
+    }
+    for imp in descendants(root, "import_statement") {
+        let mut c = imp.walk();
+        for n in imp.children_by_field_name("name", &mut c) {
+            let (module, local) = match n.kind() {
+                "aliased_import" => (
+                    n.child_by_field_name("name").map(|x| text(x, src)),
+                    n.child_by_field_name("alias").map(|x| text(x, src)),
+                ),
+                _ => (Some(text(n, src)), Some(text(n, src))),
+            };
+            if local == Some(name)
+                && let Some(module) = module
+            {
+                out.extend(module_files(files, file, module));
+            }
+        }
+    }
+    out
+}
+
+/// The files of the tree a `from <module> import` may name (relative or absolute).
+pub fn module_files(files: &[Parsed], from: usize, module: &str) -> Vec<usize> {
+    let dots = module.chars().take_while(|c| *c == '.').count();
+    let rest = module[dots..].replace('.', "/");
+    let path = if dots > 0 {
+        let mut dir: Vec<&str> = files[from].file.rel.split('/').collect();
+        dir.pop();
+        for _ in 1..dots {
+            dir.pop();
+        }
+        let base = dir.join("/");
+        [base.as_str(), rest.as_str()]
+            .iter()
+            .filter(|s| !s.is_empty())
+            .copied()
+            .collect::<Vec<_>>()
+            .join("/")
+    } else {
+        rest
+    };
+    let wanted = [format!("{path}.py"), format!("{path}/__init__.py")];
+    files
+        .iter()
+        .enumerate()
+        .filter(|(_, p)| {
+            wanted
+                .iter()
+                .any(|w| p.file.rel == *w || p.file.rel.ends_with(&format!("/{w}")))
+        })
+        .map(|(i, _)| i)
+        .collect()
+}
+
+/// The reads of a name bound at `decl`, after it, in its function (or module).
+pub fn reads<'a>(files: &'a [Parsed], file: usize, decl: Node<'a>, name: &str) -> Vec<Node<'a>> {
+    let src = files[file].file.text.as_str();
+    let scope = enclosing_function(decl)
+        .and_then(|f| f.child_by_field_name("body"))
+        .unwrap_or_else(|| files[file].tree().root_node());
+    descendants(scope, "identifier")
+        .into_iter()
+        .filter(|n| n.id() != decl.id() && text(*n, src) == name)
+        .filter(|n| n.start_byte() > decl.start_byte())
+        .filter(|n| {
+            n.parent().is_none_or(|p| {
+                let assigned = matches!(p.kind(), "assignment" | "for_statement")
+                    && p.child_by_field_name("left") == Some(*n);
+                let attribute =
+                    p.kind() == "attribute" && p.child_by_field_name("attribute") == Some(*n);
+                !assigned && !attribute && p.kind() != "keyword_argument"
+            })
+        })
+        .collect()
+}
+
+/// Every call of a function of the tree (`f(...)` resolving to it, `self.f(...)` in its class).
+pub fn calls_of<'a>(files: &'a [Parsed], file: usize, func: Node<'a>) -> Vec<(usize, Node<'a>)> {
+    let name = name_of(func, &files[file].file.text).to_string();
+    let mut out = Vec::new();
+    for (i, p) in files.iter().enumerate() {
+        if !is_agent_file(p) || !p.file.text.contains(name.as_str()) {
+            continue;
+        }
+        for c in descendants(p.tree().root_node(), "call") {
+            if callee_name(c, &p.file.text) != name {
+                continue;
+            }
+            let target = c
+                .child_by_field_name("function")
+                .and_then(|f| resolve_callable(files, i, f));
+            if target.is_some_and(|t| t.file == file && t.node.id() == func.id()) {
+                out.push((i, c));
+            }
+        }
+    }
+    out
+}
+
+/// Parsed files of a tree given as (path, text) pairs, for the wire modules' tests.
+#[cfg(test)]
+pub fn tree(files: &[(&str, &str)]) -> Vec<Parsed> {
+    files
+        .iter()
+        .map(|(rel, text)| {
+            let file =
+                crate::source::SourceFile::from_text(rel.into(), rel.to_string(), text.to_string());
+            Parsed::new(file, super::super::syntax::PARSER)
+        })
+        .collect()
+}
