@@ -150,8 +150,17 @@ fn every_real_agent_patched_with_no_pin_runs_end_to_end() {
         );
         return;
     }
-    let agents = agents();
-    assert!(!agents.is_empty(), "no fixtures/real-agents/*/agent.toml");
+    // ACP_PATCH_REAL_AGENTS_ONLY=a,b: only those folders (a rerun of one agent)
+    let only = std::env::var("ACP_PATCH_REAL_AGENTS_ONLY").unwrap_or_default();
+    let only: Vec<&str> = only.split(',').filter(|s| !s.is_empty()).collect();
+    let agents: Vec<_> = agents()
+        .into_iter()
+        .filter(|a| only.is_empty() || only.contains(&a.name.as_str()))
+        .collect();
+    assert!(
+        !agents.is_empty(),
+        "no fixtures/real-agents/*/agent.toml (or none named by ACP_PATCH_REAL_AGENTS_ONLY)"
+    );
     let mut failed = Vec::new();
     for agent in &agents {
         match std::panic::catch_unwind(|| patch_and_run(agent)) {
