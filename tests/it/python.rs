@@ -1223,3 +1223,37 @@ fn apply_keeps_file_permissions() {
     let mode = std::fs::metadata(&path).unwrap().permissions().mode() & 0o777;
     assert_eq!(mode, 0o750);
 }
+
+#[test]
+fn an_agent_without_an_sdk_or_its_method_name_is_found_by_its_prompt_pin() {
+    let dir = copy_tree(&fixture("python/raw_functions").join("before"));
+    // nothing names `session/prompt`: detection has only the pin to go by
+    edit(
+        &dir.path().join("wirefn/main.py"),
+        "case \"session/prompt\":",
+        "case m if m.endswith(\"/prompt\"):",
+    );
+    let run = acp_patch(&["apply", "--dry-run", path_str(dir.path())], None);
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    assert!(
+        run.stderr.contains("no ACP agent found")
+            && run.stderr.contains("acp-patch.toml pins no prompt handler"),
+        "{}",
+        run.stderr
+    );
+    write(
+        dir.path(),
+        "acp-patch.toml",
+        "[python]\nprompt = \"wirefn/prompt.py:handle_prompt\"\n",
+    );
+    let run = acp_patch(&["apply", path_str(dir.path())], None);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(
+        std::fs::read_to_string(dir.path().join("wirefn/prompt.py"))
+            .unwrap()
+            .contains("acp_progress"),
+        "the pinned handler is patched"
+    );
+    let verify = acp_patch(&["verify", path_str(dir.path())], None);
+    assert_eq!(verify.code, 0, "{}", verify.stdout);
+}
