@@ -5,9 +5,11 @@ use crate::config::Config;
 use crate::error::{Error, Result};
 use crate::render::Templates;
 use crate::source::{NotUtf8, SourceFile, rel_path};
+use std::any::Any;
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 
 /// Folders that never hold the agent's own code.
 const SKIP_DIRS: &[&str] = &[
@@ -48,6 +50,47 @@ pub struct Project {
     /// change not written yet: revert re-plans the reverted tree in memory. Read them with
     /// [`Project::read_source`].
     pub overlay: Vec<SourceFile>,
+    /// What the languages derive from this tree state (a language's analysis), computed
+    /// once and shared by plan, verify and inventory. A project is never changed after it is
+    /// made (`after` makes another), so nothing here goes stale.
+    pub derived: Derived,
+}
+
+/// Results a language computes once per tree state, by key (see [`Project::derived`]).
+/// A clone starts empty: it is another project as far as the cache knows.
+#[derive(Default)]
+pub struct Derived(Mutex<HashMap<&'static str, Arc<dyn Any + Send + Sync>>>);
+
+impl Clone for Derived {
+    fn clone(&self) -> Self {
+        Derived::default()
+    }
+}
+
+impl std::fmt::Debug for Derived {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Derived")
+    }
+}
+
+impl Derived {
+    /// The value under `key`, made by `make` on the first call that succeeds (a failure is
+    /// not kept: the next call makes it again, and fails the same way).
+    pub fn get_or_try<T: Any + Send + Sync, E>(
+        &self,
+        key: &'static str,
+        make: impl FnOnce() -> std::result::Result<T, E>,
+    ) -> std::result::Result<Arc<T>, E> {
+        if let Some(v) = self.0.lock().expect("no poison").get(key) {
+            return Ok(v.clone().downcast::<T>().expect("one type per key"));
+        }
+        let v = Arc::new(make()?);
+        self.0
+            .lock()
+            .expect("no poison")
+            .insert(key, v.clone() as Arc<dyn Any + Send + Sync>);
+        Ok(v)
+    }
 }
 
 /// File names of package manifests and build configs (see [`Project::manifests`]).
@@ -165,6 +208,7 @@ impl Project {
             leftovers: Vec::new(),
             manifests: Vec::new(),
             overlay: Vec::new(),
+            derived: Derived::default(),
         };
         read_sources(&mut project, limits, extensions)?;
         Ok(project)
@@ -199,6 +243,7 @@ impl Project {
             leftovers: Vec::new(),
             manifests: self.manifests.clone(),
             overlay: self.overlay.clone(),
+            derived: Derived::default(),
         };
         for fp in &plan.files {
             let path = &fp.file.path;
@@ -297,10 +342,13 @@ fn check_templates_dir(dir: &Path, given_by: &str) -> Result<PathBuf> {
     Ok(dir.to_path_buf())
 }
 
+type Source = (PathBuf, Option<PathBuf>, std::io::Result<Vec<u8>>);
+
 /// What the walk found, shared by its threads.
 #[derive(Default)]
 struct Found {
-    sources: Mutex<Vec<(PathBuf, Option<PathBuf>)>>,
+    /// (path, link target, its bytes) of every source file, read by the walk's threads.
+    sources: Mutex<Vec<Source>>,
     manifests: Mutex<Vec<PathBuf>>,
     skipped: Mutex<Vec<(String, String)>>,
     entries: AtomicUsize,
@@ -443,11 +491,13 @@ fn read_sources(project: &mut Project, limits: Limits, extensions: &[&str]) -> R
                     found.stop.store(true, Ordering::Relaxed);
                     return ignore::WalkState::Quit;
                 }
+                // read here, on the walk's threads: the reads overlap the walk
+                let bytes = std::fs::read(e.path());
                 found
                     .sources
                     .lock()
                     .expect("no poison")
-                    .push((e.into_path(), target));
+                    .push((e.into_path(), target, bytes));
                 ignore::WalkState::Continue
             })
         });
@@ -482,9 +532,9 @@ fn read_sources(project: &mut Project, limits: Limits, extensions: &[&str]) -> R
         });
     }
     let mut sources = found.sources.into_inner().expect("no poison");
-    sources.sort();
-    for (path, target) in sources {
-        let bytes = std::fs::read(&path).map_err(crate::error::io_err(&path))?;
+    sources.sort_by(|a, b| a.0.cmp(&b.0));
+    for (path, target, bytes) in sources {
+        let bytes = bytes.map_err(crate::error::io_err(&path))?;
         let rel = rel_path(&project.root, &path);
         if let Some(target) = target {
             project.symlinks.push((rel.clone(), target));
