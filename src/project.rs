@@ -342,13 +342,10 @@ fn check_templates_dir(dir: &Path, given_by: &str) -> Result<PathBuf> {
     Ok(dir.to_path_buf())
 }
 
-type Source = (PathBuf, Option<PathBuf>, std::io::Result<Vec<u8>>);
-
 /// What the walk found, shared by its threads.
 #[derive(Default)]
 struct Found {
-    /// (path, link target, its bytes) of every source file, read by the walk's threads.
-    sources: Mutex<Vec<Source>>,
+    sources: Mutex<Vec<(PathBuf, Option<PathBuf>)>>,
     manifests: Mutex<Vec<PathBuf>>,
     skipped: Mutex<Vec<(String, String)>>,
     entries: AtomicUsize,
@@ -491,13 +488,11 @@ fn read_sources(project: &mut Project, limits: Limits, extensions: &[&str]) -> R
                     found.stop.store(true, Ordering::Relaxed);
                     return ignore::WalkState::Quit;
                 }
-                // read here, on the walk's threads: the reads overlap the walk
-                let bytes = std::fs::read(e.path());
                 found
                     .sources
                     .lock()
                     .expect("no poison")
-                    .push((e.into_path(), target, bytes));
+                    .push((e.into_path(), target));
                 ignore::WalkState::Continue
             })
         });
@@ -532,8 +527,11 @@ fn read_sources(project: &mut Project, limits: Limits, extensions: &[&str]) -> R
         });
     }
     let mut sources = found.sources.into_inner().expect("no poison");
-    sources.sort_by(|a, b| a.0.cmp(&b.0));
-    for (path, target, bytes) in sources {
+    sources.sort();
+    // read on all cores once the walk has kept within the limits (a tree refused is never
+    // read), in the sorted order
+    let all = read_all(sources.iter().map(|(p, _)| p.as_path()).collect());
+    for ((path, target), bytes) in sources.into_iter().zip(all) {
         let bytes = bytes.map_err(crate::error::io_err(&path))?;
         let rel = rel_path(&project.root, &path);
         if let Some(target) = target {
@@ -551,6 +549,27 @@ fn read_sources(project: &mut Project, limits: Limits, extensions: &[&str]) -> R
     project.leftovers = std::mem::take(&mut *leftovers.lock().expect("no poison"));
     project.leftovers.sort();
     Ok(())
+}
+
+/// The bytes of every file, in order, read by as many threads as there are cores.
+fn read_all(paths: Vec<&Path>) -> Vec<std::io::Result<Vec<u8>>> {
+    let threads = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .min(paths.len());
+    if threads < 2 {
+        return paths.into_iter().map(std::fs::read).collect();
+    }
+    let chunk = paths.len().div_ceil(threads);
+    std::thread::scope(|s| {
+        let parts: Vec<_> = paths
+            .chunks(chunk)
+            .map(|c| s.spawn(move || c.iter().map(std::fs::read).collect::<Vec<_>>()))
+            .collect();
+        parts
+            .into_iter()
+            .flat_map(|h| h.join().expect("a read does not panic"))
+            .collect()
+    })
 }
 
 /// Whether a file name is one of apply's temporary files (also the older
