@@ -5,9 +5,11 @@ use crate::config::Config;
 use crate::error::{Error, Result};
 use crate::render::Templates;
 use crate::source::{NotUtf8, SourceFile, rel_path};
+use std::any::Any;
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 
 /// Folders that never hold the agent's own code.
 const SKIP_DIRS: &[&str] = &[
@@ -48,6 +50,47 @@ pub struct Project {
     /// change not written yet: revert re-plans the reverted tree in memory. Read them with
     /// [`Project::read_source`].
     pub overlay: Vec<SourceFile>,
+    /// What the languages derive from this tree state (a language's analysis), computed
+    /// once and shared by plan, verify and inventory. A project is never changed after it is
+    /// made (`after` makes another), so nothing here goes stale.
+    pub derived: Derived,
+}
+
+/// Results a language computes once per tree state, by key (see [`Project::derived`]).
+/// A clone starts empty: it is another project as far as the cache knows.
+#[derive(Default)]
+pub struct Derived(Mutex<HashMap<&'static str, Arc<dyn Any + Send + Sync>>>);
+
+impl Clone for Derived {
+    fn clone(&self) -> Self {
+        Derived::default()
+    }
+}
+
+impl std::fmt::Debug for Derived {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Derived")
+    }
+}
+
+impl Derived {
+    /// The value under `key`, made by `make` on the first call that succeeds (a failure is
+    /// not kept: the next call makes it again, and fails the same way).
+    pub fn get_or_try<T: Any + Send + Sync, E>(
+        &self,
+        key: &'static str,
+        make: impl FnOnce() -> std::result::Result<T, E>,
+    ) -> std::result::Result<Arc<T>, E> {
+        if let Some(v) = self.0.lock().expect("no poison").get(key) {
+            return Ok(v.clone().downcast::<T>().expect("one type per key"));
+        }
+        let v = Arc::new(make()?);
+        self.0
+            .lock()
+            .expect("no poison")
+            .insert(key, v.clone() as Arc<dyn Any + Send + Sync>);
+        Ok(v)
+    }
 }
 
 /// File names of package manifests and build configs (see [`Project::manifests`]).
@@ -165,6 +208,7 @@ impl Project {
             leftovers: Vec::new(),
             manifests: Vec::new(),
             overlay: Vec::new(),
+            derived: Derived::default(),
         };
         read_sources(&mut project, limits, extensions)?;
         Ok(project)
@@ -199,6 +243,7 @@ impl Project {
             leftovers: Vec::new(),
             manifests: self.manifests.clone(),
             overlay: self.overlay.clone(),
+            derived: Derived::default(),
         };
         for fp in &plan.files {
             let path = &fp.file.path;
@@ -483,8 +528,11 @@ fn read_sources(project: &mut Project, limits: Limits, extensions: &[&str]) -> R
     }
     let mut sources = found.sources.into_inner().expect("no poison");
     sources.sort();
-    for (path, target) in sources {
-        let bytes = std::fs::read(&path).map_err(crate::error::io_err(&path))?;
+    // read on all cores once the walk has kept within the limits (a tree refused is never
+    // read), in the sorted order
+    let all = read_all(sources.iter().map(|(p, _)| p.as_path()).collect());
+    for ((path, target), bytes) in sources.into_iter().zip(all) {
+        let bytes = bytes.map_err(crate::error::io_err(&path))?;
         let rel = rel_path(&project.root, &path);
         if let Some(target) = target {
             project.symlinks.push((rel.clone(), target));
@@ -501,6 +549,27 @@ fn read_sources(project: &mut Project, limits: Limits, extensions: &[&str]) -> R
     project.leftovers = std::mem::take(&mut *leftovers.lock().expect("no poison"));
     project.leftovers.sort();
     Ok(())
+}
+
+/// The bytes of every file, in order, read by as many threads as there are cores.
+fn read_all(paths: Vec<&Path>) -> Vec<std::io::Result<Vec<u8>>> {
+    let threads = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .min(paths.len());
+    if threads < 2 {
+        return paths.into_iter().map(std::fs::read).collect();
+    }
+    let chunk = paths.len().div_ceil(threads);
+    std::thread::scope(|s| {
+        let parts: Vec<_> = paths
+            .chunks(chunk)
+            .map(|c| s.spawn(move || c.iter().map(std::fs::read).collect::<Vec<_>>()))
+            .collect();
+        parts
+            .into_iter()
+            .flat_map(|h| h.join().expect("a read does not panic"))
+            .collect()
+    })
 }
 
 /// Whether a file name is one of apply's temporary files (also the older

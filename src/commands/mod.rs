@@ -117,6 +117,9 @@ pub(crate) fn each_agent<T>(
     mut each: impl FnMut(&'static dyn Language) -> Result<T>,
 ) -> Result<Vec<(&'static dyn Language, T)>> {
     let langs = agents(project)?;
+    for lang in &langs {
+        lang.prefetch_toolchain(project);
+    }
     let several = langs.len() > 1;
     let mut done = Vec::new();
     let mut no_agent = None;

@@ -280,9 +280,53 @@ fn agent_venv(root: &Path) -> Option<PathBuf> {
         .filter(|p| p.is_file())
 }
 
+/// What the search of the machine's interpreters depends on: a search made under other
+/// values (a test that changes PATH) is made again.
+fn search_key() -> [Option<std::ffi::OsString>; 4] {
+    ["PATH", "HOME", "PYENV_ROOT", "UV_PYTHON_INSTALL_DIR"].map(std::env::var_os)
+}
+
+type Search = ([Option<std::ffi::OsString>; 4], Vec<Choice>);
+
+fn searches() -> &'static std::sync::Mutex<Vec<std::sync::Arc<std::sync::OnceLock<Search>>>> {
+    static SEARCHES: std::sync::OnceLock<
+        std::sync::Mutex<Vec<std::sync::Arc<std::sync::OnceLock<Search>>>>,
+    > = std::sync::OnceLock::new();
+    SEARCHES.get_or_init(Default::default)
+}
+
+/// Starts the search of the machine's interpreters on a thread of its own (it runs a
+/// `python3` for its version), so the start-up check finds it done: called when the tree
+/// holds a Python agent and no interpreter is named, before the tree is analysed.
+pub fn prefetch(project: &Project) {
+    if project.python.is_some() || std::env::var_os("ACP_PATCH_PYTHON").is_some() {
+        return;
+    }
+    let slot = std::sync::Arc::new(std::sync::OnceLock::new());
+    searches().lock().expect("no poison").push(slot.clone());
+    let key = search_key();
+    std::thread::spawn(move || {
+        slot.get_or_init(|| (key, search_installed()));
+    });
+}
+
 /// The interpreters on the machine, in the order they are preferred: `python3` on PATH,
-/// `python3.N` on PATH (oldest first), then pyenv's and uv's installs and the system's.
+/// `python3.N` on PATH (oldest first), then pyenv's and uv's installs and the system's (the
+/// prefetched search when it was made under the same environment).
 fn installed() -> Vec<Choice> {
+    let key = search_key();
+    let slots: Vec<_> = searches().lock().expect("no poison").clone();
+    for slot in slots {
+        // waits for a search still running
+        let (k, found) = slot.get_or_init(|| (key.clone(), search_installed()));
+        if *k == key {
+            return found.clone();
+        }
+    }
+    search_installed()
+}
+
+fn search_installed() -> Vec<Choice> {
     let mut out: Vec<Choice> = Vec::new();
     // `known`: the version an install folder's name says (no need to run it)
     let push =

@@ -73,7 +73,35 @@ struct Analysis<'a> {
     note: Option<String>,
 }
 
+/// One analysis of a tree state with the files it points into, shared by plan, verify and
+/// inventory of the same project (see [`Project::derived`]).
+struct Analyzed {
+    // declared first, so dropped first: its nodes point into `files`' trees
+    analysis: Analysis<'static>,
+    files: Vec<Parsed>,
+}
+
+impl Analyzed {
+    fn get(&self) -> (&[Parsed], &Analysis<'_>) {
+        (&self.files, &self.analysis)
+    }
+}
+
 impl Python {
+    /// The tree's files and their analysis, computed once per project.
+    fn analyzed(&self, project: &Project) -> Result<std::sync::Arc<Analyzed>> {
+        project.derived.get_or_try("python.analysis", || {
+            let files = self.files(project)?;
+            let analysis = self.analyze(project, &files)?;
+            // SAFETY: the analysis' nodes point into the trees the parsed files own (tree-sitter
+            // trees live on the C heap, so moving the files moves no tree); `Analyzed` keeps
+            // the files as long as the analysis and drops the analysis first.
+            let analysis =
+                unsafe { std::mem::transmute::<Analysis<'_>, Analysis<'static>>(analysis) };
+            Ok(Analyzed { analysis, files })
+        })
+    }
+
     /// The files worth parsing, and then, from the modules that import the SDK, the modules
     /// defining a class they import or derive from (an agent class of a module that never
     /// names the SDK, its mixins' bases in turn) and the modules calling the agent's own
@@ -333,11 +361,11 @@ impl Language for Python {
     }
 
     fn plan(&self, project: &Project) -> Result<Plan> {
-        let files = self.files(project)?;
-        let analysis = self.analyze(project, &files)?;
+        let analyzed = self.analyzed(project)?;
+        let (files, analysis) = analyzed.get();
         // never write code that reads a name where it is not bound
         if let Some(f) = self
-            .planned_findings(&files, &analysis.parts)?
+            .planned_findings(files, &analysis.parts)?
             .into_iter()
             .find(|f| f.status != Status::Ok)
         {
@@ -350,7 +378,7 @@ impl Language for Python {
                 ),
             });
         }
-        let mut plan = parts::plan(&files, &analysis.parts)?;
+        let mut plan = parts::plan(files, &analysis.parts)?;
         plan.notes.extend(analysis.note.clone());
         for &i in &analysis.stale {
             plan.delete(&files[i].file);
@@ -363,6 +391,10 @@ impl Language for Python {
         Ok(plan)
     }
 
+    fn prefetch_toolchain(&self, project: &Project) {
+        interpreter::prefetch(project);
+    }
+
     fn startup_check(
         &self,
         project: &Project,
@@ -373,18 +405,18 @@ impl Language for Python {
     }
 
     fn inventory(&self, project: &Project) -> Result<parts::Inventory> {
-        let files = self.files(project)?;
-        let analysis = self.analyze(project, &files)?;
-        Ok(parts::Inventory::new(&files, analysis.parts, MARKER))
+        let analyzed = self.analyzed(project)?;
+        let (files, analysis) = analyzed.get();
+        Ok(parts::Inventory::new(files, analysis.parts.clone(), MARKER))
     }
 
     fn verify(&self, project: &Project) -> Result<Vec<Report>> {
-        let files = self.files(project)?;
-        let analysis = self.analyze(project, &files)?;
-        let mut findings = analysis.findings;
+        let analyzed = self.analyzed(project)?;
+        let (files, analysis) = analyzed.get();
+        let mut findings = analysis.findings.clone();
         let ours = defined_by(&analysis.parts);
-        findings.extend(placement::findings(&files, &ours, &analysis.prompts));
-        findings.extend(self.planned_findings(&files, &analysis.parts)?);
+        findings.extend(placement::findings(files, &ours, &analysis.prompts));
+        findings.extend(self.planned_findings(files, &analysis.parts)?);
         let naming = Naming {
             language: self.name(),
             checks: if analysis.shape == "protocol" {
@@ -402,7 +434,7 @@ impl Language for Python {
             },
             marker: MARKER,
         };
-        let mut calls = placement::hook_calls(&files);
+        let mut calls = placement::hook_calls(files);
         for state in calls.iter_mut() {
             state.retain(|(f, _)| !analysis.stale.contains(f));
         }
@@ -421,12 +453,12 @@ impl Language for Python {
         if analysis.runtimes.len() < 2 {
             let root = project.root.display().to_string();
             let mut report =
-                parts::report(&root, &files, &analysis.parts, &calls, &findings, &naming)?;
-            report.notes.extend(analysis.note);
+                parts::report(&root, files, &analysis.parts, &calls, &findings, &naming)?;
+            report.notes.extend(analysis.note.clone());
             return Ok(vec![report]);
         }
         // several agents (import roots), each with its runtime module: judged one by one
-        let agent = agent_of_files(project, &files, &analysis.runtimes);
+        let agent = agent_of_files(project, files, &analysis.runtimes);
         let mut reports = Vec::new();
         for (i, r) in analysis.runtimes.iter().enumerate() {
             let parts: Vec<Part> = analysis
@@ -445,7 +477,7 @@ impl Language for Python {
                 .map(|state| state.into_iter().filter(|(f, _)| agent[*f] == i).collect());
             let root = project.root.join(&r.root).display().to_string();
             reports.push(parts::report(
-                &root, &files, &parts, &calls, &findings, &naming,
+                &root, files, &parts, &calls, &findings, &naming,
             )?);
         }
         Ok(reports)

@@ -114,7 +114,15 @@ impl TypeScript {
         self.parse_all(project)
     }
 
-    fn analyze(&self, project: &Project) -> Result<Analysis> {
+    /// The analysis of the tree, computed once per project (plan, verify and inventory
+    /// share it; see [`Project::derived`]).
+    fn analyze(&self, project: &Project) -> Result<std::sync::Arc<Analysis>> {
+        project
+            .derived
+            .get_or_try("typescript.analysis", || self.analyze_now(project))
+    }
+
+    fn analyze_now(&self, project: &Project) -> Result<Analysis> {
         let files = self.parse_all(project);
         let javascript = files.iter().any(|p| is_js(&p.file.rel));
         let chosen = project.config.typescript.chosen_strategy();
@@ -172,11 +180,11 @@ impl Language for TypeScript {
     }
 
     fn plan(&self, project: &Project) -> Result<Plan> {
-        match self.analyze(project)? {
-            Analysis::Engine { files, parts } => parts::plan(&files, &parts),
+        match &*self.analyze(project)? {
+            Analysis::Engine { files, parts } => parts::plan(files, parts),
             Analysis::Protocol(a, note) => {
                 let mut plan = parts::plan(&a.files, &a.parts)?;
-                plan.notes.extend(note);
+                plan.notes.extend(note.clone());
                 Ok(plan)
             }
         }
@@ -200,11 +208,13 @@ impl Language for TypeScript {
     }
 
     fn inventory(&self, project: &Project) -> Result<parts::Inventory> {
-        Ok(match self.analyze(project)? {
+        Ok(match &*self.analyze(project)? {
             Analysis::Engine { files, parts } => {
-                parts::Inventory::new(&files, parts, "acpProgress")
+                parts::Inventory::new(files, parts.clone(), "acpProgress")
             }
-            Analysis::Protocol(a, _) => parts::Inventory::new(&a.files, a.parts, protocol::NS),
+            Analysis::Protocol(a, _) => {
+                parts::Inventory::new(&a.files, a.parts.clone(), protocol::NS)
+            }
         })
     }
 
@@ -216,7 +226,7 @@ impl Language for TypeScript {
                 .any(|(n, _)| n == name)
         };
         let mut strategy_note = None;
-        let mut report = match self.analyze(project)? {
+        let mut report = match &*self.analyze(project)? {
             Analysis::Engine { files, parts } => {
                 let naming = Naming {
                     language: self.name(),
@@ -227,10 +237,10 @@ impl Language for TypeScript {
                     has_function: &has_function,
                     marker: "acpProgress",
                 };
-                parts::report(&root, &files, &parts, &hook_calls(&files), &[], &naming)
+                parts::report(&root, files, parts, &hook_calls(files), &[], &naming)
             }
             Analysis::Protocol(a, note) => {
-                strategy_note = note;
+                strategy_note = note.clone();
                 let naming = Naming {
                     language: self.name(),
                     checks: parts::PROTOCOL_CHECKS,
