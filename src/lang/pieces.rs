@@ -19,6 +19,26 @@ pub enum PresentAt {
     Repeated,
 }
 
+/// A language's builder that holds the shared one in a field `pieces` reads and pushes
+/// through it as if it were it: `extends_pieces!(Builder)`.
+macro_rules! extends_pieces {
+    ($builder:ident) => {
+        impl<'a> std::ops::Deref for $builder<'a> {
+            type Target = crate::lang::pieces::Pieces<'a, crate::lang::parts::Parsed>;
+            fn deref(&self) -> &Self::Target {
+                &self.pieces
+            }
+        }
+
+        impl std::ops::DerefMut for $builder<'_> {
+            fn deref_mut(&mut self) -> &mut Self::Target {
+                &mut self.pieces
+            }
+        }
+    };
+}
+pub(crate) use extends_pieces;
+
 pub struct Pieces<'a, P> {
     pub files: &'a [P],
     pub parts: Vec<Part>,

@@ -25,18 +25,7 @@ struct Builder<'a> {
     sites: std::collections::HashMap<String, String>,
 }
 
-impl<'a> std::ops::Deref for Builder<'a> {
-    type Target = Pieces<'a, Parsed>;
-    fn deref(&self) -> &Self::Target {
-        &self.pieces
-    }
-}
-
-impl std::ops::DerefMut for Builder<'_> {
-    fn deref_mut(&mut self) -> &mut Self::Target {
-        &mut self.pieces
-    }
-}
+crate::lang::pieces::extends_pieces!(Builder);
 
 impl<'a> Builder<'a> {
     fn src(&self) -> &'a str {

@@ -50,18 +50,7 @@ pub(super) struct Builder<'a> {
     commonjs: &'a [bool],
 }
 
-impl<'a> std::ops::Deref for Builder<'a> {
-    type Target = Pieces<'a, Parsed>;
-    fn deref(&self) -> &Self::Target {
-        &self.pieces
-    }
-}
-
-impl std::ops::DerefMut for Builder<'_> {
-    fn deref_mut(&mut self) -> &mut Self::Target {
-        &mut self.pieces
-    }
-}
+crate::lang::pieces::extends_pieces!(Builder);
 
 impl Builder<'_> {
     fn style(&self, file: usize) -> CodeStyle {
