@@ -127,6 +127,33 @@ impl Pin {
         }
     }
 
+    /// A Rust pin, `path/to/file.rs:Name` (the name may hold `::`).
+    pub fn parse_rust(s: &str) -> Pin {
+        match s.split_once(".rs:") {
+            Some((file, name)) => Pin {
+                file: format!("{}.rs", file.trim_start_matches("./")),
+                name: Some(name.to_string()),
+            },
+            None => Pin {
+                file: s.trim_start_matches("./").to_string(),
+                name: None,
+            },
+        }
+    }
+
+    /// Whether the pin names a candidate: its file, and its name when the pin has one.
+    pub fn takes(&self, c: &crate::error::Candidate) -> bool {
+        c.location.file == self.file && self.name.as_ref().is_none_or(|n| *n == c.name)
+    }
+
+    /// The `:Name` a pin ends with (empty for a whole file).
+    pub fn name_suffix(&self) -> String {
+        self.name
+            .as_ref()
+            .map(|n| format!(":{n}"))
+            .unwrap_or_default()
+    }
+
     pub fn matches(&self, rel: &str, qualified: Option<&str>) -> bool {
         rel == self.file
             && match (&self.name, qualified) {

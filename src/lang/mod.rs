@@ -1,6 +1,7 @@
 //! One module per language, all behind [`Language`].
 
 pub(crate) mod parts;
+pub(crate) mod pieces;
 pub mod python;
 pub mod rust;
 pub(crate) mod seal;

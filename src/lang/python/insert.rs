@@ -7,24 +7,25 @@ use super::package::Packages;
 use super::syntax::*;
 use crate::error::{Error, Result};
 use crate::lang::parts::*;
+use crate::lang::pieces::{Pieces, PresentAt};
+use crate::lang::tree::{own_line, start_above_comments};
 use crate::project::Project;
 use crate::render::{fill, reindent};
 use crate::source::{indent_at, line_end_after, line_start};
 use tree_sitter::Node;
 
+/// Python's builder: the shared one ([`Pieces`], its parts and findings) with the templates
+/// and the packages it renders from.
 pub struct Builder<'a> {
-    pub(super) files: &'a [Parsed],
+    pub pieces: Pieces<'a, Parsed>,
     pub(super) project: &'a Project,
     pub(super) packages: Packages,
     sites: std::collections::HashMap<String, String>,
-    pub parts: Vec<Part>,
-    /// Placement facts established while building (e.g. where the connection comes from).
-    pub findings: Vec<Finding>,
 }
 
-pub(super) fn line(n: Node) -> usize {
-    n.start_position().row + 1
-}
+crate::lang::pieces::extends_pieces!(Builder);
+
+pub(super) use crate::lang::tree::line;
 
 /// The statement text of `marker`'s first appearance among `nodes`, as a line number.
 pub(super) fn find_marker<'t>(
@@ -66,12 +67,10 @@ impl<'a> Builder<'a> {
     pub fn new(files: &'a [Parsed], project: &'a Project) -> Result<Builder<'a>> {
         let sites = crate::render::sections(&project.templates.get("python/sites.py")?, "# site: ");
         Ok(Builder {
-            files,
+            pieces: Pieces::new(files, PresentAt::Line),
             project,
             packages: Packages::new(project, files),
             sites,
-            parts: Vec::new(),
-            findings: Vec::new(),
         })
     }
 
@@ -91,30 +90,9 @@ impl<'a> Builder<'a> {
         ))
     }
 
-    pub(super) fn src(&self, file: usize) -> &'a str {
-        &self.files[file].file.text
-    }
-
-    pub(super) fn push(
-        &mut self,
-        checks: &'static [&'static str],
-        label: &'static str,
-        file: usize,
-        offset: usize,
-        text: String,
-        present: Option<usize>,
-    ) {
-        let source = &self.files[file].file;
-        let part = Part::insertion(source, file, checks, label, offset, text, present);
-        self.parts.push(part);
-    }
-
-    pub(super) fn unsupported(&self, at: At, message: &str) -> Error {
-        Error::Unsupported {
-            file: self.files[at.file].file.rel.clone(),
-            line: line(at.node),
-            message: message.to_string(),
-        }
+    /// The refusal of a shape apply cannot patch, at a node.
+    pub(super) fn refuse(&self, at: At, message: &str) -> Error {
+        self.pieces.unsupported(at.file, line(at.node), message)
     }
 
     /// Code lines before a statement, at its indentation.
@@ -128,24 +106,9 @@ impl<'a> Builder<'a> {
     ) -> Result<()> {
         let src = self.src(stmt.file);
         // Comments right above a statement describe it: new code goes above them.
-        let mut first = stmt.node;
-        for c in crate::lang::tree::preceding_siblings(stmt.node) {
-            let describes = c.kind() == "comment"
-                && c.end_position().row + 1 == first.start_position().row
-                && src[line_start(src, c.start_byte())..c.start_byte()]
-                    .trim()
-                    .is_empty();
-            if !describes {
-                break;
-            }
-            first = c;
-        }
-        let start = line_start(src, first.start_byte());
-        if !src[line_start(src, stmt.node.start_byte())..stmt.node.start_byte()]
-            .trim()
-            .is_empty()
-        {
-            return Err(self.unsupported(stmt, "the statement shares its line with other code; put it on its own line or pin another site"));
+        let start = start_above_comments(src, stmt.node);
+        if !own_line(src, stmt.node) {
+            return Err(self.refuse(stmt, "the statement shares its line with other code; put it on its own line or pin another site"));
         }
         let style = &self.files[stmt.file].file.style;
         let text = reindent(
@@ -197,10 +160,10 @@ impl<'a> Builder<'a> {
     ) -> Result<()> {
         let src = self.src(block.file);
         let present = find_marker(block_statements(block.node), marker, src);
-        let first = first_body_statement(block.node)
-            .ok_or_else(|| self.unsupported(block, "empty block"))?;
+        let first =
+            first_body_statement(block.node).ok_or_else(|| self.refuse(block, "empty block"))?;
         if line(first) == line(block.node.parent().unwrap_or(block.node)) {
-            return Err(self.unsupported(
+            return Err(self.refuse(
                 block,
                 "the block is on the same line as its header; put its body on its own lines",
             ));
@@ -237,7 +200,7 @@ impl<'a> Builder<'a> {
             .trim()
             .is_empty()
         {
-            return Err(self.unsupported(def, "the definition shares its line with other code"));
+            return Err(self.refuse(def, "the definition shares its line with other code"));
         }
         let eol = self.files[def.file].file.style.eol;
         let indent = indent_at(src, def.node.start_byte()).to_string();

@@ -40,7 +40,7 @@ pub(super) fn choose<'a>(
         .into_iter()
         .map(|(at, name)| (at, candidate(files, at, name)))
         .collect();
-    let pin = pin.map(|p| Pin::parse(p)).map(|p| (p.file, p.name));
+    let pin = pin.map(|p| Pin::parse(p));
     crate::lang::parts::choose(found, pin, site, pin_key, none)
 }
 

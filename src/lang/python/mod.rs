@@ -240,8 +240,8 @@ impl Python {
         let stale = protocol::stale_runtimes(files, &runtimes, &b.packages);
         Ok(Analysis {
             shape,
-            parts: b.parts,
-            findings: b.findings,
+            parts: b.pieces.parts,
+            findings: b.pieces.findings,
             prompts,
             runtimes,
             stale,

@@ -154,26 +154,16 @@ impl<'a> Builder<'a> {
             match &h.connection {
                 Connection::Attribute { attr, at, how } => {
                     args.push(format!("lambda {me}: {me}.{attr}"));
-                    self.findings.push(Finding {
-                        check: "connection",
-                        status: Status::Ok,
-                        file: at.file,
-                        line: line(at.node),
-                        detail: format!("`{}.{attr}` {how}", h.class_name),
-                    });
+                    let detail = format!("`{}.{attr}` {how}", h.class_name);
+                    self.finding("connection", Status::Ok, at.file, line(at.node), detail);
                 }
                 Connection::Wire { lambda, at } => {
                     args.push(format!("wire={lambda}"));
-                    self.findings.push(Finding {
-                        check: "connection",
-                        status: Status::Ok,
-                        file: at.file,
-                        line: line(at.node),
-                        detail: format!(
-                            "the agent's own writer of `session/update` messages, as {} calls it",
-                            qualified_name(at.node, self.src(at.file))
-                        ),
-                    });
+                    let detail = format!(
+                        "the agent's own writer of `session/update` messages, as {} calls it",
+                        qualified_name(at.node, self.src(at.file))
+                    );
+                    self.finding("connection", Status::Ok, at.file, line(at.node), detail);
                 }
                 Connection::Bind { method, param } => {
                     let msrc = self.src(method.file);

@@ -1,6 +1,7 @@
 //! Small helpers over the tree-sitter Python tree.
 
-pub use crate::lang::tree::{descendants, first_error, named_children, text, walk};
+use crate::lang::tree::{ancestor, child_of, field_children, named_children_code};
+pub use crate::lang::tree::{descendants, first_error, name_of, named_children, text, walk};
 use tree_sitter::{Node, Parser, Tree};
 
 /// The tree of a Python text (parsed once per run: see [`crate::lang::tree::cache`]).
@@ -131,12 +132,6 @@ pub fn descendants_same_scope<'t>(node: Node<'t>, kind: &str) -> Vec<Node<'t>> {
     out
 }
 
-pub fn name_of<'a>(node: Node, src: &'a str) -> &'a str {
-    node.child_by_field_name("name")
-        .map(|n| text(n, src))
-        .unwrap_or("")
-}
-
 /// The last identifier of a callee: `a.b.c(...)` → `c`, `f(...)` → `f`.
 pub fn callee_name<'a>(call: Node, src: &'a str) -> &'a str {
     match call.child_by_field_name("function") {
@@ -176,14 +171,7 @@ pub fn positional_args<'t>(call: Node<'t>) -> Vec<Node<'t>> {
 
 /// The nearest enclosing function definition.
 pub fn enclosing_function(node: Node) -> Option<Node> {
-    let mut cur = node.parent();
-    while let Some(n) = cur {
-        if n.kind() == "function_definition" {
-            return Some(n);
-        }
-        cur = n.parent();
-    }
-    None
+    ancestor(node, |n| n.kind() == "function_definition")
 }
 
 /// The nearest ancestor of a kind, stopping at function boundaries.
@@ -203,14 +191,7 @@ pub fn ancestor_in_function<'t>(node: Node<'t>, kind: &str) -> Option<Node<'t>> 
 
 /// The statement that directly holds `node` in a block (or the module).
 pub fn statement_of(node: Node) -> Node {
-    let mut cur = node;
-    while let Some(p) = cur.parent() {
-        if matches!(p.kind(), "block" | "module") {
-            return cur;
-        }
-        cur = p;
-    }
-    cur
+    child_of(node, |p| matches!(p.kind(), "block" | "module"))
 }
 
 /// `Class.method` / `outer.inner` / `func`: the dotted path of a definition.
@@ -229,24 +210,13 @@ pub fn qualified_name(def: Node, src: &str) -> String {
 
 /// The top-level statement (child of the module) that contains `node`, decorators included.
 pub fn top_level(node: Node) -> Node {
-    let mut cur = node;
-    while let Some(p) = cur.parent() {
-        if p.kind() == "module" {
-            return cur;
-        }
-        cur = p;
-    }
-    cur
+    child_of(node, |p| p.kind() == "module")
 }
 
 /// Statements of a function body, skipping a docstring and `nonlocal`/`global` lines:
 /// the first statement new code may go before.
 pub fn first_body_statement(body: Node) -> Option<Node> {
-    let mut cursor = body.walk();
-    let stmts: Vec<Node> = body
-        .named_children(&mut cursor)
-        .filter(|n| n.kind() != "comment")
-        .collect();
+    let stmts = named_children_code(body);
     let mut i = 0;
     if let Some(first) = stmts.first()
         && first.kind() == "expression_statement"
@@ -284,14 +254,7 @@ pub fn parameters<'t>(def: Node<'t>, src: &str) -> Vec<(String, Node<'t>)> {
 
 /// The class a node is in (through nested functions: a lambda in a method).
 pub fn enclosing_class(node: Node) -> Option<Node> {
-    let mut cur = node.parent();
-    while let Some(n) = cur {
-        if n.kind() == "class_definition" {
-            return Some(n);
-        }
-        cur = n.parent();
-    }
-    None
+    ancestor(node, |n| n.kind() == "class_definition")
 }
 
 /// The names a `from <module> import ...` statement binds: (the module's name, the local name).
@@ -311,15 +274,9 @@ pub fn imported_names<'a>(import_from: Node, src: &'a str) -> Vec<(&'a str, &'a 
 
 /// Top-level function definitions of a module (decorated ones too).
 pub fn top_level_functions(root: Node) -> Vec<Node> {
-    let mut cursor = root.walk();
-    root.named_children(&mut cursor)
-        .filter_map(|n| match n.kind() {
-            "function_definition" => Some(n),
-            "decorated_definition" => n
-                .child_by_field_name("definition")
-                .filter(|d| d.kind() == "function_definition"),
-            _ => None,
-        })
+    named_children(root)
+        .into_iter()
+        .filter_map(function_definition)
         .collect()
 }
 
@@ -506,19 +463,18 @@ pub fn calls(text: &str, name: &str) -> bool {
 
 /// The methods defined directly in a class body (decorated ones too).
 pub fn methods(class: Node) -> Vec<Node> {
-    let Some(body) = class.child_by_field_name("body") else {
-        return vec![];
-    };
-    named_children(body)
-        .into_iter()
-        .filter_map(|n| match n.kind() {
-            "function_definition" => Some(n),
-            "decorated_definition" => n
-                .child_by_field_name("definition")
-                .filter(|d| d.kind() == "function_definition"),
-            _ => None,
-        })
-        .collect()
+    field_children(class, "body", function_definition)
+}
+
+/// A function definition, decorated or not: the definition itself.
+fn function_definition(n: Node) -> Option<Node> {
+    match n.kind() {
+        "function_definition" => Some(n),
+        "decorated_definition" => n
+            .child_by_field_name("definition")
+            .filter(|d| d.kind() == "function_definition"),
+        _ => None,
+    }
 }
 
 pub fn is_async(def: Node, src: &str) -> bool {

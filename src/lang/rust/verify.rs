@@ -3,7 +3,8 @@
 //! reads is bound where it reads it, that the runtime module is the one apply writes, and the
 //! hook calls in it.
 
-use super::handlers::{Collected, Handler, Style};
+use super::collect::Collected;
+use super::handlers::{Handler, Style};
 use super::pieces::TurnEnd;
 use super::sdk::Dialect;
 use super::{Parsed, runtime};

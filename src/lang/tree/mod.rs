@@ -2,6 +2,9 @@
 //! the cache of every parse of a run (`cache`).
 
 pub(crate) mod cache;
+mod nodes;
+
+pub use nodes::*;
 
 use tree_sitter::{Node, Tree};
 

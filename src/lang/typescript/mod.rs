@@ -374,6 +374,4 @@ fn relative_imports(p: &Parsed) -> Vec<String> {
     out
 }
 
-fn line(n: tree_sitter::Node) -> usize {
-    n.start_position().row + 1
-}
+use crate::lang::tree::line;

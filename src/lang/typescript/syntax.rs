@@ -1,6 +1,7 @@
 //! Small helpers over the tree-sitter TypeScript tree.
 
-pub use crate::lang::tree::{descendants, first_error, named_children, text, walk};
+use crate::lang::tree::{ancestor, child_of, field_children, named_children_code};
+pub use crate::lang::tree::{descendants, first_error, name_of, named_children, text, walk};
 use tree_sitter::{Node, Parser, Tree};
 
 /// Parses TypeScript (`.ts`, `.mts`, `.cts`) or, with `tsx`, TSX (`.tsx`: JSX allowed, `<T>x`
@@ -98,12 +99,6 @@ pub fn mask_grammar_gaps(text: &str) -> std::borrow::Cow<'_, str> {
     }
 }
 
-pub fn name_of<'a>(node: Node, src: &'a str) -> &'a str {
-    node.child_by_field_name("name")
-        .map(|n| text(n, src))
-        .unwrap_or("")
-}
-
 /// Every class declaration of a file (exported ones too, nested ones too).
 pub fn classes(root: Node) -> Vec<Node> {
     let mut out = descendants(root, "class_declaration");
@@ -114,15 +109,9 @@ pub fn classes(root: Node) -> Vec<Node> {
 
 /// The methods of a class body, in order.
 pub fn methods(class: Node) -> Vec<Node> {
-    class
-        .child_by_field_name("body")
-        .map(|b| {
-            named_children(b)
-                .into_iter()
-                .filter(|m| m.kind() == "method_definition")
-                .collect()
-        })
-        .unwrap_or_default()
+    field_children(class, "body", |m| {
+        (m.kind() == "method_definition").then_some(m)
+    })
 }
 
 pub fn body(func: Node) -> Option<Node> {
@@ -137,14 +126,7 @@ pub fn is_async(func: Node) -> bool {
 
 /// The nearest enclosing function-like node (method, function, arrow function).
 pub fn enclosing_function(node: Node) -> Option<Node> {
-    let mut cur = node.parent();
-    while let Some(n) = cur {
-        if is_function(n) {
-            return Some(n);
-        }
-        cur = n.parent();
-    }
-    None
+    ancestor(node, is_function)
 }
 
 pub fn is_function(n: Node) -> bool {
@@ -180,14 +162,7 @@ pub fn parameters<'t>(func: Node<'t>, src: &str) -> Vec<(String, Node<'t>)> {
 
 /// The argument nodes of a call.
 pub fn arguments(call: Node) -> Vec<Node> {
-    call.child_by_field_name("arguments")
-        .map(|a| {
-            named_children(a)
-                .into_iter()
-                .filter(|n| n.kind() != "comment")
-                .collect()
-        })
-        .unwrap_or_default()
+    field_children(call, "arguments", |n| (n.kind() != "comment").then_some(n))
 }
 
 /// `a.b.c(...)` → (`a.b`, `c`); `f(...)` → (``, `f`).
@@ -235,34 +210,19 @@ pub fn object_property<'t>(obj: Node<'t>, key: &str, src: &str) -> Option<Node<'
 
 /// The statement that directly holds `node` in a statement block, a switch case or the program.
 pub fn statement_of(node: Node) -> Node {
-    let mut cur = node;
-    while let Some(p) = cur.parent() {
-        if matches!(p.kind(), "statement_block" | "program" | "switch_case") {
-            return cur;
-        }
-        cur = p;
-    }
-    cur
+    child_of(node, |p| {
+        matches!(p.kind(), "statement_block" | "program" | "switch_case")
+    })
 }
 
 /// The top-level statement (child of the program) that contains `node`.
 pub fn top_level(node: Node) -> Node {
-    let mut cur = node;
-    while let Some(p) = cur.parent() {
-        if p.kind() == "program" {
-            return cur;
-        }
-        cur = p;
-    }
-    cur
+    child_of(node, |p| p.kind() == "program")
 }
 
 /// Statements of a block, comments skipped.
 pub fn statements(block: Node) -> Vec<Node> {
-    named_children(block)
-        .into_iter()
-        .filter(|n| n.kind() != "comment")
-        .collect()
+    named_children_code(block)
 }
 
 /// Names of the top-level functions of a file (exported ones too).

@@ -12,9 +12,7 @@ use super::resolve::{calls_of, reads, resolve_callable};
 use crate::lang::parts::Parsed;
 use tree_sitter::Node;
 
-fn line(n: Node) -> usize {
-    n.start_position().row + 1
-}
+use crate::lang::tree::line;
 
 /// A writer call a `session/update` message reaches, and the node of its arguments that
 /// carries it.

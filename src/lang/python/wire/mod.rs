@@ -24,12 +24,9 @@ use dispatch::dispatched;
 use follow::{Sink, follow, origins, value_dropped};
 use methods::Method;
 use resolve::class_of;
-use tree_sitter::Node;
 use writer::{card_writer, receiver, template};
 
-fn line(n: Node) -> usize {
-    n.start_position().row + 1
-}
+use crate::lang::tree::line;
 
 /// Whether a file imports the ACP SDK (`import acp`, `from acp...`).
 pub fn imports_sdk(p: &Parsed) -> bool {

@@ -225,8 +225,7 @@ pub fn card_writer<'a>(
     let pin = pins
         .connection
         .as_ref()
-        .map(|p| crate::config::Pin::parse(p))
-        .map(|p| (p.file, p.name));
+        .map(|p| crate::config::Pin::parse(p));
     let handler = qualified_name(prompt.node, src);
     if usable.is_empty() {
         // no pin can stand in: a pin chooses among the writers the handler can call

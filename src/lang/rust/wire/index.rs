@@ -4,7 +4,7 @@
 
 use super::tree::{self, Id, KeyValue, Kind, Role, Tree};
 use crate::lang::rust::Parsed;
-use crate::lang::rust::handlers::Collected;
+use crate::lang::rust::collect::Collected;
 use crate::lang::rust::modules::Modules;
 use std::collections::HashMap;
 

@@ -22,9 +22,9 @@ mod wrap;
 mod writer;
 
 use super::Parsed;
-use super::handlers::Collected;
+use super::collect::Collected;
 use super::modules::Modules;
-use crate::config::RustPins;
+use crate::config::{Pin, RustPins};
 use crate::error::{Candidate, Error, Location, Result};
 use follow::Follow;
 use index::{At, Index};
@@ -95,17 +95,6 @@ fn candidate(ix: &Index, f: At) -> Candidate {
     }
 }
 
-/// `path/to/file.rs:Name` → (file, name).
-fn split_pin(pin: &str) -> (String, Option<String>) {
-    match pin.split_once(".rs:") {
-        Some((file, name)) => (
-            format!("{}.rs", file.trim_start_matches("./")),
-            Some(name.to_string()),
-        ),
-        None => (pin.trim_start_matches("./").to_string(), None),
-    }
-}
-
 /// The anchors of an agent with its own JSON-RPC loop, or what a `prompt` pin could name
 /// when no dispatcher of `"session/prompt"` calls a fn of the crate.
 pub fn locate(files: &[Parsed], cx: &Context) -> Result<Located> {
@@ -116,7 +105,7 @@ pub fn locate(files: &[Parsed], cx: &Context) -> Result<Located> {
         .map(|(f, _)| f)
         .collect();
     if let Some(pin) = &cx.pins.prompt {
-        let (file, name) = split_pin(pin);
+        let Pin { file, name } = Pin::parse_rust(pin);
         let mut pool = prompts.clone();
         for f in &ix.fns {
             if ix.files[f.0].file.rel == file && !pool.contains(f) {
@@ -311,17 +300,15 @@ fn handler(ix: &Index, cx: &Context, h: At, carriers: &[follow::Carrier]) -> Res
         }
     }
     let listed: Vec<Candidate> = per_fn.iter().map(|w| w.candidate.clone()).collect();
-    let w = match cx.pins.connection.as_deref().map(split_pin) {
-        Some((file, fname)) => {
-            let hit = per_fn.into_iter().find(|w| {
-                w.candidate.location.file == file
-                    && fname.as_ref().is_none_or(|n| *n == w.candidate.name)
-            });
+    let w = match cx.pins.connection.as_deref().map(Pin::parse_rust) {
+        Some(pin) => {
+            let hit = per_fn.into_iter().find(|w| pin.takes(&w.candidate));
             hit.ok_or_else(|| Error::NotFound {
                 site: "connection for the think card",
                 detail: format!(
                     "the pin `connection` names {file}{}, which is no fn whose write of `session/update` messages can write the card from the entry of {name} ({rel}:{line})",
-                    fname.map(|n| format!(":{n}")).unwrap_or_default()
+                    pin.name_suffix(),
+                    file = pin.file,
                 ),
                 pin_key: "rust.connection",
                 candidates: listed.clone(),
@@ -384,7 +371,7 @@ mod tests {
             .collect();
         let doc: toml_edit::DocumentMut = "[package]\nname = \"agent\"\n".parse().unwrap();
         let modules = Modules::load(&files, &root, &doc);
-        let collected = super::super::handlers::collect(&files, &Default::default());
+        let collected = super::super::collect::collect(&files, &Default::default());
         let owned = |f: usize| modules.root_of(f).is_some();
         let path_of = |_: usize| "crate::acp_progress".to_string();
         let cx = Context {

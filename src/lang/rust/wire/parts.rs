@@ -9,7 +9,7 @@ use crate::error::{Error, Result};
 use crate::lang::parts::{CHECK_SENDS, CHECK_TURN_END, Finding, Part, parse_error};
 use crate::lang::rust::manifest::{Manifest, SDK};
 use crate::lang::rust::modules::Modules;
-use crate::lang::rust::{Analysis, Parsed, handlers, is_runtime_module, pieces, runtime, verify};
+use crate::lang::rust::{Analysis, Parsed, collect, is_runtime_module, pieces, runtime, verify};
 use crate::project::Project;
 use crate::report::Status;
 use std::collections::BTreeSet;
@@ -54,7 +54,7 @@ pub fn analyze(project: &Project, mut files: Vec<Parsed>) -> Result<Analysis> {
     {
         return Err(e); // a module that does not parse may hold a write: refuse, not miss it
     }
-    let collected = handlers::collect(&files, &runtime_files);
+    let collected = collect::collect(&files, &runtime_files);
     let json = manifest.import_name("serde_json");
     let serde = manifest.import_name("serde");
     // the inserted code names the runtime by its path (the library's, from a binary that
@@ -157,7 +157,7 @@ pub fn analyze(project: &Project, mut files: Vec<Parsed>) -> Result<Analysis> {
 
 /// A fn's body by its byte range: (block, its range).
 fn body_of(
-    collected: &handlers::Collected,
+    collected: &collect::Collected,
     file: usize,
     span: &std::ops::Range<usize>,
 ) -> Option<(syn::Block, std::ops::Range<usize>)> {
@@ -179,7 +179,7 @@ fn body_of(
 /// Every edit in the agent's files.
 fn edits(
     files: &[Parsed],
-    collected: &handlers::Collected,
+    collected: &collect::Collected,
     raw: &Raw,
     path: &dyn Fn(usize) -> String,
 ) -> Result<Vec<Part>> {
@@ -257,7 +257,7 @@ fn finding(check: &'static str, ok: bool, file: usize, line: usize, detail: Stri
 }
 
 /// The card's writer of each handler, the names its start reads, and where the start is.
-fn findings(files: &[Parsed], collected: &handlers::Collected, raw: &Raw) -> Vec<Finding> {
+fn findings(files: &[Parsed], collected: &collect::Collected, raw: &Raw) -> Vec<Finding> {
     let mut out = Vec::new();
     for h in &raw.handlers {
         let from = &h.writer_from;

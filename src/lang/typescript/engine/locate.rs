@@ -52,9 +52,7 @@ pub struct Sites<'a> {
     pub cancel: Option<Node<'a>>,
 }
 
-fn line(n: Node) -> usize {
-    n.start_position().row + 1
-}
+use crate::lang::tree::line;
 
 fn class_name<'s>(class: Node, src: &'s str) -> &'s str {
     name_of(class, src)
@@ -102,7 +100,7 @@ fn choose<'a>(
             ((f, n), Candidate { location, name })
         })
         .collect();
-    let pin = pin.map(|p| Pin::parse(p)).map(|p| (p.file, p.name));
+    let pin = pin.map(|p| Pin::parse(p));
     crate::lang::parts::choose(found, pin, site, pin_key, none)
 }
 

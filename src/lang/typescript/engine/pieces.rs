@@ -5,29 +5,31 @@
 use super::locate::{Generation, Sites};
 use crate::error::{Error, Result};
 use crate::lang::parts::*;
+use crate::lang::pieces::{Pieces, PresentAt};
 use crate::lang::typescript::style::{CodeStyle, detect, restyle};
 use crate::lang::typescript::syntax::*;
 use crate::project::Project;
 use crate::render::{fill, reindent};
-use crate::source::{indent_at, line_end_after, line_start};
+use crate::source::{indent_at, line_end_after};
 use tree_sitter::Node;
 
-fn line(n: Node) -> usize {
-    n.start_position().row + 1
-}
+use crate::lang::tree::{line, own_line, start_above_comments};
 
+/// The engine shape's builder: the shared one ([`Pieces`]) on the file that holds the agent's
+/// class, in that file's style.
 struct Builder<'a> {
-    files: &'a [Parsed],
+    pieces: Pieces<'a, Parsed>,
     project: &'a Project,
     file: usize,
     style: CodeStyle,
     sites: std::collections::HashMap<String, String>,
-    parts: Vec<Part>,
 }
+
+crate::lang::pieces::extends_pieces!(Builder);
 
 impl<'a> Builder<'a> {
     fn src(&self) -> &'a str {
-        &self.files[self.file].file.text
+        self.pieces.src(self.file)
     }
 
     fn template(&self, name: &str) -> Result<String> {
@@ -54,7 +56,8 @@ impl<'a> Builder<'a> {
         )
     }
 
-    fn push(
+    /// `text` inserted at `offset` of the class's file.
+    fn put(
         &mut self,
         checks: &'static [&'static str],
         label: &'static str,
@@ -62,43 +65,13 @@ impl<'a> Builder<'a> {
         text: String,
         present: Option<usize>,
     ) {
-        let source = &self.files[self.file].file;
-        let part = Part::insertion(source, self.file, checks, label, offset, text, present);
-        self.parts.push(part);
+        let file = self.file;
+        self.pieces.push(checks, label, file, offset, text, present);
     }
 
-    fn unsupported(&self, n: Node, message: &str) -> Error {
-        Error::Unsupported {
-            file: self.files[self.file].file.rel.clone(),
-            line: line(n),
-            message: message.to_string(),
-        }
-    }
-
-    /// Where code before `node` starts: the start of its line, above comments directly
-    /// above it (they describe it).
-    fn start_above_comments(&self, node: Node) -> usize {
-        let src = self.src();
-        let mut first = node;
-        for c in crate::lang::tree::preceding_siblings(node) {
-            let describes = c.kind() == "comment"
-                && c.end_position().row + 1 == first.start_position().row
-                && src[line_start(src, c.start_byte())..c.start_byte()]
-                    .trim()
-                    .is_empty();
-            if !describes {
-                break;
-            }
-            first = c;
-        }
-        line_start(src, first.start_byte())
-    }
-
-    fn own_line(&self, node: Node) -> bool {
-        let src = self.src();
-        src[line_start(src, node.start_byte())..node.start_byte()]
-            .trim()
-            .is_empty()
+    /// The refusal of a shape apply cannot patch, at a node.
+    fn refuse(&self, n: Node, message: &str) -> Error {
+        self.pieces.unsupported(self.file, line(n), message)
     }
 
     /// Code lines before a statement, at its indentation.
@@ -110,8 +83,8 @@ impl<'a> Builder<'a> {
         code: &str,
         marker: &str,
     ) -> Result<()> {
-        if !self.own_line(stmt) {
-            return Err(self.unsupported(
+        if !own_line(self.src(), stmt) {
+            return Err(self.refuse(
                 stmt,
                 "the statement shares its line with other code; put it on its own line",
             ));
@@ -126,8 +99,8 @@ impl<'a> Builder<'a> {
             marker,
             src,
         );
-        let offset = self.start_above_comments(stmt);
-        self.push(checks, label, offset, text, present);
+        let offset = start_above_comments(src, stmt);
+        self.put(checks, label, offset, text, present);
         Ok(())
     }
 
@@ -144,7 +117,7 @@ impl<'a> Builder<'a> {
         let eol = self.files[self.file].file.style.eol;
         let offset = line_end_after(src, stmt.end_byte());
         if src[stmt.end_byte()..offset].trim() != "" {
-            return Err(self.unsupported(
+            return Err(self.refuse(
                 stmt,
                 "the statement shares its last line with other code; put it on its own line",
             ));
@@ -161,7 +134,7 @@ impl<'a> Builder<'a> {
             marker,
             src,
         );
-        self.push(checks, label, offset, text, present);
+        self.put(checks, label, offset, text, present);
         Ok(())
     }
 
@@ -180,7 +153,7 @@ impl<'a> Builder<'a> {
         match stmts.first() {
             Some(first) => {
                 if first.start_position().row == block.start_position().row {
-                    return Err(self.unsupported(
+                    return Err(self.refuse(
                         block,
                         "the block's first statement is on the line of its `{`; put it on its own line",
                     ));
@@ -198,7 +171,7 @@ impl<'a> Builder<'a> {
                 let close = block.end_byte() - 1;
                 let between = &src[block.start_byte() + 1..close];
                 if !between.trim().is_empty() {
-                    return Err(self.unsupported(block, "a block holding only comments"));
+                    return Err(self.refuse(block, "a block holding only comments"));
                 }
                 let text = if between.contains('\n') {
                     body
@@ -210,7 +183,7 @@ impl<'a> Builder<'a> {
                 } else {
                     close
                 };
-                self.push(checks, label, offset, text, present);
+                self.put(checks, label, offset, text, present);
             }
         }
         Ok(())
@@ -243,13 +216,13 @@ impl<'a> Builder<'a> {
         defines: &str,
     ) {
         let eol = self.files[self.file].file.style.eol;
-        let offset = self.start_above_comments(top);
+        let offset = start_above_comments(self.src(), top);
         let text = format!("{}{eol}", self.render(code, ""));
         let present = top_level_functions(self.files[self.file].tree().root_node(), self.src())
             .into_iter()
             .find(|(n, _)| n == defines)
             .map(|(_, d)| line(d));
-        self.push(checks, label, offset, text, present);
+        self.put(checks, label, offset, text, present);
     }
 }
 
@@ -279,12 +252,11 @@ fn find_marker<'t>(
 pub fn build<'a>(files: &'a [Parsed], project: &'a Project, s: &Sites<'a>) -> Result<Vec<Part>> {
     let p = &files[s.file];
     let mut b = Builder {
-        files,
+        pieces: Pieces::new(files, PresentAt::Line),
         project,
         file: s.file,
         style: detect(p.tree().root_node(), &p.file.text),
         sites: crate::render::sections(&project.templates.get("typescript/sites.ts")?, "// site: "),
-        parts: Vec::new(),
     };
     let src = b.src();
 
@@ -346,7 +318,7 @@ pub fn build<'a>(files: &'a [Parsed], project: &'a Project, s: &Sites<'a>) -> Re
                 .copied()
                 .find(|m| m.kind() == "method_definition")
         })
-        .ok_or_else(|| b.unsupported(s.class, "the class has no methods"))?;
+        .ok_or_else(|| b.refuse(s.class, "the class has no methods"))?;
     let property = b.site("property", &[])?;
     b.before(
         CHECK_DECLARED,
@@ -358,7 +330,7 @@ pub fn build<'a>(files: &'a [Parsed], project: &'a Project, s: &Sites<'a>) -> Re
     b.parts.last_mut().expect("pushed").present = declared;
 
     let ctor = s.ctor.ok_or_else(|| {
-        b.unsupported(
+        b.refuse(
             s.class,
             "the class has no constructor; add one (even an empty one) so the callback can be passed in",
         )
@@ -376,10 +348,10 @@ pub fn build<'a>(files: &'a [Parsed], project: &'a Project, s: &Sites<'a>) -> Re
         None => (plist.start_byte() + 1, param),
         Some((_, last)) => {
             if text(*last, src).starts_with("...") {
-                return Err(b.unsupported(*last, "the constructor ends with a rest parameter"));
+                return Err(b.refuse(*last, "the constructor ends with a rest parameter"));
             }
             let after = &src[last.end_byte()..plist.end_byte() - 1];
-            let multi_line = after.contains('\n') || b.own_line(*last);
+            let multi_line = after.contains('\n') || own_line(b.src(), *last);
             if multi_line {
                 let eol = p.file.style.eol;
                 let indent = indent_at(src, last.start_byte());
@@ -395,7 +367,7 @@ pub fn build<'a>(files: &'a [Parsed], project: &'a Project, s: &Sites<'a>) -> Re
             }
         }
     };
-    b.push(
+    b.put(
         CHECK_STORED,
         "callback parameter",
         offset,
@@ -519,7 +491,7 @@ pub fn build<'a>(files: &'a [Parsed], project: &'a Project, s: &Sites<'a>) -> Re
         )
         .contains("void")
     {
-        return Err(b.unsupported(
+        return Err(b.refuse(
             s.emitter,
             "the emitter returns a value; acp-patch supports `async` or `void` emitters (pin another with `emitter`)",
         ));
@@ -563,5 +535,5 @@ pub fn build<'a>(files: &'a [Parsed], project: &'a Project, s: &Sites<'a>) -> Re
         ],
     )?;
     b.top(CHECK_HOLD, "text hold gate", ebody, &gate, "acpTextHold(")?;
-    Ok(b.parts)
+    Ok(b.pieces.parts)
 }

@@ -32,9 +32,7 @@ const GLOBALS: &[&str] = &[
 /// Where a name is bound, for the report: "parameter of X.prompt", "import at src/a.ts:3".
 pub type Binding = (usize, usize, String);
 
-fn line(n: Node) -> usize {
-    n.start_position().row + 1
-}
+use crate::lang::tree::line;
 
 /// Identifiers bound by a pattern (a parameter, a declarator's name).
 pub fn pattern_names<'t>(pattern: Node<'t>, src: &str, out: &mut Vec<(String, Node<'t>)>) {

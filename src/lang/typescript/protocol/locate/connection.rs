@@ -227,11 +227,7 @@ pub(super) fn raw_connection(
     if found.is_empty() && seen.is_empty() {
         return Ok(None);
     }
-    let pin = pins
-        .connection
-        .as_ref()
-        .map(|p| Pin::parse(p))
-        .map(|p| (p.file, p.name));
+    let pin = pins.connection.as_ref().map(|p| Pin::parse(p));
     let handler_name = qualified(files, file, func);
     let chosen = crate::lang::parts::choose(
         found,

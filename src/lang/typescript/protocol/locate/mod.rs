@@ -27,9 +27,7 @@ use crate::lang::parts::Parsed;
 use crate::lang::typescript::syntax::*;
 use tree_sitter::Node;
 
-pub(super) fn line(n: Node) -> usize {
-    n.start_position().row + 1
-}
+pub(super) use crate::lang::tree::line;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Role {

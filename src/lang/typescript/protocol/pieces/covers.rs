@@ -126,14 +126,14 @@ pub(super) fn prompt_cover(
     let src = p.file.text.as_str();
     let eol = p.file.style.eol;
     if func.kind().starts_with("generator") || text(func, src).trim_start().starts_with('*') {
-        return Err(b.unsupported(
+        return Err(b.refuse(
             file,
             func,
             format!("the prompt handler `{}` is a generator", h.name),
         ));
     }
     let body = body(func).ok_or_else(|| {
-        b.unsupported(
+        b.refuse(
             file,
             func,
             format!("the prompt handler `{}` has no body", h.name),
@@ -227,7 +227,7 @@ pub(super) fn prompt_cover(
             return Ok(());
         }
         if statements(body).is_empty() {
-            return Err(b.unsupported(
+            return Err(b.refuse(
                 file,
                 body,
                 format!("the prompt handler `{}` is empty", h.name),

@@ -156,7 +156,7 @@ pub(super) fn import_part(b: &mut Builder, file: usize, module: &Module) -> Resu
             .into_iter()
             .find(|(name, _)| name == NS)
     {
-        return Err(b.unsupported(
+        return Err(b.refuse(
             file,
             n,
             format!("the file already has a module-level `{NS}`; the runtime module is imported under that name, so rename yours"),

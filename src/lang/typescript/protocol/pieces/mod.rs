@@ -14,6 +14,7 @@ use super::locate::{Conn, Cover, Handler, Role, Send};
 use super::scope::*;
 use crate::error::{Error, Result};
 use crate::lang::parts::{Finding, Parsed, Part};
+use crate::lang::pieces::{Pieces, PresentAt};
 use crate::lang::typescript::style::{CodeStyle, detect, restyle};
 use crate::lang::typescript::syntax::*;
 use crate::report::Status;
@@ -26,9 +27,7 @@ pub(super) const CHECK_CLOSE: &[&str] = &["turn_end", "hook.complete"];
 pub(super) const CHECK_CANCEL: &[&str] = &["turn_end"];
 pub(super) const CHECK_SEND: &[&str] = &["sends"];
 
-pub(super) fn line(n: Node) -> usize {
-    n.start_position().row + 1
-}
+pub(super) use crate::lang::tree::line;
 
 /// Where the runtime module is and what apply would write there.
 pub struct Module {
@@ -43,60 +42,25 @@ pub struct Built {
     pub findings: Vec<Finding>,
 }
 
+/// TypeScript's builder: the shared one ([`Pieces`]), anchoring every present piece where
+/// its text starts, and which files are CommonJS.
 pub(super) struct Builder<'a> {
-    files: &'a [Parsed],
+    pieces: Pieces<'a, Parsed>,
     /// Per file: a CommonJS file (`require`) rather than a module.
     commonjs: &'a [bool],
-    parts: Vec<Part>,
-    findings: Vec<Finding>,
 }
 
+crate::lang::pieces::extends_pieces!(Builder);
+
 impl Builder<'_> {
-    #[allow(clippy::too_many_arguments)]
-    fn push(
-        &mut self,
-        checks: &'static [&'static str],
-        label: &'static str,
-        file: usize,
-        offset: usize,
-        text: String,
-        present: Option<usize>,
-    ) {
-        let source = &self.files[file].file;
-        // present: the builder anchors every piece where its text starts
-        let part = Part::insertion(source, file, checks, label, offset, text, present)
-            .present_at(present.map(|_| offset));
-        self.parts.push(part);
-    }
-
-    fn finding(
-        &mut self,
-        check: &'static str,
-        status: Status,
-        file: usize,
-        line: usize,
-        detail: String,
-    ) {
-        self.findings.push(Finding {
-            check,
-            status,
-            file,
-            line,
-            detail,
-        });
-    }
-
     fn style(&self, file: usize) -> CodeStyle {
         let p = &self.files[file];
         detect(p.tree().root_node(), &p.file.text)
     }
 
-    fn unsupported(&self, file: usize, n: Node, message: String) -> Error {
-        Error::Unsupported {
-            file: self.files[file].file.rel.clone(),
-            line: line(n),
-            message,
-        }
+    /// The refusal of a shape apply cannot patch, at a node.
+    fn refuse(&self, file: usize, n: Node, message: String) -> Error {
+        self.pieces.unsupported(file, line(n), message)
     }
 }
 
@@ -152,10 +116,8 @@ pub fn build(
     sends: &[Send],
 ) -> Result<Built> {
     let mut b = Builder {
-        files,
+        pieces: Pieces::new(files, PresentAt::Offset),
         commonjs,
-        parts: Vec::new(),
-        findings: Vec::new(),
     };
     for module in modules {
         module_part(&mut b, module)?;
@@ -205,7 +167,7 @@ pub fn build(
         b.push(CHECK_SEND, label, s.file, close_at, ")".into(), present);
     }
     Ok(Built {
-        parts: b.parts,
-        findings: b.findings,
+        parts: b.pieces.parts,
+        findings: b.pieces.findings,
     })
 }

@@ -1,0 +1,227 @@
+//! Runs of the check script on a copy of the tree as the patch leaves it (made only when the
+//! answer is not in the cache).
+
+use super::*;
+
+/// The copy of the tree as the check imports it (the patch's files written over the
+/// agent's), made only when a check is not answered from the cache.
+pub(super) struct TreeCopy<'p> {
+    project: &'p Project,
+    /// The package names the tree sits in (an installed `site-packages/vibe`): the copy is
+    /// made under them, so `import vibe.…` finds it.
+    above: Vec<String>,
+    /// Files written over the agent's (`None`: removed).
+    overrides: std::collections::BTreeMap<String, Option<String>>,
+    made: Option<(tempfile::TempDir, PathBuf)>,
+    /// [`crate::toolchain::fingerprint_tree`] of the agent's tree, taken once.
+    fingerprint: Option<String>,
+}
+
+impl<'p> TreeCopy<'p> {
+    pub(super) fn new(project: &'p Project, above: Vec<String>) -> Self {
+        TreeCopy {
+            project,
+            above,
+            overrides: Default::default(),
+            made: None,
+            fingerprint: None,
+        }
+    }
+
+    /// Writes (or, for `None`, removes) a file in the copy; never through a link to the
+    /// original.
+    pub(super) fn put(&mut self, rel: &str, text: Option<&str>) -> Result<()> {
+        self.overrides
+            .insert(rel.to_string(), text.map(str::to_string));
+        match &self.made {
+            Some((_, tree)) => write_over(tree, rel, text),
+            None => Ok(()),
+        }
+    }
+
+    /// The copy's folder, made on first use.
+    fn path(&mut self) -> Result<PathBuf> {
+        if let Some((_, tree)) = &self.made {
+            return Ok(tree.clone());
+        }
+        let dir = tempfile::Builder::new()
+            .prefix("acp-patch-start-")
+            .tempdir()
+            .map_err(crate::error::io_err(std::env::temp_dir()))?;
+        let mut tree = dir
+            .path()
+            .canonicalize()
+            .map_err(crate::error::io_err(dir.path()))?;
+        for (i, name) in self.above.iter().enumerate() {
+            tree.push(name);
+            std::fs::create_dir_all(&tree).map_err(crate::error::io_err(&tree))?;
+            if i + 1 < self.above.len() {
+                let init = tree.join("__init__.py");
+                std::fs::write(&init, "").map_err(crate::error::io_err(&init))?;
+            }
+        }
+        crate::toolchain::copy_tree(
+            &self.project.root,
+            &tree,
+            crate::toolchain::CopyMode::ReadOnly(&["py"]),
+        )?;
+        for (rel, text) in &self.overrides {
+            write_over(&tree, rel, text.as_deref())?;
+        }
+        self.made = Some((dir, tree.clone()));
+        Ok(tree)
+    }
+
+    /// The cache key of one run of the check on the copy as it stands.
+    fn key(
+        &mut self,
+        python: &Path,
+        texts: &[(String, String)],
+        modules: &[Module],
+        user_home: Option<&Path>,
+    ) -> String {
+        use crate::toolchain::cache::Key;
+        let root = &self.project.root;
+        let fingerprint = self
+            .fingerprint
+            .get_or_insert_with(|| {
+                let mut k = Key::new("tree");
+                crate::toolchain::fingerprint_tree(root, &mut k);
+                k.finish()
+            })
+            .clone();
+        let mut k = Key::new("python-startup");
+        k.text(CHECK)
+            .text(&python.display().to_string())
+            .stamp_of(python)
+            .text(&fingerprint)
+            .text(&self.above.join("/"));
+        for (rel, text) in &self.overrides {
+            k.text(rel).text(text.as_deref().unwrap_or("\0removed"));
+        }
+        k.text("compile");
+        for (rel, text) in texts {
+            k.text(rel).text(text);
+        }
+        k.text("imports");
+        for m in modules {
+            k.text(&m.name).text(&m.root);
+        }
+        k.text(&IMPORT_TIMEOUT_S.to_string())
+            .text(
+                &user_home
+                    .map(|h| h.display().to_string())
+                    .unwrap_or_default(),
+            )
+            .environment();
+        k.finish()
+    }
+}
+
+pub(super) fn write_over(tree: &Path, rel: &str, text: Option<&str>) -> Result<()> {
+    let dest = tree.join(rel);
+    let _ = std::fs::remove_file(&dest);
+    let Some(text) = text else { return Ok(()) };
+    if let Some(dir) = dest.parent() {
+        std::fs::create_dir_all(dir).map_err(crate::error::io_err(dir))?;
+    }
+    std::fs::write(&dest, text).map_err(crate::error::io_err(&dest))
+}
+
+/// One run of the check script: compile `texts`, import `modules` from the copy — or the
+/// answer a run on the same inputs gave, while what it saw is unchanged
+/// ([`crate::toolchain::cache`]).
+pub(super) fn run(
+    python: &Path,
+    copy: &mut TreeCopy,
+    texts: &[(String, String)],
+    modules: &[Module],
+) -> std::result::Result<Answer, String> {
+    use crate::toolchain::cache;
+    let user_home = std::env::var_os("HOME").map(PathBuf::from);
+    let cached = cache::dir("python-startup").map(|dir| {
+        let key = copy.key(python, texts, modules, user_home.as_deref());
+        (dir, key)
+    });
+    if let Some((dir, key)) = &cached
+        && let Some(answer) = cache::load::<Answer>(dir, key)
+    {
+        return Ok(answer);
+    }
+    let tree = copy.path().map_err(|e| e.to_string())?;
+    let answer = run_check(python, &tree, texts, modules, user_home)?;
+    if let Some((dir, key)) = &cached
+        && let Some(seen) = &answer.seen
+        && answer.imports.iter().all(ImportResult::is_settled)
+    {
+        cache::store(dir, key, seen.clone(), &answer);
+    }
+    Ok(answer)
+}
+
+/// One run of the check script on the copy at `tree`.
+pub(super) fn run_check(
+    python: &Path,
+    tree: &Path,
+    texts: &[(String, String)],
+    modules: &[Module],
+    user_home: Option<PathBuf>,
+) -> std::result::Result<Answer, String> {
+    use std::io::Write;
+    use std::os::unix::process::CommandExt;
+    let mut roots: Vec<String> = modules
+        .iter()
+        .map(|m| path_of(tree, &m.root))
+        .collect::<Vec<_>>();
+    roots.sort();
+    roots.dedup();
+    let home = tempfile::Builder::new()
+        .prefix("acp-patch-start-home-")
+        .tempdir()
+        .map_err(|e| e.to_string())?;
+    let payload = serde_json::json!({
+        "compile": texts.iter().map(|(f, t)| serde_json::json!({"file": f, "text": t})).collect::<Vec<_>>(),
+        "imports": modules.iter().map(|m| m.name.clone()).collect::<Vec<_>>(),
+        "sys_path": roots,
+        "tree": tree.display().to_string(),
+        "timeout_s": IMPORT_TIMEOUT_S,
+        "user_home": user_home.map(|h| h.display().to_string()),
+    });
+    // what the agent writes at import (config, caches) goes into a home of its own
+
+    let mut cmd = Command::new(python);
+    cmd.args(["-I", "-B", "-c", CHECK])
+        .current_dir(tree)
+        .env("HOME", home.path())
+        .env("XDG_CONFIG_HOME", home.path().join(".config"))
+        .env("XDG_DATA_HOME", home.path().join(".local/share"))
+        .env("XDG_CACHE_HOME", home.path().join(".cache"))
+        .env("XDG_STATE_HOME", home.path().join(".local/state"))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0);
+    let mut child = cmd.spawn().map_err(|e| e.to_string())?;
+    let mut stdin = child.stdin.take().expect("piped");
+    let body = payload.to_string();
+    let writer = std::thread::spawn(move || stdin.write_all(body.as_bytes()));
+    let timeout = std::time::Duration::from_secs(IMPORT_TIMEOUT_S * (modules.len() as u64 + 1));
+    let out = crate::toolchain::wait_group(child, timeout).map_err(|e| e.to_string())?;
+    let _ = writer.join();
+    let Some(out) = out else {
+        return Err(format!("it did not finish within {} s", timeout.as_secs()));
+    };
+    if !out.status.success() {
+        let err = String::from_utf8_lossy(&out.stderr);
+        return Err(err.lines().last().unwrap_or("failed").trim().to_string());
+    }
+    serde_json::from_slice(&out.stdout).map_err(|e| format!("unreadable answer: {e}"))
+}
+
+pub(super) fn path_of(tree: &Path, rel: &str) -> String {
+    if rel.is_empty() {
+        tree.display().to_string()
+    } else {
+        tree.join(rel).display().to_string()
+    }
+}

@@ -1,0 +1,251 @@
+//! The connection anchor of an SDK agent: the field or static the card goes out on when the
+//! handler holds no connection of its own (the trait API), and the fields the agent's own
+//! sends go through (preferred among several).
+
+use super::Parsed;
+use super::collect::{Collected, span_text, type_text};
+use super::handlers::Handler;
+use super::modules::Modules;
+use super::sdk::Dialect;
+use crate::config::Pin;
+use crate::error::{Candidate, Error, Location, Result};
+use crate::lang::parts;
+use syn::spanned::Spanned;
+
+fn line(span: proc_macro2::Span) -> usize {
+    span.start().line
+}
+
+/// A candidate for a sink (the trait API's connection for the card).
+#[derive(Debug, Clone)]
+pub struct SinkCandidate {
+    pub file: usize,
+    pub line: usize,
+    /// Pin name: `Type::field` or `STATIC`.
+    pub name: String,
+    /// The expression the turn reads: `&self.field`, `&crate::STATIC`.
+    pub expr: String,
+    /// The agent's own sends go through it.
+    pub used_by_sends: bool,
+}
+
+/// Types that carry session updates to the client: the connection, a channel of them.
+/// Types that carry session updates to the client and can be kept for later (the card's
+/// heartbeats and held text): the connection behind a shared pointer (`Rc`/`Arc`, in a cell
+/// or not), or a channel sender of session notifications the agent drains into it.
+fn is_sink_type(ty: &str) -> bool {
+    (ty.contains("AgentSideConnection") && (ty.contains("Rc<") || ty.contains("Arc<")))
+        || (ty.contains("Sender<") && ty.contains("SessionNotification"))
+}
+
+/// Every field of `self_ty` and every reachable static that can carry the card (the same
+/// list the `connection` pin picks from).
+pub fn sink_candidates(
+    files: &[Parsed],
+    c: &Collected,
+    self_ty: &str,
+    module_path: &dyn Fn(usize) -> Option<Vec<String>>,
+    used_fields: &[String],
+) -> Vec<SinkCandidate> {
+    let mut out = Vec::new();
+    for (file, s) in &c.structs {
+        if s.ident != self_ty {
+            continue;
+        }
+        for f in &s.fields {
+            let Some(name) = &f.ident else { continue };
+            if is_sink_type(&c.expand(&type_text(&f.ty))) {
+                out.push(SinkCandidate {
+                    file: *file,
+                    line: line(name.span()),
+                    name: format!("{self_ty}::{name}"),
+                    expr: format!("&self.{name}"),
+                    used_by_sends: used_fields.contains(&name.to_string()),
+                });
+            }
+        }
+    }
+    for (file, s) in &c.statics {
+        if !is_sink_type(&c.expand(&type_text(&s.ty))) {
+            continue;
+        }
+        let Some(path) = module_path(*file) else {
+            continue;
+        };
+        let public = !matches!(s.vis, syn::Visibility::Inherited);
+        if !public && !path.is_empty() {
+            continue; // private to a module the handler may not be in
+        }
+        let mut full = vec!["crate".to_string()];
+        full.extend(path);
+        full.push(s.ident.to_string());
+        out.push(SinkCandidate {
+            file: *file,
+            line: line(s.ident.span()),
+            name: s.ident.to_string(),
+            expr: format!("&{}", full.join("::")),
+            used_by_sends: used_fields.contains(&s.ident.to_string()),
+        });
+        let _ = files;
+    }
+    out
+}
+
+impl SinkCandidate {
+    pub fn candidate(&self, files: &[Parsed]) -> Candidate {
+        Candidate {
+            location: Location {
+                file: files[self.file].file.rel.clone(),
+                line: self.line,
+            },
+            name: self.name.clone(),
+        }
+    }
+}
+
+/// `self.<field>` receivers of the SDK sends in methods of `ty`: the fields the agent's own
+/// sends go through.
+pub fn fields_used_by_sends(
+    files: &[Parsed],
+    c: &Collected,
+    ty: &str,
+    send_method: &str,
+) -> Vec<String> {
+    let mut out = Vec::new();
+    for (file, mty, f) in &c.methods {
+        if mty != ty {
+            continue;
+        }
+        let text = span_text(&files[*file].file.text, f.block.span());
+        let mut rest = text.as_str();
+        while let Some(i) = rest.find("self.") {
+            rest = &rest[i + 5..];
+            let field: String = rest
+                .chars()
+                .take_while(|ch| ch.is_alphanumeric() || *ch == '_')
+                .collect();
+            // a field read in a method that sends
+            if !field.is_empty()
+                && text.contains(&format!(".{send_method}"))
+                && !out.contains(&field)
+            {
+                out.push(field);
+            }
+        }
+    }
+    out
+}
+
+/// The trait API's card path for a wrapped handler: a pin, the field (or static) the agent's
+/// own sends use, or the one candidate.
+pub(super) fn wrap_sink(
+    files: &[Parsed],
+    c: &Collected,
+    modules: &Modules,
+    dialect: Dialect,
+    h: &Handler,
+    pin: Option<&str>,
+) -> Result<(String, String)> {
+    let ty = h.self_ty.clone().unwrap_or_default();
+    if !dialect.local() {
+        // a builder-API method: its connection parameter
+        let method = c
+            .methods
+            .iter()
+            .find(|(file, mty, f)| {
+                *file == h.file && *mty == ty && format!("{ty}::{}", f.sig.ident) == h.name
+            })
+            .map(|(_, _, f)| f);
+        if let Some(f) = method {
+            for i in &f.sig.inputs {
+                if let syn::FnArg::Typed(t) = i
+                    && quote::ToTokens::to_token_stream(&*t.ty)
+                        .to_string()
+                        .contains("ConnectionTo")
+                    && let syn::Pat::Ident(id) = &*t.pat
+                {
+                    // a clone: the body moves the parameter into its `async move` block
+                    return Ok((
+                        format!("&{}.clone()", id.ident),
+                        format!("the handler's connection `{}`", id.ident),
+                    ));
+                }
+            }
+        }
+        return Err(Error::Unsupported {
+            file: files[h.file].file.rel.clone(),
+            line: h.line,
+            message: format!(
+                "{} takes no `ConnectionTo<Client>` for the card; pin the closure that calls it instead",
+                h.name
+            ),
+        });
+    }
+    let used = fields_used_by_sends(files, c, &ty, dialect.send_method());
+    let path_of = |f: usize| modules.path_of(f).map(<[String]>::to_vec);
+    let found = sink_candidates(files, c, &ty, &path_of, &used);
+    let listed: Vec<Candidate> = found.iter().map(|s| s.candidate(files)).collect();
+    let describe = |s: &SinkCandidate| {
+        if s.expr.starts_with("&self.") {
+            format!("the agent's field `{}`", s.name)
+        } else {
+            format!("the static `{}`", s.name)
+        }
+    };
+    if let Some(pin) = pin {
+        let pin = Pin::parse_rust(pin);
+        return match found.iter().find(|s| pin.takes(&s.candidate(files))) {
+            Some(s) => Ok((s.expr.clone(), describe(s))),
+            None => Err(Error::NotFound {
+                site: "connection for the think card",
+                detail: format!(
+                    "the pin `connection` names {}{}, which is no field of {ty} or static holding the connection or a channel of session updates",
+                    pin.file,
+                    pin.name_suffix()
+                ),
+                pin_key: "rust.connection",
+                candidates: listed,
+            }),
+        };
+    }
+    let preferred: Vec<&SinkCandidate> = found.iter().filter(|s| s.used_by_sends).collect();
+    let pick = match (found.as_slice(), preferred.as_slice()) {
+        ([one], _) => Some(one),
+        (_, [one]) => Some(*one),
+        _ => None,
+    };
+    if let Some(s) = pick {
+        let all: Vec<&Candidate> = listed.iter().collect();
+        crate::lang::survey::record(
+            "connection for the think card",
+            "rust.connection",
+            &all,
+            Some(&s.candidate(files)),
+        );
+        return Ok((s.expr.clone(), describe(s)));
+    }
+    if found.is_empty() {
+        return Err(Error::NotFound {
+            site: "connection for the think card",
+            detail: format!(
+                "no field of {ty} (nor a static) holds the `AgentSideConnection` behind an `Rc`/`Arc` (e.g. `Rc<OnceCell<AgentSideConnection>>`) or a channel `Sender` of session notifications; keep one on the agent so {} can reach the client",
+                h.name
+            ),
+            pin_key: "rust.connection",
+            candidates: Vec::new(),
+        });
+    }
+    let found: Vec<(usize, Candidate)> = found
+        .iter()
+        .enumerate()
+        .map(|(i, s)| (i, s.candidate(files)))
+        .collect();
+    parts::choose(
+        found,
+        None,
+        "connection for the think card",
+        "rust.connection",
+        String::new,
+    )
+    .map(|_| (String::new(), String::new()))
+}
