@@ -28,13 +28,77 @@ pub struct Check {
     /// Stable id, e.g. `hook.start`.
     pub id: String,
     pub status: Status,
-    /// Where the piece is (or its parts are), `file:line`.
-    pub locations: Vec<String>,
+    /// Where the piece is (or its parts are).
+    pub locations: Vec<Location>,
     /// What is wrong and what apply would do; empty when ok.
     pub detail: String,
-    /// Where apply would insert the first missing part, `file:line`.
+    /// Where apply would insert the first missing part (a line, no label).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub insert_at: Option<String>,
+    pub insert_at: Option<Location>,
+}
+
+/// A place a check row points at. Printed (and serialized) as `file:line (label)`; the
+/// GitHub printer takes its file and line.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Location {
+    /// A line of a file (relative to the agent's folder), with what is there.
+    At {
+        file: String,
+        line: usize,
+        label: Option<String>,
+    },
+    /// The files or modules a row covers as a whole (`parses`, `starts`), printed joined
+    /// with `, `.
+    Many(Vec<String>),
+}
+
+impl Location {
+    /// A line of a file, with no label.
+    pub fn at(file: impl Into<String>, line: usize) -> Location {
+        Location::At {
+            file: file.into(),
+            line,
+            label: None,
+        }
+    }
+
+    /// A line of a file, with what is there.
+    pub fn labelled(file: impl Into<String>, line: usize, label: impl Into<String>) -> Location {
+        Location::At {
+            file: file.into(),
+            line,
+            label: Some(label.into()),
+        }
+    }
+
+    /// The file and line, when it is one place.
+    pub fn line(&self) -> Option<(&str, usize)> {
+        match self {
+            Location::At { file, line, .. } => Some((file, *line)),
+            Location::Many(_) => None,
+        }
+    }
+}
+
+impl std::fmt::Display for Location {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Location::At { file, line, label } => {
+                write!(f, "{file}:{line}")?;
+                match label {
+                    Some(l) => write!(f, " ({l})"),
+                    None => Ok(()),
+                }
+            }
+            Location::Many(items) => f.write_str(&items.join(", ")),
+        }
+    }
+}
+
+impl Serialize for Location {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
 }
 
 #[derive(Debug, Clone, Serialize)]

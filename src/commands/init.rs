@@ -1,11 +1,12 @@
 //! `acp-patch init`: an `acp-patch.toml` listing the sites apply found, each with the pin
 //! line that holds apply to it, commented out, so a team can pin them.
 //!
-//! The survey (`lang::survey`) listens to `lang::parts::choose` — the one place every language decides a
-//! pinnable site — so each line init writes is one the pin filter accepts.
+//! The sites come from `Language::survey`: the decisions `lang::parts::choose` (the one place
+//! every language decides a pinnable site) made while planning, carried with the analysis, so
+//! each line init writes is one the pin filter accepts.
 
 use crate::error::{Error, Result};
-use crate::lang::survey::{Site, survey};
+use crate::lang::survey::Site;
 use crate::project::Options;
 use crate::source::{SourceFile, Style};
 use std::path::{Path, PathBuf};
@@ -42,7 +43,7 @@ pub fn init(root: &Path, opts: &Options, dry_run: bool) -> Result<InitOutcome> {
     let mut sites = Vec::new();
     let mut stopped = Vec::new();
     for lang in langs {
-        let (result, found) = survey(|| lang.plan(&project));
+        let (result, found) = lang.survey(&project);
         sites.extend(found);
         if let Err(e) = result {
             stopped.push(format!("{} agent: {e}", lang.name()));

@@ -166,13 +166,14 @@ pub(crate) fn judged(lang: &dyn Language, project: &Project) -> Result<Vec<Repor
         && !reports.is_empty()
     {
         // the agent whose report names the refused file, else the first
-        let at = format!("{}:", r.file);
         let agent = reports
             .iter()
             .position(|rep| {
-                rep.checks
-                    .iter()
-                    .any(|c| c.locations.iter().any(|l| l.starts_with(&at)))
+                rep.checks.iter().any(|c| {
+                    c.locations
+                        .iter()
+                        .any(|l| l.line().is_some_and(|(f, _)| f == r.file))
+                })
             })
             .unwrap_or(0);
         let report = &mut reports[agent];
@@ -191,7 +192,8 @@ pub(crate) fn judged(lang: &dyn Language, project: &Project) -> Result<Vec<Repor
             .filter(|d| !d.is_empty())
             .collect::<Vec<_>>()
             .join("; ");
-        c.insert_at.get_or_insert(l);
+        c.insert_at
+            .get_or_insert(crate::report::Location::at(&r.file, r.line));
     }
     Ok(reports)
 }

@@ -19,15 +19,14 @@ pub(super) fn patched_files(plan: &Plan) -> Vec<crate::toolchain::Patched> {
         .collect()
 }
 
-/// The files a report shows holding inserted code (`file` of each `file:line` location).
+/// The files a report shows holding inserted code (the file of each located row).
 fn holding(report: &Report) -> Vec<String> {
     let mut holding: Vec<String> = report
         .checks
         .iter()
         .filter(|c| c.id != "parses" && c.id != "starts")
         .flat_map(|c| c.locations.iter())
-        .filter_map(|l| l.split(' ').next())
-        .filter_map(|l| l.rsplit_once(':').map(|(f, _)| f.to_string()))
+        .filter_map(|l| l.line().map(|(f, _)| f.to_string()))
         .collect();
     holding.sort();
     holding.dedup();

@@ -6,7 +6,7 @@ use crate::error::{Error, Result};
 use crate::lang::Language;
 use crate::plan::Plan;
 use crate::project::{Options, Project};
-use crate::report::{Report, Status};
+use crate::report::{Location, Report, Status};
 use std::path::Path;
 
 /// Verify's outcome: one report per agent in the tree, and what is worth a word.
@@ -73,7 +73,7 @@ fn startup_rows(
                 return Ok(());
             }
             if !s.proven.is_empty() {
-                row.locations.push(s.proven.join(", "));
+                row.locations.push(Location::Many(s.proven.clone()));
             } else if !s.notes.is_empty() {
                 row.detail = "not started here (see the notes)".into();
             }
@@ -88,7 +88,7 @@ fn startup_rows(
             if let Some(parses) = report.checks.iter_mut().find(|c| c.id == "parses") {
                 parses.status = Status::Malformed;
                 parses.detail = format!("{file}:{line}: {message} ({compiler})");
-                parses.insert_at = Some(format!("{file}:{line}"));
+                parses.insert_at = Some(Location::at(&file, line));
             }
             row.status = Status::Malformed;
             row.detail = format!("cannot start: {file}:{line} does not compile");
@@ -100,12 +100,12 @@ fn startup_rows(
         }) => {
             let f = *failure;
             row.status = Status::Malformed;
-            row.locations.push(format!("{file}:{line}"));
+            row.locations.push(Location::at(&file, line));
             row.detail = format!(
                 "{} fails with {}: {} (unpatched it {})",
                 f.what, f.by, f.message, f.unpatched
             );
-            row.insert_at = Some(format!("{file}:{line}"));
+            row.insert_at = Some(Location::at(&file, line));
         }
         Err(e) => return Err(e),
     }

@@ -32,6 +32,9 @@ pub trait Language: Sync {
     fn detect(&self, project: &Project) -> bool;
     /// Every edit apply would make (empty when all is present).
     fn plan(&self, project: &Project) -> Result<Plan>;
+    /// What `acp-patch init` lists: every pinnable site planning decided (or could not), in
+    /// order, beside the plan's outcome; when planning stops, the sites decided before the stop.
+    fn survey(&self, project: &Project) -> (Result<()>, Vec<survey::Site>);
     /// What is present and what is missing: one report per agent of this language in the
     /// tree (two Python agents under their own import roots are judged each on its own).
     fn verify(&self, project: &Project) -> Result<Vec<Report>>;

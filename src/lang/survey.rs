@@ -1,9 +1,9 @@
 //! What `acp-patch init` lists: every pinnable site a language decided (or could not) while
 //! planning, as `parts::choose` saw it, so each pin init writes is one the pin filter accepts.
-//! Recorded only while [`survey`] runs on this thread; otherwise a no-op.
+//! Each analysis carries its own [`Decisions`]; [`crate::lang::Language::survey`] hands them out.
 
-use crate::error::{Candidate, pin_section};
-use std::cell::RefCell;
+use crate::error::{Candidate, Error, Result, pin_section};
+use std::sync::Mutex;
 
 /// One pinnable site as apply saw it.
 #[derive(Debug, Clone, serde::Serialize)]
@@ -28,21 +28,21 @@ pub struct Pin {
     pub location: String,
 }
 
-thread_local! {
-    static SURVEY: RefCell<Option<Vec<Site>>> = const { RefCell::new(None) };
-}
+/// The pinnable sites one analysis decided (or could not), in the order it decided them:
+/// handed to `parts::choose` and every other place a language settles a pinnable site, and
+/// kept with the analysis (see [`Surveyed`]) so a cached one still says what it decided.
+#[derive(Debug, Default)]
+pub struct Decisions(Mutex<Vec<Site>>);
 
-/// Called by `parts::choose` with every candidate it saw and the one it took (if any).
-/// Does nothing unless a survey is running on this thread.
-pub(crate) fn record(
-    site: &str,
-    pin_key: &str,
-    candidates: &[&Candidate],
-    chosen: Option<&Candidate>,
-) {
-    SURVEY.with(|s| {
-        let mut s = s.borrow_mut();
-        let Some(sites) = s.as_mut() else { return };
+impl Decisions {
+    /// Notes a site with every candidate seen and the one taken (if any).
+    pub(crate) fn record(
+        &self,
+        site: &str,
+        pin_key: &str,
+        candidates: &[&Candidate],
+        chosen: Option<&Candidate>,
+    ) {
         let (section, key, _) = pin_section(pin_key);
         let pin = |c: &Candidate| Pin {
             value: format!("{}:{}", c.location.file, c.name),
@@ -58,16 +58,47 @@ pub(crate) fn record(
             },
             decided: chosen.is_some(),
         };
+        let mut sites = self.0.lock().expect("no poison");
         // a site decided twice (plan, then a helper asking again) is listed once
         sites.retain(|e| !(e.section == entry.section && e.key == entry.key));
         sites.push(entry);
-    });
+    }
+
+    /// The sites recorded, in order.
+    pub fn into_sites(self) -> Vec<Site> {
+        self.0.into_inner().expect("no poison")
+    }
 }
 
-/// Runs `plan` with the survey on, and returns what it recorded beside its result.
-pub fn survey<T>(plan: impl FnOnce() -> T) -> (T, Vec<Site>) {
-    SURVEY.with(|s| *s.borrow_mut() = Some(Vec::new()));
-    let result = plan();
-    let found = SURVEY.with(|s| s.borrow_mut().take()).unwrap_or_default();
-    (result, found)
+/// A language's analysis with the sites it decided on the way.
+pub(crate) struct Surveyed<T> {
+    pub value: T,
+    pub sites: Vec<Site>,
+}
+
+/// Why an analysis stopped, with the sites it had decided by then (boxed where returned: an
+/// error is the rare path).
+pub(crate) struct Stopped {
+    pub error: Error,
+    pub sites: Vec<Site>,
+}
+
+impl Stopped {
+    pub(crate) fn new(error: Error, sites: Vec<Site>) -> Box<Stopped> {
+        Box::new(Stopped { error, sites })
+    }
+}
+
+/// Runs `make` with a fresh [`Decisions`] and keeps what it decided beside its result, also
+/// when it fails.
+pub(crate) fn surveyed<T>(
+    make: impl FnOnce(&Decisions) -> Result<T>,
+) -> std::result::Result<Surveyed<T>, Box<Stopped>> {
+    let decisions = Decisions::default();
+    let result = make(&decisions);
+    let sites = decisions.into_sites();
+    match result {
+        Ok(value) => Ok(Surveyed { value, sites }),
+        Err(e) => Err(Stopped::new(e, sites)),
+    }
 }

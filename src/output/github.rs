@@ -81,9 +81,10 @@ impl Printer for Github {
             for c in report.checks.iter().filter(|c| c.status != Status::Ok) {
                 // the place to fix: where apply would insert, else the first place found
                 let place = c.insert_at.as_ref().or(c.locations.first());
-                let loc = place
-                    .map(|l| l.split(' ').next().unwrap_or(l))
-                    .and_then(|l| l.rsplit_once(':'));
+                let line = place
+                    .and_then(|l| l.line())
+                    .map(|(f, n)| (f, n.to_string()));
+                let loc = line.as_ref().map(|(f, n)| (*f, n.as_str()));
                 let message = format!("{} {}: {}", c.id, c.status.word(), c.detail);
                 annotation(
                     s.out,

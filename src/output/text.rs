@@ -78,7 +78,8 @@ pub fn report_text(report: &Report) -> String {
     for c in &report.checks {
         let pad = " ".repeat(13 + width);
         s.push_str(&format!("  {:<10} {:<width$}", c.status.word(), c.id));
-        let mut lines = c.locations.iter().map(String::as_str).collect::<Vec<_>>();
+        let places: Vec<String> = c.locations.iter().map(|l| l.to_string()).collect();
+        let mut lines = places.iter().map(String::as_str).collect::<Vec<_>>();
         let detail = c
             .detail
             .split("; ")

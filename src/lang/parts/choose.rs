@@ -4,8 +4,10 @@
 use crate::error::{Candidate, Error, Result};
 
 /// Picks the one candidate for a site, honouring a pin (`file`, optional qualified name);
-/// otherwise an error listing the candidates with the config line that pins one.
+/// otherwise an error listing the candidates with the config line that pins one. What it saw
+/// and took goes to `decisions` (what `acp-patch init` lists).
 pub fn choose<T>(
+    decisions: &crate::lang::survey::Decisions,
     mut found: Vec<(T, Candidate)>,
     pin: Option<crate::config::Pin>,
     site: &'static str,
@@ -45,7 +47,7 @@ pub fn choose<T>(
         }
     }
     let refs: Vec<&Candidate> = seen.iter().collect();
-    crate::lang::survey::record(
+    decisions.record(
         site,
         pin_key,
         &refs,

@@ -3,7 +3,7 @@
 
 use super::{HookCalls, Parsed, ParsedSource, Part, STATES, parse_error, runtime_edited};
 use crate::error::{Error, Result};
-use crate::report::{Check, Report, Status};
+use crate::report::{Check, Location, Report, Status};
 
 /// A placement fact verify established beyond the parts themselves: an SDK send that
 /// does not go through the emitter, a name read before it is bound, a gate returning from
@@ -68,6 +68,9 @@ pub fn report_any<P: ParsedSource>(
         }
     }
     let at = |file: usize, line: usize| format!("{}:{line}", files[file].source().rel);
+    let place = |file: usize, line: usize, label: &str| {
+        Location::labelled(&files[file].source().rel, line, label)
+    };
     let mut edited_runtime: Vec<String> = Vec::new();
     for p in parts {
         if let Some(Error::RuntimeEdited { file, line, .. }) =
@@ -82,7 +85,7 @@ pub fn report_any<P: ParsedSource>(
     let mut checks = Vec::new();
     for id in naming.checks {
         let mine: Vec<&Part> = parts.iter().filter(|p| p.checks.contains(id)).collect();
-        let mut locations: Vec<String> = Vec::new();
+        let mut locations: Vec<Location> = Vec::new();
         let mut problems: Vec<String> = Vec::new();
         // a runtime module edited by hand is there (its first row says how it was edited)
         let edited = |p: &Part| match runtime_edited(files[p.file].source(), p) {
@@ -106,10 +109,7 @@ pub fn report_any<P: ParsedSource>(
         {
             let state = STATES[k];
             match calls[k].len() {
-                1 => locations.push(format!(
-                    "{} (callback call)",
-                    at(calls[k][0].0, calls[k][0].1)
-                )),
+                1 => locations.push(place(calls[k][0].0, calls[k][0].1, "callback call")),
                 0 if status == Status::Ok => {
                     status = Status::Malformed;
                     problems.push(format!("no `{}(\"{state}\", ...)` call", naming.callback));
@@ -117,11 +117,7 @@ pub fn report_any<P: ParsedSource>(
                 0 => {}
                 _ => {
                     status = Status::Duplicated;
-                    locations.extend(
-                        calls[k]
-                            .iter()
-                            .map(|(f, l)| format!("{} (callback call)", at(*f, *l))),
-                    );
+                    locations.extend(calls[k].iter().map(|(f, l)| place(*f, *l, "callback call")));
                     problems.push(format!(
                         "{} calls with \"{state}\"; exactly one is allowed",
                         calls[k].len()
@@ -132,7 +128,7 @@ pub fn report_any<P: ParsedSource>(
         for p in &mine {
             match p.present {
                 Some(line) => {
-                    let l = format!("{} ({})", at(p.file, line), p.label);
+                    let l = place(p.file, line, p.label);
                     if !locations.contains(&l) {
                         locations.push(l);
                     }
@@ -153,7 +149,7 @@ pub fn report_any<P: ParsedSource>(
                         ));
                     }
                     Some(_) => {
-                        let l = format!("{} ({}, edited)", at(p.file, 1), p.label);
+                        let l = place(p.file, 1, &format!("{}, edited", p.label));
                         if !locations.contains(&l) {
                             locations.push(l);
                         }
@@ -167,7 +163,7 @@ pub fn report_any<P: ParsedSource>(
             }
         }
         for f in findings.iter().filter(|f| f.check == *id) {
-            let l = format!("{} ({})", at(f.file, f.line), f.detail);
+            let l = place(f.file, f.line, &f.detail);
             if f.status == Status::Ok {
                 if !locations.contains(&l) {
                     locations.push(l);
@@ -187,7 +183,7 @@ pub fn report_any<P: ParsedSource>(
         let insert_at = mine
             .iter()
             .find(|p| p.present.is_none() && edited(p).is_none())
-            .map(|p| at(p.file, p.anchor_line));
+            .map(|p| Location::at(&files[p.file].source().rel, p.anchor_line));
         checks.push(Check {
             id: id.to_string(),
             status,
@@ -206,7 +202,7 @@ pub fn report_any<P: ParsedSource>(
     checks.push(Check {
         id: "parses".into(),
         status: Status::Ok,
-        locations: vec![touched.join(", ")],
+        locations: vec![Location::Many(touched)],
         detail: String::new(),
         insert_at: None,
     });

@@ -196,6 +196,7 @@ fn class_of(def: Node) -> Option<Node> {
 }
 
 pub fn locate<'a>(
+    decisions: &crate::lang::survey::Decisions,
     root: &std::path::Path,
     files: &'a [Parsed],
     pins: &PythonPins,
@@ -204,7 +205,7 @@ pub fn locate<'a>(
     if !files
         .iter()
         .any(|p| is_agent_file(p) && super::wire::imports_sdk(p))
-        && let Some(found) = super::wire::locate(files, pins)?
+        && let Some(found) = super::wire::locate(decisions, files, pins)?
     {
         return Ok(found);
     }
@@ -243,7 +244,7 @@ pub fn locate<'a>(
         found = vec![(class.expect("a prompt method is in a class"), *at)];
     } else if found.is_empty() {
         let all = prompt_methods(files);
-        let chosen = super::locate::choose(
+        let chosen = super::locate::choose(decisions,
             files,
             all,
             None,
@@ -272,7 +273,7 @@ pub fn locate<'a>(
         .iter()
         .map(|(_, p)| candidate(files, *p, qualified_name(p.node, &files[p.file].file.text)))
         .collect();
-    crate::lang::survey::record(
+    decisions.record(
         "ACP prompt handler",
         "prompt",
         &cands.iter().collect::<Vec<_>>(),
@@ -323,7 +324,7 @@ pub fn locate<'a>(
     };
     let mut handlers = Vec::new();
     for (class, prompt) in found {
-        let connection = connection(files, &classes, class, &sends, pins)?;
+        let connection = connection(decisions, files, &classes, class, &sends, pins)?;
         let class_src = &files[class.file].file.text;
         handlers.push(Handler {
             class,

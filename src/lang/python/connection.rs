@@ -16,6 +16,7 @@ use tree_sitter::Node;
 /// sends use; else the one `self.<attr>` its own sends go through. A `connection` pin
 /// (`file.py:Class.attr` or `file.py:Class.on_connect`) picks among the same candidates.
 pub(super) fn connection<'a>(
+    decisions: &crate::lang::survey::Decisions,
     files: &'a [Parsed],
     classes: &Classes<'a>,
     class: At<'a>,
@@ -136,7 +137,7 @@ pub(super) fn connection<'a>(
             .ok_or_else(|| pin_mismatch(files, "connection", "connection", &pin, &seen));
     }
     if auto_ok {
-        crate::lang::survey::record(
+        decisions.record(
             "connection",
             "connection",
             &found.iter().map(|(_, c)| c).collect::<Vec<_>>(),

@@ -29,6 +29,7 @@ pub(super) fn candidate(files: &[Parsed], at: At, name: String) -> Candidate {
 
 /// Picks the one candidate, honouring a pin; otherwise an error listing them.
 pub(super) fn choose<'a>(
+    decisions: &crate::lang::survey::Decisions,
     files: &[Parsed],
     found: Vec<(At<'a>, String)>,
     pin: Option<&String>,
@@ -41,7 +42,7 @@ pub(super) fn choose<'a>(
         .map(|(at, name)| (at, candidate(files, at, name)))
         .collect();
     let pin = pin.map(|p| Pin::parse(p));
-    crate::lang::parts::choose(found, pin, site, pin_key, none)
+    crate::lang::parts::choose(decisions, found, pin, site, pin_key, none)
 }
 
 /// A pin that matched nothing: what it looked for and what there was.

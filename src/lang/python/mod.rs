@@ -24,6 +24,7 @@ use crate::config::StrategyPin;
 use crate::error::{Error, Result};
 use crate::lang::Language;
 use crate::lang::parts::{self, Finding, Naming, Parsed, Part};
+use crate::lang::survey::{Decisions, Site, Stopped};
 use crate::plan::Plan;
 use crate::project::Project;
 use crate::report::{Report, Status};
@@ -79,6 +80,8 @@ struct Analyzed {
     // declared first, so dropped first: its nodes point into `files`' trees
     analysis: Analysis<'static>,
     files: Vec<Parsed>,
+    /// The pinnable sites the analysis decided (what `acp-patch init` lists).
+    sites: Vec<Site>,
 }
 
 impl Analyzed {
@@ -90,15 +93,36 @@ impl Analyzed {
 impl Python {
     /// The tree's files and their analysis, computed once per project.
     fn analyzed(&self, project: &Project) -> Result<std::sync::Arc<Analyzed>> {
+        self.surveyed(project).map_err(|s| s.error)
+    }
+
+    /// [`Python::analyzed`], or why it stopped with the sites decided before the stop.
+    fn surveyed(
+        &self,
+        project: &Project,
+    ) -> std::result::Result<std::sync::Arc<Analyzed>, Box<Stopped>> {
         project.derived.get_or_try("python.analysis", || {
-            let files = self.files(project)?;
-            let analysis = self.analyze(project, &files)?;
-            // SAFETY: the analysis' nodes point into the trees the parsed files own (tree-sitter
-            // trees live on the C heap, so moving the files moves no tree); `Analyzed` keeps
-            // the files as long as the analysis and drops the analysis first.
-            let analysis =
-                unsafe { std::mem::transmute::<Analysis<'_>, Analysis<'static>>(analysis) };
-            Ok(Analyzed { analysis, files })
+            let decisions = Decisions::default();
+            let made = (|| {
+                let files = self.files(&decisions, project)?;
+                let analysis = self.analyze(project, &files, &decisions)?;
+                // SAFETY: the analysis' nodes point into the trees the parsed files own
+                // (tree-sitter trees live on the C heap, so moving the files moves no tree);
+                // `Analyzed` keeps the files as long as the analysis and drops the analysis
+                // first.
+                let analysis =
+                    unsafe { std::mem::transmute::<Analysis<'_>, Analysis<'static>>(analysis) };
+                Ok((analysis, files))
+            })();
+            let sites = decisions.into_sites();
+            match made {
+                Ok((analysis, files)) => Ok(Analyzed {
+                    analysis,
+                    files,
+                    sites,
+                }),
+                Err(e) => Err(Stopped::new(e, sites)),
+            }
         })
     }
 
@@ -150,10 +174,14 @@ impl Python {
 
     /// The parsed files, plus an empty one for the runtime module when the protocol strategy
     /// will create it.
-    fn files(&self, project: &Project) -> Result<Vec<Parsed>> {
+    fn files(
+        &self,
+        decisions: &crate::lang::survey::Decisions,
+        project: &Project,
+    ) -> Result<Vec<Parsed>> {
         let mut files = self.parse_all(project);
         let new_modules: Vec<(String, crate::source::Style)> =
-            match self.strategy(project, &files)? {
+            match self.strategy(decisions, project, &files)? {
                 Strategy::Protocol(a, _) => {
                     let packages = package::Packages::new(project, &files);
                     protocol::runtimes(&files, &a, &packages)
@@ -178,9 +206,14 @@ impl Python {
         Ok(files)
     }
 
-    fn strategy<'a>(&self, project: &Project, files: &'a [Parsed]) -> Result<Strategy<'a>> {
+    fn strategy<'a>(
+        &self,
+        decisions: &crate::lang::survey::Decisions,
+        project: &Project,
+        files: &'a [Parsed],
+    ) -> Result<Strategy<'a>> {
         let pins = &project.config.python;
-        let anchors = match anchors::locate(&project.root, files, pins) {
+        let anchors = match anchors::locate(decisions, &project.root, files, pins) {
             Ok(a) => a,
             // a file that does not parse may hide the site: say that first
             Err(e @ (Error::NoAgent { .. } | Error::Unlocatable { .. })) => {
@@ -201,7 +234,7 @@ impl Python {
                 anchors::Connection::Bind { .. } => None,
                 anchors::Connection::Wire { .. } => return Ok(Strategy::Protocol(anchors, None)),
             };
-            match engine::locate(files, h.prompt, h.class, attr, pins) {
+            match engine::locate(decisions, files, h.prompt, h.class, attr, pins) {
                 Ok(Some(cb)) => return Ok(Strategy::Engine(cb)),
                 Ok(None) => {}
                 Err(e) if chosen.is_none() => note = Some(crate::lang::fallback_note("python", &e)),
@@ -218,10 +251,15 @@ impl Python {
         Ok(Strategy::Protocol(anchors, note))
     }
 
-    fn analyze<'a>(&self, project: &'a Project, files: &'a [Parsed]) -> Result<Analysis<'a>> {
+    fn analyze<'a>(
+        &self,
+        project: &'a Project,
+        files: &'a [Parsed],
+        decisions: &Decisions,
+    ) -> Result<Analysis<'a>> {
         let mut b = insert::Builder::new(files, project)?;
         let mut note = None;
-        let (shape, prompts, runtimes) = match self.strategy(project, files)? {
+        let (shape, prompts, runtimes) = match self.strategy(decisions, project, files)? {
             Strategy::Engine(cb) => {
                 b.callback_shape(&cb)?;
                 ("callback", vec![(cb.prompt.file, cb.prompt.node)], vec![])
@@ -402,6 +440,13 @@ impl Language for Python {
         unpatched: crate::toolchain::Unpatched,
     ) -> Result<crate::toolchain::Startup> {
         toolchain::startup(project, files, unpatched)
+    }
+
+    fn survey(&self, project: &Project) -> (Result<()>, Vec<Site>) {
+        match self.surveyed(project) {
+            Err(s) => (Err(s.error), s.sites),
+            Ok(a) => (self.plan(project).map(drop), a.sites.clone()),
+        }
     }
 
     fn inventory(&self, project: &Project) -> Result<parts::Inventory> {

@@ -139,6 +139,7 @@ pub fn fields_used_by_sends(
 /// The trait API's card path for a wrapped handler: a pin, the field (or static) the agent's
 /// own sends use, or the one candidate.
 pub(super) fn wrap_sink(
+    decisions: &crate::lang::survey::Decisions,
     files: &[Parsed],
     c: &Collected,
     modules: &Modules,
@@ -216,7 +217,7 @@ pub(super) fn wrap_sink(
     };
     if let Some(s) = pick {
         let all: Vec<&Candidate> = listed.iter().collect();
-        crate::lang::survey::record(
+        decisions.record(
             "connection for the think card",
             "rust.connection",
             &all,
@@ -241,6 +242,7 @@ pub(super) fn wrap_sink(
         .map(|(i, s)| (i, s.candidate(files)))
         .collect();
     parts::choose(
+        decisions,
         found,
         None,
         "connection for the think card",

@@ -34,6 +34,7 @@ fn candidate(files: &[Parsed], h: &Handler) -> Candidate {
 }
 
 pub(super) fn locate(
+    decisions: &crate::lang::survey::Decisions,
     files: &[Parsed],
     c: &Collected,
     modules: &Modules,
@@ -122,7 +123,7 @@ pub(super) fn locate(
     // `acp-patch init` lists the handler when there is one (with several, all are patched)
     if let [one] = found.as_slice() {
         let c = candidate(files, one);
-        crate::lang::survey::record("ACP prompt handler", "rust.prompt", &[&c], Some(&c));
+        decisions.record("ACP prompt handler", "rust.prompt", &[&c], Some(&c));
     }
 
     // the connection of each wrapped handler
@@ -130,8 +131,15 @@ pub(super) fn locate(
         if !matches!(h.style, Style::Wrap { .. }) {
             continue;
         }
-        let (sink, sink_from) =
-            connection::wrap_sink(files, c, modules, dialect, h, pins.connection.as_deref())?;
+        let (sink, sink_from) = connection::wrap_sink(
+            decisions,
+            files,
+            c,
+            modules,
+            dialect,
+            h,
+            pins.connection.as_deref(),
+        )?;
         h.style = Style::Wrap { sink, sink_from };
     }
 

@@ -20,6 +20,7 @@ mod wire;
 use crate::error::{Error, Result};
 use crate::lang::Language;
 use crate::lang::parts::{self, Finding, Naming, ParsedSource, Part, parse_error};
+use crate::lang::survey::{self, Decisions, Site, Stopped, Surveyed};
 use crate::plan::Plan;
 use crate::project::Project;
 use crate::report::Report;
@@ -93,6 +94,16 @@ impl Rust {
     }
 
     fn analyze(&self, project: &Project) -> Result<Analysis> {
+        Ok(self.surveyed(project).map_err(|s| s.error)?.value)
+    }
+
+    /// The analysis with the sites it decided; or why it stopped with the sites decided
+    /// before the stop.
+    fn surveyed(&self, project: &Project) -> std::result::Result<Surveyed<Analysis>, Box<Stopped>> {
+        survey::surveyed(|decisions| self.analyze_now(project, decisions))
+    }
+
+    fn analyze_now(&self, project: &Project, decisions: &Decisions) -> Result<Analysis> {
         if project.config.rust.emitter.is_some() || project.config.rust.handoff.is_some() {
             return Err(Error::Config {
                 path: project.root.join(crate::config::FILE_NAME),
@@ -102,7 +113,7 @@ impl Rust {
         let files = self.parse_all(project);
         let manifest = match Manifest::load(project)? {
             Some(m) => m,
-            None => return wire::parts::analyze(project, files),
+            None => return wire::parts::analyze(decisions, project, files),
         };
         let mut files = files;
         if manifest.sdk_version < (0, 8) {
@@ -147,6 +158,7 @@ impl Rust {
         let sdk = manifest.sdk_ident.clone();
 
         let located = locate::locate(
+            decisions,
             &files,
             &collected,
             &modules,
@@ -339,6 +351,16 @@ impl Language for Rust {
     fn plan(&self, project: &Project) -> Result<Plan> {
         let a = self.analyze(project)?;
         parts::plan(&a.files, &a.parts)
+    }
+
+    fn survey(&self, project: &Project) -> (Result<()>, Vec<Site>) {
+        match self.surveyed(project) {
+            Err(s) => (Err(s.error), s.sites),
+            Ok(a) => (
+                parts::plan(&a.value.files, &a.value.parts).map(drop),
+                a.sites,
+            ),
+        }
     }
 
     fn build_check(

@@ -16,6 +16,7 @@ use crate::config::StrategyPin;
 use crate::error::Result;
 use crate::lang::Language;
 use crate::lang::parts::{self, Naming, Parsed, Part};
+use crate::lang::survey::{self, Decisions, Site, Stopped, Surveyed};
 use crate::plan::Plan;
 use crate::project::Project;
 use crate::report::Report;
@@ -116,13 +117,22 @@ impl TypeScript {
 
     /// The analysis of the tree, computed once per project (plan, verify and inventory
     /// share it; see [`Project::derived`]).
-    fn analyze(&self, project: &Project) -> Result<std::sync::Arc<Analysis>> {
-        project
-            .derived
-            .get_or_try("typescript.analysis", || self.analyze_now(project))
+    fn analyze(&self, project: &Project) -> Result<std::sync::Arc<Surveyed<Analysis>>> {
+        self.surveyed(project).map_err(|s| s.error)
     }
 
-    fn analyze_now(&self, project: &Project) -> Result<Analysis> {
+    /// The analysis with the sites it decided, computed once per project; or why it stopped
+    /// with the sites decided before the stop.
+    fn surveyed(
+        &self,
+        project: &Project,
+    ) -> std::result::Result<std::sync::Arc<Surveyed<Analysis>>, Box<Stopped>> {
+        project.derived.get_or_try("typescript.analysis", || {
+            survey::surveyed(|decisions| self.analyze_now(project, decisions))
+        })
+    }
+
+    fn analyze_now(&self, project: &Project, decisions: &Decisions) -> Result<Analysis> {
         let files = self.parse_all(project);
         let javascript = files.iter().any(|p| is_js(&p.file.rel));
         let chosen = project.config.typescript.chosen_strategy();
@@ -138,7 +148,7 @@ impl TypeScript {
                 && !javascript
                 && engine::probe(&files, &project.config.typescript));
         if engine_shaped {
-            match engine::analyze(project, &files) {
+            match engine::analyze(decisions, project, &files) {
                 Ok(parts) => return Ok(Analysis::Engine { files, parts }),
                 Err(e) if chosen.is_none() => {
                     note = Some(crate::lang::fallback_note("typescript", &e))
@@ -146,7 +156,10 @@ impl TypeScript {
                 Err(e) => return Err(e),
             }
         }
-        Ok(Analysis::Protocol(protocol::analyze(project, files)?, note))
+        Ok(Analysis::Protocol(
+            protocol::analyze(decisions, project, files)?,
+            note,
+        ))
     }
 }
 
@@ -180,13 +193,20 @@ impl Language for TypeScript {
     }
 
     fn plan(&self, project: &Project) -> Result<Plan> {
-        match &*self.analyze(project)? {
+        match &self.analyze(project)?.value {
             Analysis::Engine { files, parts } => parts::plan(files, parts),
             Analysis::Protocol(a, note) => {
                 let mut plan = parts::plan(&a.files, &a.parts)?;
                 plan.notes.extend(note.clone());
                 Ok(plan)
             }
+        }
+    }
+
+    fn survey(&self, project: &Project) -> (Result<()>, Vec<Site>) {
+        match self.surveyed(project) {
+            Err(s) => (Err(s.error), s.sites),
+            Ok(a) => (self.plan(project).map(drop), a.sites.clone()),
         }
     }
 
@@ -208,7 +228,7 @@ impl Language for TypeScript {
     }
 
     fn inventory(&self, project: &Project) -> Result<parts::Inventory> {
-        Ok(match &*self.analyze(project)? {
+        Ok(match &self.analyze(project)?.value {
             Analysis::Engine { files, parts } => {
                 parts::Inventory::new(files, parts.clone(), "acpProgress")
             }
@@ -226,7 +246,7 @@ impl Language for TypeScript {
                 .any(|(n, _)| n == name)
         };
         let mut strategy_note = None;
-        let mut report = match &*self.analyze(project)? {
+        let mut report = match &self.analyze(project)?.value {
             Analysis::Engine { files, parts } => {
                 let naming = Naming {
                     language: self.name(),

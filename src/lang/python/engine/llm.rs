@@ -11,7 +11,11 @@ use crate::lang::python::syntax::*;
 use tree_sitter::Node;
 
 /// The engine's LLM call: `X._interruptible_streaming_api_call(..., on_first_delta=f)`.
-pub(super) fn locate_llm<'a>(files: &'a [Parsed], pins: &PythonPins) -> Result<LlmSites<'a>> {
+pub(super) fn locate_llm<'a>(
+    decisions: &crate::lang::survey::Decisions,
+    files: &'a [Parsed],
+    pins: &PythonPins,
+) -> Result<LlmSites<'a>> {
     let mut calls = Vec::new();
     for (i, p) in files.iter().enumerate() {
         let src = p.file.text.as_str();
@@ -30,6 +34,7 @@ pub(super) fn locate_llm<'a>(files: &'a [Parsed], pins: &PythonPins) -> Result<L
         }
     }
     let call = choose(
+        decisions,
         files,
         calls,
         pins.llm_call.as_ref(),

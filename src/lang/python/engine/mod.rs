@@ -100,6 +100,7 @@ fn has_engine_llm_call(files: &[Parsed]) -> bool {
 /// The callback-shaped sites of an agent whose prompt handler is `prompt` (a method of
 /// `class`), or None when the agent is not callback-shaped.
 pub fn locate<'a>(
+    decisions: &crate::lang::survey::Decisions,
     files: &'a [Parsed],
     prompt: At<'a>,
     class: At<'a>,
@@ -223,6 +224,7 @@ pub fn locate<'a>(
         }
         _ => {
             choose(
+                decisions,
                 files,
                 named,
                 pins.handoff.as_ref(),
@@ -250,7 +252,7 @@ pub fn locate<'a>(
         })
         .map(|n| text(n, wsrc).to_string())
         .collect();
-    let llm = locate_llm(files, pins)?;
+    let llm = locate_llm(decisions, files, pins)?;
     let (anchor_callback, stores, passers) = locate_callback_store(files, &wired, pins)?;
     let builders = locate_module_def(
         files,

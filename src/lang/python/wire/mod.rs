@@ -46,7 +46,11 @@ pub fn imports_sdk(p: &Parsed) -> bool {
 
 /// The anchors of an agent with its own JSON-RPC loop, or `None` when the tree has no
 /// dispatcher of `session/prompt` (and no `prompt` pin names a function).
-pub fn locate<'a>(files: &'a [Parsed], pins: &PythonPins) -> Result<Option<Anchors<'a>>> {
+pub fn locate<'a>(
+    decisions: &crate::lang::survey::Decisions,
+    files: &'a [Parsed],
+    pins: &PythonPins,
+) -> Result<Option<Anchors<'a>>> {
     let mut prompts = dispatched(files, &Method::of(files, "session/prompt"));
     if let Some(pin) = &pins.prompt {
         let pin = crate::config::Pin::parse(pin);
@@ -63,6 +67,7 @@ pub fn locate<'a>(files: &'a [Parsed], pins: &PythonPins) -> Result<Option<Ancho
             .map(|a| (a, qualified_name(a.node, &files[a.file].file.text)))
             .collect();
         let chosen = super::locate::choose(
+            decisions,
             files,
             found,
             pins.prompt.as_ref(),
@@ -139,7 +144,7 @@ pub fn locate<'a>(files: &'a [Parsed], pins: &PythonPins) -> Result<Option<Ancho
     let mut handlers = Vec::new();
     for prompt in prompts {
         let name = qualified_name(prompt.node, &files[prompt.file].file.text);
-        let (lambda, at) = card_writer(files, prompt, &sinks, pins)?;
+        let (lambda, at) = card_writer(decisions, files, prompt, &sinks, pins)?;
         let cancel = cancels
             .iter()
             .find(|c| {
@@ -173,7 +178,7 @@ mod tests {
     #[test]
     fn a_writer_the_handler_cannot_call_is_refused_naming_what_it_reads() {
         let files = tree(&[("pkg/server.py", SERVER)]);
-        let err = match locate(&files, &PythonPins::default()) {
+        let err = match locate(&Default::default(), &files, &PythonPins::default()) {
             Err(e) => e.to_string(),
             Ok(_) => panic!("a writer reading another class's `self` was taken"),
         };
@@ -190,7 +195,9 @@ mod tests {
     fn a_synchronous_handler_gets_the_writer_it_can_call() {
         let text = SERVER.replace("self.stream.write(", "sys.stdout.write(");
         let files = tree(&[("pkg/server.py", &text)]);
-        let found = locate(&files, &PythonPins::default()).unwrap().unwrap();
+        let found = locate(&Default::default(), &files, &PythonPins::default())
+            .unwrap()
+            .unwrap();
         let [handler] = &found.handlers[..] else {
             panic!("one handler")
         };

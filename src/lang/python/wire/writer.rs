@@ -136,6 +136,7 @@ fn module_names(p: &Parsed) -> Vec<String> {
 /// the writer reads>, *_, **__: <writer call>`, from a writer call every name of which is bound
 /// in the handler (its parameters, `self` of its own class, its module's names, builtins).
 pub fn card_writer<'a>(
+    decisions: &crate::lang::survey::Decisions,
     files: &'a [Parsed],
     prompt: At<'a>,
     sinks: &[(Sink<'a>, String)],
@@ -240,7 +241,7 @@ pub fn card_writer<'a>(
             ),
         });
     }
-    crate::lang::parts::choose(usable, pin, "connection", "connection", || {
+    crate::lang::parts::choose(decisions, usable, pin, "connection", "connection", || {
         format!(
             "{handler} handles session/prompt, but no writer of `session/update` messages can be called from it"
         )

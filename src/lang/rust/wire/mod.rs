@@ -97,7 +97,11 @@ fn candidate(ix: &Index, f: At) -> Candidate {
 
 /// The anchors of an agent with its own JSON-RPC loop, or what a `prompt` pin could name
 /// when no dispatcher of `"session/prompt"` calls a fn of the crate.
-pub fn locate(files: &[Parsed], cx: &Context) -> Result<Located> {
+pub fn locate(
+    decisions: &crate::lang::survey::Decisions,
+    files: &[Parsed],
+    cx: &Context,
+) -> Result<Located> {
     let ix = Index::new(files, cx.owned, cx.collected, cx.modules);
     let prefer = dispatch::writes_updates(&ix);
     let mut prompts: Vec<At> = dispatch::dispatched(&ix, "session/prompt", &prefer)
@@ -134,7 +138,7 @@ pub fn locate(files: &[Parsed], cx: &Context) -> Result<Located> {
     }
     if let [one] = prompts.as_slice() {
         let c = candidate(&ix, *one);
-        crate::lang::survey::record("ACP prompt handler", "rust.prompt", &[&c], Some(&c));
+        decisions.record("ACP prompt handler", "rust.prompt", &[&c], Some(&c));
     }
 
     // every write of the agent's messages
@@ -178,7 +182,7 @@ pub fn locate(files: &[Parsed], cx: &Context) -> Result<Located> {
 
     let mut handlers = Vec::new();
     for h in &prompts {
-        let made = handler(&ix, cx, *h, &found.carriers).map_err(|e| match e {
+        let made = handler(decisions, &ix, cx, *h, &found.carriers).map_err(|e| match e {
             // what a `prompt` pin accepts instead: a fn with its session id and a writer
             Error::NotFound {
                 site,
@@ -248,7 +252,13 @@ fn pinnable(
     out.into_iter().map(|(_, c)| c).collect()
 }
 
-fn handler(ix: &Index, cx: &Context, h: At, carriers: &[follow::Carrier]) -> Result<Handler> {
+fn handler(
+    decisions: &crate::lang::survey::Decisions,
+    ix: &Index,
+    cx: &Context,
+    h: At,
+    carriers: &[follow::Carrier],
+) -> Result<Handler> {
     let info = ix.fn_info(h);
     let rel = ix.files[h.0].file.rel.clone();
     let line = ix.line(h);
@@ -329,7 +339,7 @@ fn handler(ix: &Index, cx: &Context, h: At, carriers: &[follow::Carrier]) -> Res
         })?,
     };
     let all: Vec<&Candidate> = listed.iter().collect();
-    crate::lang::survey::record(
+    decisions.record(
         "connection for the think card",
         "rust.connection",
         &all,
@@ -383,7 +393,7 @@ mod tests {
             serde: true,
             path_of: &path_of,
         };
-        locate(&files, &cx)
+        locate(&Default::default(), &files, &cx)
     }
 
     fn agent(sources: &[(&str, &str)]) -> Raw {

@@ -21,7 +21,11 @@ const CHECK_BEGIN: &[&str] = &["hook.start", "turn_end"];
 const TASK_IDS: (u64, u64) = (1, 41);
 
 /// The analysis of a tree whose `Cargo.toml` does not depend on the SDK.
-pub fn analyze(project: &Project, mut files: Vec<Parsed>) -> Result<Analysis> {
+pub fn analyze(
+    decisions: &crate::lang::survey::Decisions,
+    project: &Project,
+    mut files: Vec<Parsed>,
+) -> Result<Analysis> {
     let no_agent = |detail: String| Error::NoAgent {
         root: project.root.clone(),
         detail,
@@ -70,7 +74,7 @@ pub fn analyze(project: &Project, mut files: Vec<Parsed>) -> Result<Analysis> {
             serde: serde.is_some(),
             path_of: &path_of,
         };
-        match locate(files, &cx)? {
+        match locate(decisions, files, &cx)? {
             super::Located::Agent(raw) => Ok(raw),
             super::Located::NoDispatcher(pinnable) => Err(no_agent(format!(
                 "no Cargo.toml depending on {SDK}, and no dispatcher of `\"session/prompt\"` (a `match` arm, an `if method == ..`, a handler map; the string or a constant holding it) calls a fn of the crate{}",

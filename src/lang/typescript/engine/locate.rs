@@ -83,6 +83,7 @@ fn class_of<'t>(node: Node<'t>) -> Option<Node<'t>> {
 /// Picks the one candidate, honouring a pin; otherwise an error listing them. Pin keys are
 /// `typescript.<key>`: the `[typescript]` table of acp-patch.toml.
 fn choose<'a>(
+    decisions: &crate::lang::survey::Decisions,
     files: &[Parsed],
     found: Vec<(usize, Node<'a>, String)>,
     pin: Option<&String>,
@@ -101,7 +102,7 @@ fn choose<'a>(
         })
         .collect();
     let pin = pin.map(|p| Pin::parse(p));
-    crate::lang::parts::choose(found, pin, site, pin_key, none)
+    crate::lang::parts::choose(decisions, found, pin, site, pin_key, none)
 }
 
 /// The send call of an emitter and its generation: `X.sessionUpdate({...})` or
@@ -131,6 +132,7 @@ fn this_calls<'t>(node: Node<'t>, name: &str, src: &str) -> Vec<Node<'t>> {
 }
 
 pub fn locate<'a>(
+    decisions: &crate::lang::survey::Decisions,
     root: &std::path::Path,
     files: &'a [Parsed],
     pins: &TypeScriptPins,
@@ -162,6 +164,7 @@ pub fn locate<'a>(
         });
     }
     let (file, emitter) = choose(
+        decisions,
         files,
         emitters,
         pins.emitter.as_ref(),
@@ -228,6 +231,7 @@ pub fn locate<'a>(
     }
     let class_line = line(class);
     let (_, handoff) = choose(
+        decisions,
         files,
         engines,
         pins.handoff.as_ref(),
@@ -300,6 +304,7 @@ pub fn locate<'a>(
             }
         }
         let (_, end) = choose(
+            decisions,
             files,
             ends,
             pins.turn_end.as_ref(),

@@ -11,8 +11,12 @@ use crate::lang::parts::{self, Parsed, Part};
 use crate::project::Project;
 
 /// Every part of the engine strategy (present or not).
-pub fn analyze(project: &Project, files: &[Parsed]) -> Result<Vec<Part>> {
-    let sites = match locate::locate(&project.root, files, &project.config.typescript) {
+pub fn analyze(
+    decisions: &crate::lang::survey::Decisions,
+    project: &Project,
+    files: &[Parsed],
+) -> Result<Vec<Part>> {
+    let sites = match locate::locate(decisions, &project.root, files, &project.config.typescript) {
         Ok(s) => s,
         Err(
             e @ (Error::NoAgent { .. } | Error::Unlocatable { .. } | Error::Unsupported { .. }),

@@ -53,11 +53,12 @@ fn package_of(project: &Project, rel: &str) -> String {
 /// file (else its first file with a send), with that file's ending. (package, module's
 /// relative path, extension, the file it sits beside).
 fn module_places(
+    decisions: &crate::lang::survey::Decisions,
     files: &[Parsed],
     project: &Project,
 ) -> Result<Vec<(String, String, String, usize)>> {
     let sends = locate::sends(files)?;
-    let handlers = locate::handlers(files, &sends, &project.config.typescript)?;
+    let handlers = locate::handlers(decisions, files, &sends, &project.config.typescript)?;
     let mut touched: Vec<(bool, usize)> = handlers
         .iter()
         .map(|h| (h.role != locate::Role::Prompt, h.file))
@@ -139,7 +140,11 @@ pub fn flavor(project: &Project, rel: &str, file: &Parsed) -> strip::Flavor {
 }
 
 /// Every part of the protocol strategy (present or not) and the placement findings.
-pub fn analyze(project: &Project, mut files: Vec<Parsed>) -> Result<Analysis> {
+pub fn analyze(
+    decisions: &crate::lang::survey::Decisions,
+    project: &Project,
+    mut files: Vec<Parsed>,
+) -> Result<Analysis> {
     let fail = |files: &[Parsed], e: Error| match e {
         Error::NoAgent { .. }
         | Error::Unlocatable { .. }
@@ -147,7 +152,7 @@ pub fn analyze(project: &Project, mut files: Vec<Parsed>) -> Result<Analysis> {
         | Error::Ambiguous { .. } => files.iter().find_map(parts::parse_error).unwrap_or(e),
         e => e,
     };
-    let places = module_places(&files, project).map_err(|e| fail(&files, e))?;
+    let places = module_places(decisions, &files, project).map_err(|e| fail(&files, e))?;
     let mut modules = Vec::new();
     for (package, module_rel, ext, beside) in places {
         let text = crate::lang::seal::seal(&render_module(project, &files[beside], &module_rel)?);
@@ -190,7 +195,7 @@ pub fn analyze(project: &Project, mut files: Vec<Parsed>) -> Result<Analysis> {
     let modules: Vec<pieces::Module> = modules.into_iter().map(|(_, m)| m).collect();
     let built = {
         let sends = locate::sends(&files).map_err(|e| fail(&files, e))?;
-        let handlers = locate::handlers(&files, &sends, &project.config.typescript)
+        let handlers = locate::handlers(decisions, &files, &sends, &project.config.typescript)
             .map_err(|e| fail(&files, e))?;
         for h in &handlers {
             if let Some(e) = parts::parse_error(&files[h.file]) {
@@ -262,7 +267,7 @@ mod tests {
             crate::commands::apply(dir.path(), &opts).unwrap();
             let project = crate::lang::load(dir.path(), &Options::default()).unwrap();
             let files = crate::lang::typescript::TypeScript.parse_for_tests(&project);
-            let a = analyze(&project, files).unwrap();
+            let a = analyze(&Default::default(), &project, files).unwrap();
             let name = e.file_name().to_string_lossy().to_string();
             for (i, f) in a.files.iter().enumerate() {
                 let mut parts: Vec<&Part> = a.parts.iter().filter(|p| p.file == i).collect();

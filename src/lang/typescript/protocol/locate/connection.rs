@@ -166,6 +166,7 @@ pub(super) fn used_connection(
 /// `session/update` sends with the params replaced, when every name it reads is bound in the
 /// handler (`this` of the same class, module-level names, globals).
 pub(super) fn raw_connection(
+    decisions: &crate::lang::survey::Decisions,
     files: &[Parsed],
     file: usize,
     func: Node,
@@ -230,6 +231,7 @@ pub(super) fn raw_connection(
     let pin = pins.connection.as_ref().map(|p| Pin::parse(p));
     let handler_name = qualified(files, file, func);
     let chosen = crate::lang::parts::choose(
+        decisions,
         found,
         pin,
         "connection",

@@ -149,6 +149,7 @@ pub(super) fn dispatched<'a>(files: &'a [Parsed], method: &str) -> Vec<(usize, N
 /// `session/cancel`, each with its cover; `pins` narrows them (and may name a prompt
 /// method the SDK binding was not found for).
 pub fn handlers<'a>(
+    decisions: &crate::lang::survey::Decisions,
     files: &'a [Parsed],
     sends: &[Send<'a>],
     pins: &crate::config::TypeScriptPins,
@@ -174,7 +175,7 @@ pub fn handlers<'a>(
             let src = files[file].file.text.as_str();
             let at = if c.file == file { c.line } else { line(class) };
             let pin = candidate(files, file, at, &format!("{}.{field}", name_of(class, src)));
-            crate::lang::survey::record("connection", "typescript.connection", &[&pin], Some(&pin));
+            decisions.record("connection", "typescript.connection", &[&pin], Some(&pin));
         }
         for (role, method) in [(Role::Prompt, "prompt"), (Role::Cancel, "cancel")] {
             let Some((f, m)) = member(files, file, class, method) else {
@@ -297,7 +298,7 @@ pub fn handlers<'a>(
     ] {
         for (f, func) in dispatched(files, method) {
             let conn = match role {
-                Role::Prompt => raw_connection(files, f, func, sends, pins)?,
+                Role::Prompt => raw_connection(decisions, files, f, func, sends, pins)?,
                 Role::Cancel => None, // a cancel sends nothing
             };
             push(
@@ -312,7 +313,7 @@ pub fn handlers<'a>(
             );
         }
     }
-    let selected = select(files, out, sends, pins)?;
+    let selected = select(decisions, files, out, sends, pins)?;
     if let Some(pin) = &pins.connection {
         let used = selected.iter().any(|h| {
             matches!(&h.cover, Cover::Body { conn: Some(c), .. }
@@ -384,6 +385,7 @@ pub(super) fn class_functions<'a>(files: &'a [Parsed]) -> Vec<(usize, Node<'a>, 
 
 /// The prompt pin: keeps the handlers it names, or adds the method it names.
 pub(super) fn select<'a>(
+    decisions: &crate::lang::survey::Decisions,
     files: &'a [Parsed],
     mut found: Vec<Handler<'a>>,
     sends: &[Send<'a>],
@@ -394,7 +396,7 @@ pub(super) fn select<'a>(
         if let [one] = prompts[..] {
             // `acp-patch init` lists the site with the pin that holds apply to it
             let c = candidate(files, one.file, one.line, &one.name);
-            crate::lang::survey::record("prompt handler", "typescript.prompt", &[&c], Some(&c));
+            decisions.record("prompt handler", "typescript.prompt", &[&c], Some(&c));
         }
         if !prompts.is_empty() {
             return Ok(found);
