@@ -76,25 +76,27 @@ pub fn findings(
                         );
                     }
                 }
+                // the cheap text tests first: `enclosing_function` climbs the tree
                 "keyword_argument"
-                    if enclosing_function(n).is_some()
-                        && name_of(n, src) == "agent_progress_callback" =>
+                    if name_of(n, src) == "agent_progress_callback"
+                        && enclosing_function(n).is_some() =>
                 {
                     // a keyword passed on in the agent's own call: only its value is ours
                     ctx.check_reads(n, "keyword", &mut out);
                     return false;
                 }
                 "expression_statement" | "return_statement" | "raise_statement"
-                    if enclosing_function(n).is_some() && marked_outside_keywords(n, src) =>
+                    if marked_outside_keywords(n, src) && enclosing_function(n).is_some() =>
                 {
                     ctx.check_reads(n, "statement", &mut out);
                     return false;
                 }
-                "if_statement" if enclosing_function(n).is_some() => {
+                "if_statement" => {
                     if let Some(cond) = n.child_by_field_name("condition")
                         && STATEMENT_MARKERS
                             .iter()
                             .any(|m| text(cond, src).contains(m))
+                        && enclosing_function(n).is_some()
                     {
                         ctx.check_reads(cond, "gate", &mut out);
                         ctx.check_gate(n, &mut out);
@@ -116,7 +118,13 @@ pub fn findings(
 /// Whether a statement holds acp-patch's code beyond `agent_progress_callback=` keywords it
 /// passes on (those are checked on their own).
 fn marked_outside_keywords(stmt: Node, src: &str) -> bool {
-    let mut rest = text(stmt, src).to_string();
+    let whole = text(stmt, src);
+    // no marker in the whole statement: none outside its keywords either (a keyword taken
+    // out holds one, so nothing is taken out)
+    if !STATEMENT_MARKERS.iter().any(|m| whole.contains(m)) {
+        return false;
+    }
+    let mut rest = whole.to_string();
     for k in descendants(stmt, "keyword_argument") {
         if name_of(k, src) == "agent_progress_callback" {
             rest = rest.replace(text(k, src), "");

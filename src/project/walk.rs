@@ -1,0 +1,264 @@
+//! The walk of a tree and the read of its sources, within the limits.
+
+use super::{Limits, MANIFESTS, Project, SKIP_DIRS, TEMP_PREFIX, has_extension};
+use crate::error::{Error, Result};
+use crate::source::{SourceFile, rel_path};
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+
+/// What the walk found, shared by its threads.
+#[derive(Default)]
+struct Found {
+    sources: Mutex<Vec<(PathBuf, Option<PathBuf>)>>,
+    manifests: Mutex<Vec<PathBuf>>,
+    skipped: Mutex<Vec<(String, String)>>,
+    entries: AtomicUsize,
+    bytes: AtomicU64,
+    too_deep: Mutex<Option<PathBuf>>,
+    stop: AtomicBool,
+}
+
+/// Whether the ignore files above `root` ignore `root` itself, as the `*` .gitignore that uv
+/// and virtualenv write into a virtual environment ignores its site-packages: pointed at such
+/// a folder on purpose, acp-patch reads it (by its own ignore files) rather than nothing.
+fn ignored_by_parents(root: &Path) -> bool {
+    let Ok(root) = root.canonicalize() else {
+        return false;
+    };
+    let (Some(parent), Some(name)) = (root.parent(), root.file_name()) else {
+        return false;
+    };
+    let listed = ignore::WalkBuilder::new(parent)
+        .hidden(false)
+        .require_git(false)
+        .max_depth(Some(1))
+        .build()
+        .flatten()
+        .any(|e| e.depth() == 1 && e.file_name() == name);
+    !listed
+}
+
+/// Walks the tree in parallel (respecting .gitignore, skipping hidden and vendored
+/// folders, never following a folder link), reads every file of a known language, and
+/// sorts them so every later phase is deterministic. Stops and refuses at the limits.
+pub(super) fn read_sources(
+    project: &mut Project,
+    limits: Limits,
+    extensions: &[&str],
+) -> Result<()> {
+    let root = project.root.clone();
+    let exts: Vec<String> = extensions.iter().map(|e| e.to_string()).collect();
+    let found = Found::default();
+    // filter_entry must own what it touches
+    let leftovers = std::sync::Arc::new(Mutex::new(Vec::new()));
+    let seen_leftovers = leftovers.clone();
+    ignore::WalkBuilder::new(&root)
+        .hidden(false) // hidden entries are filtered below, where our leftovers are seen
+        .require_git(false)
+        .parents(!ignored_by_parents(&root))
+        .follow_links(false)
+        .filter_entry(move |e| {
+            let name = e.file_name().to_string_lossy();
+            if !name.starts_with('.') {
+                return !(e.file_type().is_some_and(|t| t.is_dir())
+                    && SKIP_DIRS.contains(&name.as_ref()));
+            }
+            if e.file_type().is_some_and(|t| t.is_file()) && is_leftover(&name) {
+                seen_leftovers
+                    .lock()
+                    .expect("no poison")
+                    .push(e.path().to_path_buf());
+            }
+            false
+        })
+        .build_parallel()
+        .run(|| {
+            Box::new(|entry| {
+                if found.stop.load(Ordering::Relaxed) {
+                    return ignore::WalkState::Quit;
+                }
+                let Ok(e) = entry else {
+                    return ignore::WalkState::Continue;
+                };
+                if found.entries.fetch_add(1, Ordering::Relaxed) + 1 > limits.max_entries {
+                    found.stop.store(true, Ordering::Relaxed);
+                    return ignore::WalkState::Quit;
+                }
+                if e.depth() > limits.max_depth {
+                    *found.too_deep.lock().expect("no poison") = Some(e.path().to_path_buf());
+                    found.stop.store(true, Ordering::Relaxed);
+                    return ignore::WalkState::Quit;
+                }
+                let Some(kind) = e.file_type() else {
+                    return ignore::WalkState::Continue;
+                };
+                if kind.is_file() && MANIFESTS.contains(&e.file_name().to_string_lossy().as_ref()) {
+                    found
+                        .manifests
+                        .lock()
+                        .expect("no poison")
+                        .push(e.path().to_path_buf());
+                }
+                if kind.is_dir() || !has_extension(e.path(), &exts) {
+                    return ignore::WalkState::Continue;
+                }
+                let rel = rel_path(&root, e.path());
+                let skip = |why: String| {
+                    found
+                        .skipped
+                        .lock()
+                        .expect("no poison")
+                        .push((rel.clone(), why));
+                };
+                // a link is read through (only to a regular file), never written through
+                let (meta, target) = if kind.is_symlink() {
+                    let target = std::fs::read_link(e.path()).unwrap_or_default();
+                    match std::fs::metadata(e.path()) {
+                        Ok(m) if m.is_file() => (m, Some(target)),
+                        Ok(_) => {
+                            skip(format!(
+                                "a symbolic link to {}, which is not a file; not read",
+                                target.display()
+                            ));
+                            return ignore::WalkState::Continue;
+                        }
+                        Err(_) => {
+                            skip(format!(
+                                "a symbolic link to {}, which does not exist; not read",
+                                target.display()
+                            ));
+                            return ignore::WalkState::Continue;
+                        }
+                    }
+                } else if kind.is_file() {
+                    match e.metadata() {
+                        Ok(m) => (m, None),
+                        Err(_) => return ignore::WalkState::Continue,
+                    }
+                } else {
+                    return ignore::WalkState::Continue; // a FIFO, socket or device: never read
+                };
+                if e.path().to_str().is_none() {
+                    skip("its path is not UTF-8; not read (rename it to patch it)".into());
+                    return ignore::WalkState::Continue;
+                }
+                if meta.len() > limits.max_file_bytes {
+                    skip(format!(
+                        "{} MiB, more than the {} MiB acp-patch reads of one file; not read",
+                        meta.len() >> 20,
+                        limits.max_file_bytes >> 20
+                    ));
+                    return ignore::WalkState::Continue;
+                }
+                if found.bytes.fetch_add(meta.len(), Ordering::Relaxed) + meta.len()
+                    > limits.max_bytes
+                {
+                    found.stop.store(true, Ordering::Relaxed);
+                    return ignore::WalkState::Quit;
+                }
+                found
+                    .sources
+                    .lock()
+                    .expect("no poison")
+                    .push((e.into_path(), target));
+                ignore::WalkState::Continue
+            })
+        });
+    let entries = found.entries.load(Ordering::Relaxed);
+    let advice = "point acp-patch at the agent's own folder";
+    if let Some(deep) = found.too_deep.into_inner().expect("no poison") {
+        return Err(Error::TooLarge {
+            root,
+            message: format!(
+                "{} is more than {} folders below it; {advice}",
+                rel_path(&project.root, &deep),
+                limits.max_depth
+            ),
+        });
+    }
+    if entries > limits.max_entries {
+        return Err(Error::TooLarge {
+            root,
+            message: format!(
+                "it holds more than {} files and folders (not counting ignored and vendored ones); {advice}, or raise the limit with ACP_PATCH_MAX_FILES=N",
+                limits.max_entries
+            ),
+        });
+    }
+    if found.bytes.load(Ordering::Relaxed) > limits.max_bytes {
+        return Err(Error::TooLarge {
+            root,
+            message: format!(
+                "its source files hold more than {} MiB; {advice}, or raise the limit with ACP_PATCH_MAX_BYTES=N",
+                limits.max_bytes >> 20
+            ),
+        });
+    }
+    let mut sources = found.sources.into_inner().expect("no poison");
+    sources.sort();
+    // read and decoded on all cores once the walk has kept within the limits (a tree
+    // refused is never read), in the sorted order
+    let root = &project.root;
+    let all = read_all(&sources, |path| {
+        let bytes = std::fs::read(path).map_err(crate::error::io_err(path))?;
+        Ok(SourceFile::decode(
+            path.to_path_buf(),
+            rel_path(root, path),
+            bytes,
+        ))
+    });
+    for ((path, target), file) in sources.into_iter().zip(all) {
+        let file = file?;
+        if let Some(target) = target {
+            project
+                .symlinks
+                .push((rel_path(&project.root, &path), target));
+        }
+        match file {
+            Ok(f) => project.files.push(f),
+            Err(bad) => project.not_utf8.push(bad),
+        }
+    }
+    project.manifests = found.manifests.into_inner().expect("no poison");
+    project.manifests.sort();
+    project.skipped = found.skipped.into_inner().expect("no poison");
+    project.skipped.sort();
+    project.leftovers = std::mem::take(&mut *leftovers.lock().expect("no poison"));
+    project.leftovers.sort();
+    Ok(())
+}
+
+/// `read` of every file, in order, by as many threads as there are cores.
+fn read_all<T: Send>(
+    paths: &[(PathBuf, Option<PathBuf>)],
+    read: impl Fn(&Path) -> T + Sync,
+) -> Vec<T> {
+    let threads = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .min(paths.len());
+    if threads < 2 {
+        return paths.iter().map(|(p, _)| read(p)).collect();
+    }
+    let chunk = paths.len().div_ceil(threads);
+    let read = &read;
+    std::thread::scope(|s| {
+        let parts: Vec<_> = paths
+            .chunks(chunk)
+            .map(|c| s.spawn(move || c.iter().map(|(p, _)| read(p)).collect::<Vec<_>>()))
+            .collect();
+        parts
+            .into_iter()
+            .flat_map(|h| h.join().expect("a read does not panic"))
+            .collect()
+    })
+}
+
+/// Whether a file name is one of apply's temporary files (also the older
+/// `.acp-patch-XXXXXX` names).
+pub(super) fn is_leftover(name: &str) -> bool {
+    name.starts_with(TEMP_PREFIX)
+        || name
+            .strip_prefix(".acp-patch-")
+            .is_some_and(|rest| rest.len() == 6 && rest.chars().all(|c| c.is_ascii_alphanumeric()))
+}
