@@ -248,6 +248,11 @@ fn run_case(case: &str) {
     assert_same_tree(&by_git, &before);
     let r = run(&["revert"], &reverted);
     assert_eq!(r.code, 0, "{case}: revert:\n{}", r.stderr);
+    assert!(
+        r.stderr.contains("acp-patch: removed "),
+        "{case}: {}",
+        r.stderr
+    );
     assert_same_tree(&reverted, &before);
     let again = run(&["revert"], &reverted);
     assert_eq!(again.code, 0, "{case}: second revert:\n{}", again.stderr);
@@ -381,9 +386,13 @@ impl Toolchain {
         if let Some(bin) = built.borrow().get(label) {
             return bin.clone();
         }
-        let name = package_name(tree);
+        // built from a fresh copy: every copy of a fixture crate shares one fingerprint in the
+        // shared target dir, and cargo only rebuilds when the sources are newer than its
+        // last output (the before/ tree's files are older than the applied tree's build)
+        let fresh = copy_to(tree, case, &format!("build-{label}"));
+        let name = package_name(&fresh);
         let into = work_dir(case, &format!("bin-{label}")).join(&name);
-        let out = cargo_build_into(tree, &name, &into);
+        let out = cargo_build_into(&fresh, &name, &into);
         assert!(
             out.status.success(),
             "cargo build {} failed:\n{}",
