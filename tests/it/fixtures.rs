@@ -199,13 +199,16 @@ fn run_case(case: &str) {
         &normalize(&v.stdout, &applied),
     );
 
-    // 6. both trees compile
+    // 6. both trees compile (a Rust tree a smoke run will start is built, once, instead of
+    // checked: the build proves what the check would, and the smoke runs reuse its binary)
     let toolchain = Toolchain::of(lang, case, &spec.compile);
+    let runs_before = spec.smoke.iter().any(|s| s.unpatched_fails.is_some());
+    let runs_applied = !spec.smoke.is_empty();
     if let Some(reason) = &spec.compile.skip {
         eprintln!("{case}: not compiled: {reason}");
     } else {
-        toolchain.compile(&before, "before");
-        toolchain.compile(&applied, "applied");
+        toolchain.compile(case, &before, "before", runs_before);
+        toolchain.compile(case, &applied, "applied", runs_applied);
         toolchain.starts(&before, &applied);
     }
 
@@ -213,10 +216,10 @@ fn run_case(case: &str) {
     for (i, s) in spec.smoke.iter().enumerate() {
         let args: Vec<&str> = s.args.iter().map(String::as_str).collect();
         if let Some(expected) = &s.unpatched_fails {
-            let r = toolchain.smoke(case, &before, &format!("smoke-{i}-before"), &args);
+            let r = toolchain.smoke(case, &before, "before", i, &args);
             assert_failing_exactly(case, "unpatched", &r, expected);
         }
-        let r = toolchain.smoke(case, &applied, &format!("smoke-{i}-applied"), &args);
+        let r = toolchain.smoke(case, &applied, "applied", i, &args);
         assert_failing_exactly(case, "patched", &r, &s.patched_fails);
         if let Some(cards) = s.think_cards {
             assert_eq!(
@@ -245,6 +248,11 @@ fn run_case(case: &str) {
     assert_same_tree(&by_git, &before);
     let r = run(&["revert"], &reverted);
     assert_eq!(r.code, 0, "{case}: revert:\n{}", r.stderr);
+    assert!(
+        r.stderr.contains("acp-patch: removed "),
+        "{case}: {}",
+        r.stderr
+    );
     assert_same_tree(&reverted, &before);
     let again = run(&["revert"], &reverted);
     assert_eq!(again.code, 0, "{case}: second revert:\n{}", again.stderr);
@@ -292,8 +300,13 @@ fn think_cards(run: &crate::smoke::Run) -> usize {
 /// How a language's trees are compiled and started.
 enum Toolchain {
     Python,
-    TypeScript { deps: String },
-    Rust,
+    TypeScript {
+        deps: String,
+    },
+    /// The binaries built so far, by tree label (`before`, `applied`).
+    Rust {
+        built: std::cell::RefCell<std::collections::BTreeMap<&'static str, PathBuf>>,
+    },
 }
 
 impl Toolchain {
@@ -306,12 +319,15 @@ impl Toolchain {
                     .clone()
                     .unwrap_or_else(|| panic!("{case}: [compile] deps is required for TypeScript")),
             },
-            "rust" => Toolchain::Rust,
+            "rust" => Toolchain::Rust {
+                built: Default::default(),
+            },
             other => panic!("{case}: unknown language {other}"),
         }
     }
 
-    fn compile(&self, tree: &Path, label: &str) {
+    /// Compiles `tree`; `will_run`: a smoke run will start it (Rust then builds its binary).
+    fn compile(&self, case: &str, tree: &Path, label: &'static str, will_run: bool) {
         match self {
             Toolchain::Python => {
                 let files: Vec<String> = walk(tree)
@@ -354,8 +370,37 @@ impl Toolchain {
                     String::from_utf8_lossy(&out.stderr)
                 );
             }
-            Toolchain::Rust => self.cargo("check", tree),
+            Toolchain::Rust { .. } if will_run => {
+                self.binary(case, tree, label);
+            }
+            Toolchain::Rust { .. } => self.cargo("check", tree),
         }
+    }
+
+    /// The Rust agent built from `tree` (built once per label, copied out of the shared
+    /// target dir, where the next build of the same package would replace it).
+    fn binary(&self, case: &str, tree: &Path, label: &'static str) -> PathBuf {
+        let Toolchain::Rust { built } = self else {
+            unreachable!("only Rust trees are built")
+        };
+        if let Some(bin) = built.borrow().get(label) {
+            return bin.clone();
+        }
+        // built from a fresh copy: every copy of a fixture crate shares one fingerprint in the
+        // shared target dir, and cargo only rebuilds when the sources are newer than its
+        // last output (the before/ tree's files are older than the applied tree's build)
+        let fresh = copy_to(tree, case, &format!("build-{label}"));
+        let name = package_name(&fresh);
+        let into = work_dir(case, &format!("bin-{label}")).join(&name);
+        let out = cargo_build_into(&fresh, &name, &into);
+        assert!(
+            out.status.success(),
+            "cargo build {} failed:\n{}",
+            tree.display(),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        built.borrow_mut().insert(label, into.clone());
+        into
     }
 
     /// The patched tree starts: what the patch changed or created loads with the fixture's own
@@ -441,7 +486,7 @@ for (const file of process.argv.slice(1)) {
                     );
                 }
             }
-            Toolchain::Rust => {}
+            Toolchain::Rust { .. } => {}
         }
     }
 
@@ -456,18 +501,23 @@ for (const file of process.argv.slice(1)) {
         );
     }
 
-    /// A smoke run on a copy of `tree`; the tree itself must be left byte for byte as it was.
-    fn smoke(&self, case: &str, tree: &Path, step: &str, args: &[&str]) -> crate::smoke::Run {
-        let dir = copy_to(tree, case, step);
+    /// Smoke run `i` on a copy of `tree` (`label`: before or applied); the tree itself must be
+    /// left byte for byte as it was.
+    fn smoke(
+        &self,
+        case: &str,
+        tree: &Path,
+        label: &'static str,
+        i: usize,
+        args: &[&str],
+    ) -> crate::smoke::Run {
+        let dir = copy_to(tree, case, &format!("smoke-{i}-{label}"));
         let mut extra: Vec<String> = Vec::new();
         match self {
             Toolchain::Python => extra.extend(["--python".into(), test_python()]),
             Toolchain::TypeScript { deps } => crate::typescript::link_node_modules(&dir, deps),
-            Toolchain::Rust => {
-                self.cargo("build", &dir);
-                let bin = rust_fixtures_target()
-                    .join("debug")
-                    .join(package_name(&dir));
+            Toolchain::Rust { .. } => {
+                let bin = self.binary(case, tree, label);
                 extra.extend(["--agent-cmd".into(), path_str(&bin).into()]);
             }
         }

@@ -8,7 +8,7 @@
 //! compiled by each.
 //!
 //! The library is called in-process. Cases per language: `ACP_PATCH_PROPTEST_CASES`
-//! (default 150); TypeScript has no decorator mutation (the fixtures' tsconfig has no
+//! (default 48); TypeScript has no decorator mutation (the fixtures' tsconfig has no
 //! decorator support, and standard decorators would change what tsc accepts).
 
 use crate::support::*;
@@ -646,12 +646,12 @@ fn check_case(lang: Lang, case: &str, m: &Mutation, dir: &Path) -> Result<(), Te
     Ok(())
 }
 
-/// `ACP_PATCH_PROPTEST_CASES` (default 150) cases per language.
+/// `ACP_PATCH_PROPTEST_CASES` (default 48) cases per language.
 fn cases() -> u32 {
     std::env::var("ACP_PATCH_PROPTEST_CASES")
         .ok()
         .and_then(|v| v.parse().ok())
-        .unwrap_or(150)
+        .unwrap_or(48)
 }
 
 fn run(lang: Lang) {

@@ -251,6 +251,23 @@ fn hermes_case(version: &str, snapshot: bool) {
     git(pristine.path(), &["apply", path_str(&diff)]);
     let _ = std::fs::remove_file(&diff);
     assert_same_tree(root, pristine.path());
+
+    // revert gives the release back byte for byte; a second revert has nothing to do
+    let reverted = acp_patch(&["revert", path_str(root)], None);
+    assert_eq!(reverted.code, 0, "{}", reverted.stderr);
+    assert!(
+        reverted.stderr.contains("acp-patch: removed "),
+        "{}",
+        reverted.stderr
+    );
+    assert_same_tree(root, &src);
+    let twice = acp_patch(&["revert", path_str(root)], None);
+    assert_eq!(twice.code, 0, "{}", twice.stderr);
+    assert!(
+        twice.stderr.contains("nothing to revert"),
+        "{}",
+        twice.stderr
+    );
 }
 
 #[test]

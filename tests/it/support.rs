@@ -245,6 +245,24 @@ pub fn rust_fixtures_target() -> PathBuf {
 /// its turn with the smoke runs ([`cpu_lock`]).
 pub fn cargo_fixture(cmd: &str, dir: &Path) -> std::process::Output {
     let _turn = cpu_lock();
+    cargo_in_fixtures_target(cmd, dir)
+}
+
+/// `cargo build` of the crate in `dir` (see [`cargo_fixture`]), its binary `bin` copied to
+/// `into` before another build of a package of the same name can replace it.
+pub fn cargo_build_into(dir: &Path, bin: &str, into: &Path) -> std::process::Output {
+    let _turn = cpu_lock();
+    let out = cargo_in_fixtures_target("build", dir);
+    if out.status.success() {
+        let built = rust_fixtures_target().join("debug").join(bin);
+        std::fs::create_dir_all(into.parent().unwrap()).unwrap();
+        std::fs::copy(&built, into)
+            .unwrap_or_else(|e| panic!("copy {} to {}: {e}", built.display(), into.display()));
+    }
+    out
+}
+
+fn cargo_in_fixtures_target(cmd: &str, dir: &Path) -> std::process::Output {
     Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
         .args([cmd, "--locked", "--quiet", "--manifest-path"])
         .arg(dir.join("Cargo.toml"))
