@@ -2,9 +2,9 @@
 
 use acp_patch::commands::{self, ApplyOptions};
 use acp_patch::error::Error;
-use acp_patch::output::{Context, Format, Printer, SmokeResult, Streams};
+use acp_patch::output::{Context, Format, Formats, Printer, SmokeResult, Streams};
 use acp_patch::project::Options;
-use clap::{Args, CommandFactory, Parser, Subcommand, ValueEnum};
+use clap::{Args, CommandFactory, Parser, Subcommand};
 use std::io::{self, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -29,7 +29,7 @@ enum Command {
     /// Take out everything apply inserted: the tree as it was before apply, byte for byte.
     Revert(RevertArgs),
     /// Drive the agent through a real ACP turn against a scripted LLM and check what a user sees.
-    Smoke(Box<acp_patch::smoke::SmokeArgs>),
+    Smoke(Box<acp_patch::output::smoke::SmokeArgs>),
     /// Write acp-patch.toml with the sites apply finds, each pin commented out, so a team can pin them.
     Init(InitArgs),
     /// Print the completion script for a shell (e.g. `acp-patch completions bash > ~/.local/share/bash-completion/completions/acp-patch`).
@@ -105,34 +105,12 @@ struct ApplyArgs {
     /// Output: text (diff on stdout, summary on stderr), json (one document on stdout,
     /// the diff in its `diff` field), github (refusals as annotations) or patch (a `git
     /// format-patch` series on stdout for `git am`: the runtime, then the call edits).
-    #[arg(long, value_enum, default_value_t = ApplyFormat::Text)]
-    format: ApplyFormat,
+    #[arg(long, value_parser = Formats::APPLY, default_value_t = Format::Text)]
+    format: Format,
     /// With --format patch: run the smoke test before writing and after, and put both
     /// runs' figures into the series' message.
     #[arg(long)]
     smoke: bool,
-}
-
-/// Apply's formats: every command's, and the patch series.
-#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
-enum ApplyFormat {
-    Text,
-    Json,
-    /// GitHub Actions annotations.
-    Github,
-    /// A `git format-patch` series (mbox) for `git am`.
-    Patch,
-}
-
-impl ApplyFormat {
-    fn printer(self) -> Box<dyn Printer> {
-        match self {
-            ApplyFormat::Text | ApplyFormat::Patch => Format::Text,
-            ApplyFormat::Json => Format::Json,
-            ApplyFormat::Github => Format::Github,
-        }
-        .printer()
-    }
 }
 
 #[derive(Args)]
@@ -141,7 +119,7 @@ struct VerifyArgs {
     common: Common,
     /// Output: text, json (one document on stdout) or github (annotations on stdout, the
     /// text report on stderr).
-    #[arg(long, value_enum, default_value_t = Format::Text)]
+    #[arg(long, value_parser = Formats::VERIFY, default_value_t = Format::Text)]
     format: Format,
     /// Also run the smoke test (acp-patch.toml [smoke] must say how to start the agent).
     #[arg(long)]
@@ -163,7 +141,7 @@ struct InitArgs {
     /// Print the pins to stdout instead of writing acp-patch.toml.
     #[arg(long)]
     dry_run: bool,
-    #[arg(long, value_enum, default_value_t = Format::Text)]
+    #[arg(long, value_parser = Formats::INIT, default_value_t = Format::Text)]
     format: Format,
 }
 
@@ -187,7 +165,7 @@ struct RevertArgs {
     python: Option<PathBuf>,
     /// Summary format on stderr (text) or one JSON document on stdout (json; the diff is
     /// its `diff` field).
-    #[arg(long, value_enum, default_value_t = Format::Text)]
+    #[arg(long, value_parser = Formats::REVERT, default_value_t = Format::Text)]
     format: Format,
 }
 
@@ -283,7 +261,7 @@ fn run_apply(args: &ApplyArgs, s: &mut Streams) -> Verdict {
         allow_dirty: args.allow_dirty,
         check_build: args.check_build,
     };
-    if args.format == ApplyFormat::Patch {
+    if args.format == Format::Patch {
         if args.installed.is_some() {
             usage_error(
                 "--format patch is for the agent's repository (a maintainer `git am`s it): run it on a clone",

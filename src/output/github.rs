@@ -1,9 +1,11 @@
-//! GitHub Actions workflow commands: only `::error` annotations on stdout (paths relative
-//! to the working directory, which is the checkout in a workflow); the text report goes to
-//! stderr, where it shows in the log without being read as commands.
+//! GitHub Actions workflow commands: only annotations on stdout (`::error`, and smoke's
+//! `::warning` for a finding about the agent; paths relative to the working directory,
+//! which is the checkout in a workflow); the text report goes to stderr, where it shows in
+//! the log without being read as commands.
 
 use super::{
-    Context, Printer, SmokeResult, Streams, apply_summary, init_summary, revert_summary, smoke_text,
+    Context, Printer, SmokeResult, Streams, apply_summary, init_summary, revert_summary, smoke,
+    smoke_text,
 };
 use crate::commands::init::InitOutcome;
 use crate::commands::{ApplyOutcome, RevertOutcome, VerifyOutcome};
@@ -102,7 +104,7 @@ impl Printer for Github {
                 .map(|r| PathBuf::from(&r.root))
                 .unwrap_or_default();
             match smoke {
-                Ok(r) => crate::output::smoke::annotations(s.out, r)?,
+                Ok(r) => smoke::annotations(s.out, r)?,
                 Err(e) => annotation(s.out, &root, None, "acp-patch smoke", &e.to_string())?,
             }
         }
@@ -154,6 +156,28 @@ impl Printer for Github {
         )?;
         s.out.flush()?;
         s.say(&format!("acp-patch: error: {e}"));
+        Ok(())
+    }
+
+    /// An `::error` per check that fails the run, a `::warning` per finding about the agent
+    /// that does not; the text report goes to stderr (the job's log).
+    fn smoke(&self, s: &mut Streams, r: &SmokeResult) -> io::Result<()> {
+        match r {
+            Ok(r) => {
+                smoke::annotations(s.out, r)?;
+                s.out.flush()?;
+                let _ = s.err.write_all(smoke::text(r).as_bytes());
+            }
+            Err(e) => {
+                writeln!(
+                    s.out,
+                    "::error title=acp-patch smoke::{}",
+                    escape_data(&e.to_string())
+                )?;
+                s.out.flush()?;
+                s.say(&format!("acp-patch smoke: {e}"));
+            }
+        }
         Ok(())
     }
 }

@@ -1,7 +1,9 @@
 //! JSON: exactly one document on stdout, whatever happened (a refusal is
 //! `{"ok": false, "error": {...}}`); a dry run's diff is its `diff` field.
 
-use super::{Context, Printer, SmokeResult, Streams, apply_summary, init_summary, revert_summary};
+use super::{
+    Context, Printer, SmokeResult, Streams, apply_summary, init_summary, revert_summary, smoke,
+};
 use crate::commands::init::InitOutcome;
 use crate::commands::{ApplyOutcome, RevertOutcome, VerifyOutcome};
 use crate::error::Error;
@@ -70,10 +72,8 @@ impl Printer for Json {
         }
         let doc = match smoke {
             None => verify,
-            Some(Ok(r)) => json!({ "verify": verify, "smoke": crate::output::smoke::json(r) }),
-            Some(Err(e)) => {
-                json!({ "verify": verify, "smoke": crate::output::smoke::error_value(e) })
-            }
+            Some(Ok(r)) => json!({ "verify": verify, "smoke": smoke::json(r) }),
+            Some(Err(e)) => json!({ "verify": verify, "smoke": smoke::error_value(e) }),
         };
         emit(s, &doc)?;
         for note in &outcome.notes {
@@ -102,5 +102,19 @@ impl Printer for Json {
         emit(s, &error_value(cx.command, e))?;
         s.say(&format!("acp-patch: error: {e}"));
         Ok(())
+    }
+
+    /// The report as it is typed (transcript with raw lines and times, checks with what
+    /// they judge, figures), or `{"passed": false, "error": ...}` when the run could not
+    /// happen.
+    fn smoke(&self, s: &mut Streams, r: &SmokeResult) -> io::Result<()> {
+        match r {
+            Ok(r) => emit(s, &smoke::json(r)),
+            Err(e) => {
+                emit(s, &smoke::error_value(e))?;
+                s.say(&format!("acp-patch smoke: {e}"));
+                Ok(())
+            }
+        }
     }
 }

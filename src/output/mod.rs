@@ -1,10 +1,14 @@
-//! What the commands print: one printer per format (text, JSON, GitHub annotations) behind
-//! one trait, as ast-grep's printers are. Every printer writes the document a machine reads
+//! What the commands print: one `Format` for every command (each takes some of them,
+//! `Formats`), one printer per format (text, JSON, GitHub annotations, HTML) behind one
+//! trait, as ast-grep's printers are. Every printer writes the document a machine reads
 //! to stdout and the words for a human to stderr; every path — refusals included — prints
 //! in the chosen format. Writes to stdout return their error (a closed pipe ends the run
-//! quietly, see main); writes to stderr are best effort.
+//! quietly, see main); writes to stderr are best effort. `smoke` renders a smoke run's
+//! report (its text, page, annotations) for these printers.
 
+mod format;
 mod github;
+mod html;
 mod json;
 pub mod smoke;
 mod text;
@@ -19,13 +23,7 @@ use std::path::Path;
 pub use github::{escape_data, escape_property};
 pub use text::report_text;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum Format {
-    Text,
-    Json,
-    /// GitHub Actions annotations.
-    Github,
-}
+pub use format::{Format, Formats};
 
 impl Format {
     pub fn printer(self) -> Box<dyn Printer> {
@@ -46,7 +44,7 @@ impl Streams<'_> {
     }
 }
 
-/// The result of `verify --smoke`'s smoke run.
+/// A smoke run's result (`smoke`, `verify --smoke`): its report, or why it could not run.
 pub type SmokeResult = std::result::Result<SmokeReport, crate::smoke::SmokeError>;
 
 /// Which command a refusal came from, and the folder it was pointed at.
@@ -65,14 +63,19 @@ pub trait Printer {
     ) -> io::Result<()>;
     fn init(&self, s: &mut Streams, outcome: &InitOutcome, dry_run: bool) -> io::Result<()>;
     fn revert(&self, s: &mut Streams, outcome: &RevertOutcome, dry_run: bool) -> io::Result<()>;
+    /// A command's refusal.
     fn error(&self, s: &mut Streams, cx: &Context, e: &Error) -> io::Result<()>;
+    /// A smoke run (a run that could not happen: exit code 2).
+    fn smoke(&self, s: &mut Streams, r: &SmokeResult) -> io::Result<()>;
 }
 
 pub fn printer(format: Format) -> Box<dyn Printer> {
     match format {
-        Format::Text => Box::new(text::Text),
+        // a patch series is apply's own document (`series`); its summary and refusals are text
+        Format::Text | Format::Patch => Box::new(text::Text),
         Format::Json => Box::new(json::Json),
         Format::Github => Box::new(github::Github),
+        Format::Html => Box::new(html::Html),
     }
 }
 
@@ -147,7 +150,7 @@ fn init_summary(s: &mut Streams, outcome: &InitOutcome, dry_run: bool) {
 /// `verify --smoke`'s smoke section as the smoke command's text printer writes it.
 fn smoke_text(r: &SmokeResult) -> String {
     match r {
-        Ok(report) => crate::output::smoke::text(report),
+        Ok(report) => smoke::text(report),
         Err(e) => format!("acp-patch smoke: {e}\n"),
     }
 }

@@ -1,7 +1,8 @@
 //! Plain text: diffs and reports on stdout, everything else on stderr.
 
 use super::{
-    Context, Printer, SmokeResult, Streams, apply_summary, init_summary, revert_summary, smoke_text,
+    Context, Printer, SmokeResult, Streams, apply_summary, init_summary, revert_summary, smoke,
+    smoke_text,
 };
 use crate::commands::init::InitOutcome;
 use crate::commands::{ApplyOutcome, RevertOutcome, VerifyOutcome};
@@ -64,6 +65,20 @@ impl Printer for Text {
 
     fn error(&self, s: &mut Streams, _cx: &Context, e: &Error) -> io::Result<()> {
         s.say(&format!("acp-patch: error: {e}"));
+        Ok(())
+    }
+
+    fn smoke(&self, s: &mut Streams, r: &SmokeResult) -> io::Result<()> {
+        match r {
+            Ok(r) => {
+                s.out.write_all(smoke::text(r).as_bytes())?;
+                s.out.flush()?;
+                if r.smoke_dir_kept {
+                    s.say(&format!("acp-patch smoke: kept {}", r.smoke_dir));
+                }
+            }
+            Err(e) => s.say(&format!("acp-patch smoke: {e}")),
+        }
         Ok(())
     }
 }

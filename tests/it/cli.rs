@@ -34,6 +34,10 @@ fn flag_combinations_accepted_and_refused() {
         (&["apply", "--smoke", p], false),
         (&["apply", "--dry-run", "--format", "patch", p], true),
         (&["verify", "--format", "patch", p], false),
+        (&["verify", "--format", "html", p], false),
+        (&["init", "--dry-run", "--format", "html", p], false),
+        (&["smoke", "--format", "patch", p], false),
+        (&["smoke", "--format", "yaml", p], false),
         (&["init", "--allow-dirty", p], false),
         (&["init", "--check-build", p], false),
         (&["apply", p, p], false),
@@ -44,6 +48,42 @@ fn flag_combinations_accepted_and_refused() {
         let usage = run.code == 2 && run.stderr.starts_with("error:");
         assert_eq!(!usage, *accepted, "{args:?}: {}", run.stderr);
         assert!(!run.stderr.contains("panicked"), "{args:?}");
+    }
+}
+
+/// One `--format` for every command, each taking the formats it can print: a format it
+/// cannot is clap's usage error naming the ones it takes (exit 2), before anything runs.
+#[test]
+fn a_format_a_command_cannot_print_is_refused_naming_the_ones_it_takes() {
+    let empty = tempfile::tempdir().unwrap();
+    let p = path_str(empty.path());
+    for (args, takes) in [
+        (&["verify", "--format", "html", p][..], "text, json, github"),
+        (
+            &["init", "--dry-run", "--format", "html", p],
+            "text, json, github",
+        ),
+        (&["revert", "--format", "patch", p], "text, json, github"),
+        (
+            &["apply", "--format", "html", p],
+            "text, json, github, patch",
+        ),
+        (
+            &["smoke", "--format", "patch", p],
+            "text, json, github, html",
+        ),
+    ] {
+        let run = acp_patch(args, None);
+        assert_eq!(run.code, 2, "{args:?}: {}", run.stderr);
+        assert_eq!(run.stdout, "", "{args:?}");
+        let value = args[args.iter().position(|a| *a == "--format").unwrap() + 1];
+        assert_eq!(
+            run.stderr,
+            format!(
+                "error: invalid value '{value}' for '--format <FORMAT>'\n  [possible values: {takes}]\n\nFor more information, try '--help'.\n"
+            ),
+            "{args:?}"
+        );
     }
 }
 
@@ -268,6 +308,15 @@ fn bash_completes_subcommands_options_and_values() {
     assert_eq!(
         complete(&["acp-patch", "verify", "--format", ""]),
         "text json github"
+    );
+    // one `--format`, each command offering the formats it takes
+    assert_eq!(
+        complete(&["acp-patch", "apply", "--format", ""]),
+        "text json github patch"
+    );
+    assert_eq!(
+        complete(&["acp-patch", "smoke", "--format", ""]),
+        "text json github html"
     );
     assert_eq!(
         complete(&["acp-patch", "completions", "z"]),

@@ -1,35 +1,13 @@
-//! The HTML report: one self-contained page, no script.
+//! A smoke run's HTML report (the HTML printer's page): one self-contained page, no script.
 
 use std::fmt::Write as _;
-use std::io;
 
-use crate::smoke::SmokeError;
 use crate::smoke::checks::{Check, Judges};
 use crate::smoke::report::SmokeReport;
 
-use super::{Printer, esc};
-use crate::output::Streams;
+use super::esc;
 use crate::smoke::transcript::{Block, ToolCallView, Transcript};
 use crate::smoke::wire::Direction;
-
-pub struct Html;
-
-impl Printer for Html {
-    fn report(&self, s: &mut Streams, r: &SmokeReport) -> io::Result<()> {
-        s.out.write_all(html(r).as_bytes())?;
-        s.out.flush()
-    }
-    fn error(&self, s: &mut Streams, e: &SmokeError) -> io::Result<()> {
-        write!(
-            s.out,
-            "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>acp-patch smoke</title></head><body>\n<h1>acp-patch smoke: could not run</h1>\n<p>{}</p>\n</body></html>\n",
-            esc(&e.to_string())
-        )?;
-        s.out.flush()?;
-        s.say(&format!("acp-patch smoke: {e}"));
-        Ok(())
-    }
-}
 
 fn ms(v: f64) -> String {
     format!("{v:.0} ms")

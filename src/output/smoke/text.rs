@@ -1,34 +1,13 @@
-//! Text: the run's set-up, the turn as a client shows it, the checks of the patch and the
-//! findings about the agent, the verdict line.
+//! A smoke run as text (the text printer's report): the run's set-up, the turn as a client
+//! shows it, the checks of the patch and the findings about the agent, the verdict line.
 
 use std::fmt::Write as _;
-use std::io;
 
-use super::Printer;
-use crate::output::Streams;
-use crate::smoke::SmokeError;
 use crate::smoke::checks::{Check, Judges};
 use crate::smoke::llm::LlmRequest;
 use crate::smoke::report::SmokeReport;
 use crate::smoke::transcript::{Block, Transcript};
 use crate::smoke::wire::truncate;
-
-pub struct Text;
-
-impl Printer for Text {
-    fn report(&self, s: &mut Streams, r: &SmokeReport) -> io::Result<()> {
-        s.out.write_all(text(r).as_bytes())?;
-        s.out.flush()?;
-        if r.smoke_dir_kept {
-            s.say(&format!("acp-patch smoke: kept {}", r.smoke_dir));
-        }
-        Ok(())
-    }
-    fn error(&self, s: &mut Streams, e: &SmokeError) -> io::Result<()> {
-        s.say(&format!("acp-patch smoke: {e}"));
-        Ok(())
-    }
-}
 
 fn ms(v: f64) -> String {
     format!("{v:.0} ms")
