@@ -1417,6 +1417,24 @@ fn broken_pipe_on_a_dry_run_ends_quietly_with_exit_0() {
 }
 
 #[test]
+fn smoke_on_a_closed_stdout_ends_quietly_with_its_verdict() {
+    // a run that cannot happen (no agent command) prints its document in every format but
+    // text: the closed pipe ends it quietly, its exit code 2 kept
+    let empty = tempfile::tempdir().unwrap();
+    for format in ["text", "json", "github", "html"] {
+        let ran = run_closed_stdout(&["smoke", "--format", format, path_str(empty.path())]);
+        assert_eq!(ran.code, 2, "{format}: {}", ran.stderr);
+        assert!(
+            !ran.stderr.contains("Broken pipe"),
+            "{format}: {}",
+            ran.stderr
+        );
+        assert!(!ran.stderr.contains("writing the output"), "{}", ran.stderr);
+        assert!(!ran.stderr.contains("panicked"), "{format}: {}", ran.stderr);
+    }
+}
+
+#[test]
 fn a_closed_stdout_never_turns_a_failure_into_exit_0() {
     // `acp-patch verify | head -1` in a pipeline: the gate must stay failing
     let dir = tree(PY);

@@ -763,6 +763,24 @@ fn one_format_flag_prints_text_json_github_or_html_and_the_file_aliases_write_th
         "{stdout}"
     );
 
+    // a reader that is gone (`| head` that quit): the run ends quietly with its verdict
+    let (reader, writer) = std::io::pipe().unwrap();
+    drop(reader);
+    let out = Command::new(env!("CARGO_BIN_EXE_acp-patch"))
+        .args([
+            "smoke",
+            path_str(&good),
+            "--delay-s",
+            "0.3",
+            "--format",
+            "json",
+        ])
+        .stdout(writer)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(String::from_utf8_lossy(&out.stderr), "");
+
     // GitHub: a finding about the agent is a warning, under --strict an error
     let never = fixtures().join("tool_never_done");
     let (code, stdout, stderr) = run(&[path_str(&never), "--format", "github"]);
