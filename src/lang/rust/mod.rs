@@ -19,7 +19,7 @@ mod wire;
 
 use crate::error::{Error, Result};
 use crate::lang::Language;
-use crate::lang::parts::{self, Finding, Naming, ParsedSource, Part, parse_error};
+use crate::lang::parts::{self, Finding, HookCalls, Naming, ParsedSource, Part, parse_error};
 use crate::lang::survey::{self, Decisions, Site, Stopped, Surveyed};
 use crate::plan::Plan;
 use crate::project::Project;
@@ -29,6 +29,7 @@ use manifest::Manifest;
 use modules::{Modules, RootKind};
 use sdk::Dialect;
 use std::collections::BTreeSet;
+use std::sync::Arc;
 
 pub struct Rust;
 
@@ -71,6 +72,55 @@ pub(crate) struct Analysis {
     shape: String,
 }
 
+/// A file of a kept analysis: its text and first syntax error, without the syntax tree
+/// (plan, verify and inventory read no tree, and `proc-macro2`'s spans are tied to the
+/// thread that parsed them, so a tree is no value to share).
+pub(crate) struct Checked {
+    file: SourceFile,
+    error: Option<(usize, String)>,
+}
+
+impl ParsedSource for Checked {
+    fn source(&self) -> &SourceFile {
+        &self.file
+    }
+
+    fn syntax_error(&self) -> Option<&(usize, String)> {
+        self.error.as_ref()
+    }
+}
+
+/// One analysis of a tree state, shared by plan, verify, inventory and init's survey of the
+/// same project (see [`Project::derived`]).
+pub(crate) struct Analyzed {
+    files: Vec<Checked>,
+    parts: Vec<Part>,
+    findings: Vec<Finding>,
+    shape: String,
+    /// The runtime module's progress callback calls (what verify reports them by).
+    calls: HookCalls,
+}
+
+impl Analyzed {
+    fn new(a: Analysis) -> Analyzed {
+        let calls = verify::hook_calls(&a.files);
+        Analyzed {
+            files: a
+                .files
+                .into_iter()
+                .map(|p| Checked {
+                    file: p.file,
+                    error: p.error,
+                })
+                .collect(),
+            parts: a.parts,
+            findings: a.findings,
+            shape: a.shape,
+            calls,
+        }
+    }
+}
+
 fn is_runtime_module(p: &Parsed) -> bool {
     p.file.text.starts_with(runtime::MARKER)
 }
@@ -93,14 +143,21 @@ impl Rust {
             .collect()
     }
 
-    fn analyze(&self, project: &Project) -> Result<Analysis> {
-        Ok(self.surveyed(project).map_err(|s| s.error)?.value)
+    /// The analysis of the tree, computed once per project (plan, verify and inventory
+    /// share it; see [`Project::derived`]).
+    fn analyze(&self, project: &Project) -> Result<Arc<Surveyed<Analyzed>>> {
+        self.surveyed(project).map_err(|s| s.error)
     }
 
-    /// The analysis with the sites it decided; or why it stopped with the sites decided
-    /// before the stop.
-    fn surveyed(&self, project: &Project) -> std::result::Result<Surveyed<Analysis>, Box<Stopped>> {
-        survey::surveyed(|decisions| self.analyze_now(project, decisions))
+    /// The analysis with the sites it decided, computed once per project; or why it stopped
+    /// with the sites decided before the stop.
+    fn surveyed(
+        &self,
+        project: &Project,
+    ) -> std::result::Result<Arc<Surveyed<Analyzed>>, Box<Stopped>> {
+        project.derived.get_or_try("rust.analysis", || {
+            survey::surveyed(|decisions| self.analyze_now(project, decisions).map(Analyzed::new))
+        })
     }
 
     fn analyze_now(&self, project: &Project, decisions: &Decisions) -> Result<Analysis> {
@@ -349,7 +406,7 @@ impl Language for Rust {
     }
 
     fn plan(&self, project: &Project) -> Result<Plan> {
-        let a = self.analyze(project)?;
+        let a = &self.analyze(project)?.value;
         parts::plan(&a.files, &a.parts)
     }
 
@@ -358,7 +415,7 @@ impl Language for Rust {
             Err(s) => (Err(s.error), s.sites),
             Ok(a) => (
                 parts::plan(&a.value.files, &a.value.parts).map(drop),
-                a.sites,
+                a.sites.clone(),
             ),
         }
     }
@@ -372,12 +429,16 @@ impl Language for Rust {
     }
 
     fn inventory(&self, project: &Project) -> Result<parts::Inventory> {
-        let a = self.analyze(project)?;
-        Ok(parts::Inventory::new(&a.files, a.parts, "acp_progress"))
+        let a = &self.analyze(project)?.value;
+        Ok(parts::Inventory::new(
+            &a.files,
+            a.parts.clone(),
+            "acp_progress",
+        ))
     }
 
     fn verify(&self, project: &Project) -> Result<Vec<Report>> {
-        let a = self.analyze(project)?;
+        let a = &self.analyze(project)?.value;
         let naming = Naming {
             language: self.name(),
             checks: parts::PROTOCOL_CHECKS,
@@ -388,12 +449,11 @@ impl Language for Rust {
             marker: "acp_progress",
         };
         let root = project.root.display().to_string();
-        let calls = verify::hook_calls(&a.files);
         let report = parts::report_any(
             &root,
             &a.files,
             &a.parts,
-            &calls,
+            &a.calls,
             &a.findings,
             &naming,
             &|_, _| true,
