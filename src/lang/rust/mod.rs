@@ -363,6 +363,21 @@ fn place_runtime(
     Ok((module_files, lib_shared))
 }
 
+/// [`Rust::syntax_error`], computed.
+fn syntax_error_now(text: &str) -> Option<(usize, String)> {
+    match parse(text) {
+        Ok(_) => None,
+        Err(e) => {
+            let manifest = text.contains("[package]") || text.contains("[dependencies]");
+            if manifest && text.parse::<toml_edit::DocumentMut>().is_ok() {
+                None
+            } else {
+                Some(e)
+            }
+        }
+    }
+}
+
 impl Language for Rust {
     fn name(&self) -> &'static str {
         "rust"
@@ -376,19 +391,27 @@ impl Language for Rust {
         true // module declarations matter in every file
     }
 
-    /// Rust source, or (for the dependency edit) a Cargo manifest.
+    /// Rust source, or (for the dependency edit) a Cargo manifest. Kept per text: apply
+    /// checks each planned text, then revert's refusal checks the same texts again.
     fn syntax_error(&self, text: &str) -> Option<(usize, String)> {
-        match parse(text) {
-            Ok(_) => None,
-            Err(e) => {
-                let manifest = text.contains("[package]") || text.contains("[dependencies]");
-                if manifest && text.parse::<toml_edit::DocumentMut>().is_ok() {
-                    None
-                } else {
-                    Some(e)
-                }
-            }
+        type Kept = std::collections::HashMap<String, Option<(usize, String)>>;
+        static KEPT: std::sync::Mutex<Option<Kept>> = std::sync::Mutex::new(None);
+        if let Some(hit) = KEPT
+            .lock()
+            .expect("no poison")
+            .as_ref()
+            .and_then(|k| k.get(text))
+        {
+            return hit.clone();
         }
+        let error = syntax_error_now(text);
+        let mut kept = KEPT.lock().expect("no poison");
+        let kept = kept.get_or_insert_with(Default::default);
+        if kept.len() >= 64 {
+            kept.clear(); // a long-lived process (the tests) sees many texts: keep it small
+        }
+        kept.insert(text.to_string(), error.clone());
+        error
     }
 
     /// The SDK in `Cargo.toml` and a source naming it; or, without it, a source naming
