@@ -6,7 +6,9 @@
 use crate::error::{Error, Result};
 use crate::project::Project;
 use crate::source::SourceFile;
+use std::collections::HashMap;
 use std::path::Path;
+use std::sync::{Arc, Mutex};
 use toml_edit::{DocumentMut, Item, Value};
 
 pub const SDK: &str = "agent-client-protocol";
@@ -259,15 +261,50 @@ fn locked_version(root: &Path) -> Option<String> {
 /// A package's version pinned in `Cargo.lock`, if there is exactly one.
 fn locked_version_of(root: &Path, package: &str) -> Option<String> {
     let text = std::fs::read_to_string(root.join("Cargo.lock")).ok()?;
-    let doc: DocumentMut = text.parse().ok()?;
-    let versions: Vec<String> = doc
-        .get("package")?
-        .as_array_of_tables()?
-        .iter()
-        .filter(|p| p.get("name").and_then(|n| n.as_str()) == Some(package))
-        .filter_map(|p| p.get("version").and_then(|v| v.as_str()).map(String::from))
-        .collect();
-    (versions.len() == 1).then(|| versions[0].clone())
+    let locked = locked_packages(text)?;
+    let mut versions = locked.iter().filter(|(n, _)| n == package).map(|(_, v)| v);
+    match (versions.next(), versions.next()) {
+        (Some(v), None) => Some(v.clone()),
+        _ => None,
+    }
+}
+
+/// Every `[[package]]` of a `Cargo.lock` with a name and a version (`None`: the file does
+/// not parse, or has no package table). Parsing the lock file is a large part of a small
+/// agent's run and one run asks for it several times (the SDK, tokio; per tree state), so
+/// the result is kept per text: the same text always gives the same packages.
+fn locked_packages(text: String) -> Option<Arc<Vec<(String, String)>>> {
+    type Kept = HashMap<String, Option<Arc<Vec<(String, String)>>>>;
+    static KEPT: Mutex<Option<Kept>> = Mutex::new(None);
+    if let Some(hit) = KEPT
+        .lock()
+        .expect("no poison")
+        .as_ref()
+        .and_then(|k| k.get(&text))
+    {
+        return hit.clone();
+    }
+    let packages = (|| {
+        let doc: DocumentMut = text.parse().ok()?;
+        let packages: Vec<(String, String)> = doc
+            .get("package")?
+            .as_array_of_tables()?
+            .iter()
+            .filter_map(|p| {
+                let name = p.get("name").and_then(|n| n.as_str())?;
+                let version = p.get("version").and_then(|v| v.as_str())?;
+                Some((name.to_string(), version.to_string()))
+            })
+            .collect();
+        Some(Arc::new(packages))
+    })();
+    let mut kept = KEPT.lock().expect("no poison");
+    let kept = kept.get_or_insert_with(HashMap::new);
+    if kept.len() >= 16 {
+        kept.clear(); // a long-lived process (the tests) sees many trees: keep it small
+    }
+    kept.insert(text, packages.clone());
+    packages
 }
 
 fn parse_version(req: &str) -> Option<(u64, u64)> {

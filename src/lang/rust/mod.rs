@@ -19,7 +19,7 @@ mod wire;
 
 use crate::error::{Error, Result};
 use crate::lang::Language;
-use crate::lang::parts::{self, Finding, Naming, ParsedSource, Part, parse_error};
+use crate::lang::parts::{self, Finding, HookCalls, Naming, ParsedSource, Part, parse_error};
 use crate::lang::survey::{self, Decisions, Site, Stopped, Surveyed};
 use crate::plan::Plan;
 use crate::project::Project;
@@ -29,6 +29,7 @@ use manifest::Manifest;
 use modules::{Modules, RootKind};
 use sdk::Dialect;
 use std::collections::BTreeSet;
+use std::sync::Arc;
 
 pub struct Rust;
 
@@ -71,6 +72,55 @@ pub(crate) struct Analysis {
     shape: String,
 }
 
+/// A file of a kept analysis: its text and first syntax error, without the syntax tree
+/// (plan, verify and inventory read no tree, and `proc-macro2`'s spans are tied to the
+/// thread that parsed them, so a tree is no value to share).
+pub(crate) struct Checked {
+    file: SourceFile,
+    error: Option<(usize, String)>,
+}
+
+impl ParsedSource for Checked {
+    fn source(&self) -> &SourceFile {
+        &self.file
+    }
+
+    fn syntax_error(&self) -> Option<&(usize, String)> {
+        self.error.as_ref()
+    }
+}
+
+/// One analysis of a tree state, shared by plan, verify, inventory and init's survey of the
+/// same project (see [`Project::derived`]).
+pub(crate) struct Analyzed {
+    files: Vec<Checked>,
+    parts: Vec<Part>,
+    findings: Vec<Finding>,
+    shape: String,
+    /// The runtime module's progress callback calls (what verify reports them by).
+    calls: HookCalls,
+}
+
+impl Analyzed {
+    fn new(a: Analysis) -> Analyzed {
+        let calls = verify::hook_calls(&a.files);
+        Analyzed {
+            files: a
+                .files
+                .into_iter()
+                .map(|p| Checked {
+                    file: p.file,
+                    error: p.error,
+                })
+                .collect(),
+            parts: a.parts,
+            findings: a.findings,
+            shape: a.shape,
+            calls,
+        }
+    }
+}
+
 fn is_runtime_module(p: &Parsed) -> bool {
     p.file.text.starts_with(runtime::MARKER)
 }
@@ -93,14 +143,21 @@ impl Rust {
             .collect()
     }
 
-    fn analyze(&self, project: &Project) -> Result<Analysis> {
-        Ok(self.surveyed(project).map_err(|s| s.error)?.value)
+    /// The analysis of the tree, computed once per project (plan, verify and inventory
+    /// share it; see [`Project::derived`]).
+    fn analyze(&self, project: &Project) -> Result<Arc<Surveyed<Analyzed>>> {
+        self.surveyed(project).map_err(|s| s.error)
     }
 
-    /// The analysis with the sites it decided; or why it stopped with the sites decided
-    /// before the stop.
-    fn surveyed(&self, project: &Project) -> std::result::Result<Surveyed<Analysis>, Box<Stopped>> {
-        survey::surveyed(|decisions| self.analyze_now(project, decisions))
+    /// The analysis with the sites it decided, computed once per project; or why it stopped
+    /// with the sites decided before the stop.
+    fn surveyed(
+        &self,
+        project: &Project,
+    ) -> std::result::Result<Arc<Surveyed<Analyzed>>, Box<Stopped>> {
+        project.derived.get_or_try("rust.analysis", || {
+            survey::surveyed(|decisions| self.analyze_now(project, decisions).map(Analyzed::new))
+        })
     }
 
     fn analyze_now(&self, project: &Project, decisions: &Decisions) -> Result<Analysis> {
@@ -306,6 +363,21 @@ fn place_runtime(
     Ok((module_files, lib_shared))
 }
 
+/// [`Rust::syntax_error`], computed.
+fn syntax_error_now(text: &str) -> Option<(usize, String)> {
+    match parse(text) {
+        Ok(_) => None,
+        Err(e) => {
+            let manifest = text.contains("[package]") || text.contains("[dependencies]");
+            if manifest && text.parse::<toml_edit::DocumentMut>().is_ok() {
+                None
+            } else {
+                Some(e)
+            }
+        }
+    }
+}
+
 impl Language for Rust {
     fn name(&self) -> &'static str {
         "rust"
@@ -319,19 +391,27 @@ impl Language for Rust {
         true // module declarations matter in every file
     }
 
-    /// Rust source, or (for the dependency edit) a Cargo manifest.
+    /// Rust source, or (for the dependency edit) a Cargo manifest. Kept per text: apply
+    /// checks each planned text, then revert's refusal checks the same texts again.
     fn syntax_error(&self, text: &str) -> Option<(usize, String)> {
-        match parse(text) {
-            Ok(_) => None,
-            Err(e) => {
-                let manifest = text.contains("[package]") || text.contains("[dependencies]");
-                if manifest && text.parse::<toml_edit::DocumentMut>().is_ok() {
-                    None
-                } else {
-                    Some(e)
-                }
-            }
+        type Kept = std::collections::HashMap<String, Option<(usize, String)>>;
+        static KEPT: std::sync::Mutex<Option<Kept>> = std::sync::Mutex::new(None);
+        if let Some(hit) = KEPT
+            .lock()
+            .expect("no poison")
+            .as_ref()
+            .and_then(|k| k.get(text))
+        {
+            return hit.clone();
         }
+        let error = syntax_error_now(text);
+        let mut kept = KEPT.lock().expect("no poison");
+        let kept = kept.get_or_insert_with(Default::default);
+        if kept.len() >= 64 {
+            kept.clear(); // a long-lived process (the tests) sees many texts: keep it small
+        }
+        kept.insert(text.to_string(), error.clone());
+        error
     }
 
     /// The SDK in `Cargo.toml` and a source naming it; or, without it, a source naming
@@ -349,7 +429,7 @@ impl Language for Rust {
     }
 
     fn plan(&self, project: &Project) -> Result<Plan> {
-        let a = self.analyze(project)?;
+        let a = &self.analyze(project)?.value;
         parts::plan(&a.files, &a.parts)
     }
 
@@ -358,7 +438,7 @@ impl Language for Rust {
             Err(s) => (Err(s.error), s.sites),
             Ok(a) => (
                 parts::plan(&a.value.files, &a.value.parts).map(drop),
-                a.sites,
+                a.sites.clone(),
             ),
         }
     }
@@ -372,12 +452,16 @@ impl Language for Rust {
     }
 
     fn inventory(&self, project: &Project) -> Result<parts::Inventory> {
-        let a = self.analyze(project)?;
-        Ok(parts::Inventory::new(&a.files, a.parts, "acp_progress"))
+        let a = &self.analyze(project)?.value;
+        Ok(parts::Inventory::new(
+            &a.files,
+            a.parts.clone(),
+            "acp_progress",
+        ))
     }
 
     fn verify(&self, project: &Project) -> Result<Vec<Report>> {
-        let a = self.analyze(project)?;
+        let a = &self.analyze(project)?.value;
         let naming = Naming {
             language: self.name(),
             checks: parts::PROTOCOL_CHECKS,
@@ -388,12 +472,11 @@ impl Language for Rust {
             marker: "acp_progress",
         };
         let root = project.root.display().to_string();
-        let calls = verify::hook_calls(&a.files);
         let report = parts::report_any(
             &root,
             &a.files,
             &a.parts,
-            &calls,
+            &a.calls,
             &a.findings,
             &naming,
             &|_, _| true,
