@@ -10,6 +10,7 @@ pub mod diff;
 pub mod error;
 pub mod installed;
 pub mod lang;
+pub mod needles;
 pub mod output;
 pub mod plan;
 pub mod project;

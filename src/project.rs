@@ -252,11 +252,7 @@ impl Project {
         };
         for fp in &plan.files {
             let path = &fp.file.path;
-            let new = SourceFile {
-                text: fp.new_text(),
-                exists: !fp.delete,
-                ..fp.file.clone()
-            };
+            let new = fp.file.with_text(fp.new_text(), !fp.delete);
             match p.files.iter().position(|f| &f.path == path) {
                 Some(i) if fp.delete => {
                     p.files.remove(i);

@@ -25,7 +25,10 @@ pub struct SourceFile {
     pub rel: String,
     /// The text without a BOM; all offsets refer to it.
     pub text: String,
-    pub style: Style,
+    /// Detected when first asked for: most files read are never patched.
+    style: std::sync::OnceLock<Style>,
+    bom: bool,
+    cr_only: bool,
     /// False for a file a plan creates (e.g. the runtime module written beside the agent).
     pub exists: bool,
 }
@@ -71,17 +74,13 @@ impl SourceFile {
         } else {
             text
         };
-        let style = Style {
-            bom,
-            eol: detect_eol(&text),
-            indent_unit: detect_indent_unit(&text),
-            cr_only,
-        };
         SourceFile {
             path,
             rel,
             text,
-            style,
+            style: std::sync::OnceLock::new(),
+            bom,
+            cr_only,
             exists: true,
         }
     }
@@ -93,20 +92,42 @@ impl SourceFile {
             path,
             rel,
             text: String::new(),
-            style,
+            bom: style.bom,
+            cr_only: style.cr_only,
+            style: style.into(),
             exists: false,
+        }
+    }
+
+    /// How the file writes itself (its text as read: a planned text keeps its original's).
+    pub fn style(&self) -> &Style {
+        self.style.get_or_init(|| Style {
+            bom: self.bom,
+            eol: detect_eol(&self.text),
+            indent_unit: detect_indent_unit(&self.text),
+            cr_only: self.cr_only,
+        })
+    }
+
+    /// The same file holding `text` instead, in the style the original was written in.
+    pub fn with_text(&self, text: String, exists: bool) -> SourceFile {
+        self.style();
+        SourceFile {
+            text,
+            exists,
+            ..self.clone()
         }
     }
 
     /// The bytes to write for a new text in this file's style (BOM and CR-only line
     /// endings restored).
     pub fn to_disk(&self, text: &str) -> String {
-        let text = if self.style.cr_only {
+        let text = if self.cr_only {
             std::borrow::Cow::Owned(text.replace('\n', "\r"))
         } else {
             std::borrow::Cow::Borrowed(text)
         };
-        if self.style.bom {
+        if self.bom {
             format!("{BOM}{text}")
         } else {
             text.into_owned()
@@ -336,22 +357,22 @@ mod tests {
     #[test]
     fn detects_tabs_spaces_and_crlf() {
         let f = SourceFile::from_text("a".into(), "a".into(), "def f():\r\n\tpass\r\n".into());
-        assert_eq!(f.style.eol, "\r\n");
-        assert_eq!(f.style.indent_unit, "\t");
+        assert_eq!(f.style().eol, "\r\n");
+        assert_eq!(f.style().indent_unit, "\t");
         let f = SourceFile::from_text(
             "a".into(),
             "a".into(),
             "\u{feff}class A:\n  def f(self):\n    pass\n".into(),
         );
-        assert!(f.style.bom);
-        assert_eq!(f.style.indent_unit, "  ");
+        assert!(f.style().bom);
+        assert_eq!(f.style().indent_unit, "  ");
         assert_eq!(f.original(), "\u{feff}class A:\n  def f(self):\n    pass\n");
     }
 
     #[test]
     fn cr_only_files_are_held_with_lf_and_written_back_with_cr() {
         let f = SourceFile::from_text("a".into(), "a".into(), "def f():\r    pass\r".into());
-        assert!(f.style.cr_only);
+        assert!(f.style().cr_only);
         assert_eq!(f.text, "def f():\n    pass\n");
         assert_eq!(f.line_of(10), 2);
         assert_eq!(f.original(), "def f():\r    pass\r");

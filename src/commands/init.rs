@@ -110,7 +110,7 @@ fn write_config(root: &Path, path: &Path, existing: Option<String>, add: &str) -
         ),
     };
     let mut plan = crate::plan::Plan::default();
-    let text = add.replace('\n', file.style.eol);
+    let text = add.replace('\n', file.style().eol);
     plan.add(&file, file.text.len(), text, "pins");
     crate::write::write_plan(&plan)
 }

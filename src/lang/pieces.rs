@@ -64,7 +64,7 @@ impl<'a, P: ParsedSource> Pieces<'a, P> {
 
     /// The line ending of file `file`.
     pub fn eol(&self, file: usize) -> &'static str {
-        self.files[file].source().style.eol
+        self.files[file].source().style().eol
     }
 
     /// `text` inserted at `offset` of file `file`, already there at line `present` when the

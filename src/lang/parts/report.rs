@@ -61,7 +61,7 @@ pub fn report_any<P: ParsedSource>(
 ) -> Result<Report> {
     for (i, p) in files.iter().enumerate() {
         let touched = parts.iter().any(|part| part.file == i);
-        if (touched || p.source().text.contains(naming.marker))
+        if (touched || crate::needles::contains(&p.source().text, naming.marker))
             && let Some(e) = parse_error(p)
         {
             return Err(e);

@@ -14,6 +14,7 @@ use super::syntax::*;
 use crate::config::{Pin, PythonPins};
 use crate::error::{Candidate, Error, Result};
 use crate::lang::parts::Parsed;
+use crate::needles::contains;
 use std::collections::BTreeMap;
 use tree_sitter::Node;
 
@@ -25,7 +26,7 @@ fn sends<'a>(files: &'a [Parsed]) -> Vec<Send<'a>> {
     let mut out = Vec::new();
     for (i, p) in files.iter().enumerate() {
         let src = p.file.text.as_str();
-        if !is_agent_file(p) || !SEND_METHODS.iter().any(|m| src.contains(m)) {
+        if !is_agent_file(p) || !SEND_METHODS.iter().any(|m| contains(src, m)) {
             continue;
         }
         for call in descendants(p.tree().root_node(), "call") {
@@ -168,7 +169,7 @@ fn prompt_methods<'a>(files: &'a [Parsed]) -> Vec<(At<'a>, String)> {
     let mut out = Vec::new();
     for (i, p) in files.iter().enumerate() {
         let src = p.file.text.as_str();
-        if !is_agent_file(p) || !src.contains("acp") {
+        if !is_agent_file(p) || !contains(src, "acp") {
             continue;
         }
         for c in descendants(p.tree().root_node(), "class_definition") {

@@ -110,7 +110,7 @@ impl<'a> Builder<'a> {
         if !own_line(src, stmt.node) {
             return Err(self.refuse(stmt, "the statement shares its line with other code; put it on its own line or pin another site"));
         }
-        let style = &self.files[stmt.file].file.style;
+        let style = &self.files[stmt.file].file.style();
         let text = reindent(
             &code,
             indent_at(src, stmt.node.start_byte()),
@@ -132,7 +132,7 @@ impl<'a> Builder<'a> {
         marker: &str,
     ) -> Result<()> {
         let src = self.src(stmt.file);
-        let style = &self.files[stmt.file].file.style;
+        let style = &self.files[stmt.file].file.style();
         let offset = line_end_after(src, stmt.node.end_byte());
         let mut text = reindent(
             &code,
@@ -202,7 +202,7 @@ impl<'a> Builder<'a> {
         {
             return Err(self.refuse(def, "the definition shares its line with other code"));
         }
-        let eol = self.files[def.file].file.style.eol;
+        let eol = self.files[def.file].file.style().eol;
         let indent = indent_at(src, def.node.start_byte()).to_string();
         self.push(
             checks,
@@ -225,7 +225,7 @@ impl<'a> Builder<'a> {
         defines: &str,
     ) {
         let f = &self.files[top.file];
-        let style = &f.file.style;
+        let style = &f.file.style();
         let offset = line_start(&f.file.text, top.node.start_byte());
         let text = format!(
             "{}{}{}",
@@ -247,7 +247,7 @@ impl<'a> Builder<'a> {
         defines: &str,
     ) {
         let f = &self.files[top.file];
-        let style = &f.file.style;
+        let style = &f.file.style();
         let src = &f.file.text;
         let offset = line_end_after(src, top.node.end_byte());
         let body = reindent(&code, "", &style.indent_unit, style.eol);
@@ -275,7 +275,7 @@ impl<'a> Builder<'a> {
         let f = &self.files[file];
         let root = f.tree().root_node();
         let src = f.file.text.as_str();
-        let eol = f.file.style.eol;
+        let eol = f.file.style().eol;
         let text = format!("import {module}{ADDED_IMPORT}{eol}");
         if imports_module(root, src, module) {
             let added = named_children(root).into_iter().find(|n| {
@@ -326,7 +326,7 @@ impl<'a> Builder<'a> {
         };
         let mut sorted = names.to_vec();
         sorted.sort();
-        let eol = f.file.style.eol;
+        let eol = f.file.style().eol;
         let missing: Vec<&str> = names.iter().copied().filter(|n| !has(n)).collect();
         if missing.is_empty() {
             // the line as apply writes it is apply's (revert takes it out); any other form
@@ -448,7 +448,7 @@ impl<'a> Builder<'a> {
         let text = if own_line {
             format!(
                 ",{}{}{param}",
-                f.file.style.eol,
+                f.file.style().eol,
                 indent_at(src, anchor.start_byte())
             )
         } else {
@@ -479,7 +479,7 @@ impl<'a> Builder<'a> {
         let text = if own_line {
             format!(
                 ",{}{}agent_progress_callback=agent_progress_callback",
-                self.files[kw.file].file.style.eol,
+                self.files[kw.file].file.style().eol,
                 indent_at(src, kw.node.start_byte())
             )
         } else {

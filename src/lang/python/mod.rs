@@ -25,11 +25,13 @@ use crate::error::{Error, Result};
 use crate::lang::Language;
 use crate::lang::parts::{self, Finding, Naming, Parsed, Part};
 use crate::lang::survey::{Decisions, Site, Stopped};
+use crate::needles::Needles;
 use crate::plan::Plan;
 use crate::project::Project;
 use crate::report::{Report, Status};
 use crate::source::SourceFile;
 use std::collections::HashSet;
+use std::sync::LazyLock;
 
 pub struct Python;
 
@@ -187,7 +189,7 @@ impl Python {
                     protocol::runtimes(&files, &a, &packages)
                         .into_iter()
                         .filter(|r| !files.iter().any(|p| p.file.rel == r.rel))
-                        .map(|r| (r.rel, files[r.importers[0]].file.style.clone()))
+                        .map(|r| (r.rel, files[r.importers[0]].file.style().clone()))
                         .collect()
                 }
                 Strategy::Engine(_) => Vec::new(),
@@ -377,12 +379,17 @@ impl Language for Python {
     }
 
     fn worth_parsing(&self, text: &str) -> bool {
-        text.contains("acp")
-            || text.contains("_callback")
-            || text.contains("on_first_delta")
-            || text.contains("session_update")
-            || text.contains("sessionUpdate")
-            || text.contains("session/") // a JSON-RPC loop of the agent's own
+        static WORTH: LazyLock<Needles> = LazyLock::new(|| {
+            Needles::new(&[
+                "acp",
+                "_callback",
+                "on_first_delta",
+                "session_update",
+                "sessionUpdate",
+                "session/", // a JSON-RPC loop of the agent's own
+            ])
+        });
+        WORTH.any_in(text)
     }
 
     fn syntax_error(&self, text: &str) -> Option<(usize, String)> {
@@ -390,12 +397,18 @@ impl Language for Python {
     }
 
     fn detect(&self, project: &Project) -> bool {
-        project.files_with_extension(self.extensions()).any(|f| {
-            f.text.contains("import acp")
-                || f.text.contains("from acp")
-                || f.text.contains("\"session/prompt\"")
-                || f.text.contains("'session/prompt'")
-        }) || project.config.python.prompt.is_some()
+        static AGENT: LazyLock<Needles> = LazyLock::new(|| {
+            Needles::new(&[
+                "import acp",
+                "from acp",
+                "\"session/prompt\"",
+                "'session/prompt'",
+            ])
+        });
+        project
+            .files_with_extension(self.extensions())
+            .any(|f| AGENT.any_in(&f.text))
+            || project.config.python.prompt.is_some()
     }
 
     fn plan(&self, project: &Project) -> Result<Plan> {

@@ -8,8 +8,10 @@ use super::anchors::{RUNTIME_NAME, is_agent_file};
 use super::scope::{BUILTINS, binds, is_bound, load_identifiers};
 use super::syntax::*;
 use crate::lang::parts::{Finding, Parsed};
+use crate::needles::Needles;
 use crate::report::Status;
 use std::collections::HashSet;
+use std::sync::LazyLock;
 use tree_sitter::Node;
 
 /// Text that marks a statement as acp-patch's (engine-level sites and older runtimes).
@@ -37,11 +39,11 @@ pub fn findings(
             continue;
         }
         let src = p.file.text.as_str();
-        if !STATEMENT_MARKERS
-            .iter()
-            .chain(DECORATOR_MARKERS)
-            .any(|m| src.contains(m))
-        {
+        static STATEMENT: LazyLock<Needles> = LazyLock::new(|| Needles::new(STATEMENT_MARKERS));
+        static DECORATOR: LazyLock<Needles> = LazyLock::new(|| Needles::new(DECORATOR_MARKERS));
+        let statement_marks = Marks(STATEMENT.all_in(src));
+        let decorator_marks = Marks(DECORATOR.all_in(src));
+        if statement_marks.is_empty() && decorator_marks.is_empty() {
             continue;
         }
         let ctx = Ctx {
@@ -53,7 +55,7 @@ pub fn findings(
         walk(p.tree().root_node(), &mut |n| {
             match n.kind() {
                 "function_definition" if ours.contains(name_of(n, src)) => return false,
-                "decorator" if DECORATOR_MARKERS.iter().any(|m| text(n, src).contains(m)) => {
+                "decorator" if decorator_marks.within(n) => {
                     ctx.check_reads(n, "decorator", &mut out);
                     return false;
                 }
@@ -86,16 +88,16 @@ pub fn findings(
                     return false;
                 }
                 "expression_statement" | "return_statement" | "raise_statement"
-                    if marked_outside_keywords(n, src) && enclosing_function(n).is_some() =>
+                    if statement_marks.within(n)
+                        && marked_outside_keywords(n, src)
+                        && enclosing_function(n).is_some() =>
                 {
                     ctx.check_reads(n, "statement", &mut out);
                     return false;
                 }
                 "if_statement" => {
                     if let Some(cond) = n.child_by_field_name("condition")
-                        && STATEMENT_MARKERS
-                            .iter()
-                            .any(|m| text(cond, src).contains(m))
+                        && statement_marks.within(cond)
                         && enclosing_function(n).is_some()
                     {
                         ctx.check_reads(cond, "gate", &mut out);
@@ -113,6 +115,26 @@ pub fn findings(
     out.sort_by_key(|f| (f.file, f.line));
     out.dedup_by(|a, b| a.file == b.file && a.line == b.line && a.detail == b.detail);
     out
+}
+
+/// Where a file's markers are (start and end offsets, by start): whether a node's text
+/// holds one is then a search, not a scan of the text (a file's statements nest).
+struct Marks(Vec<(usize, usize)>);
+
+impl Marks {
+    fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// Whether `n`'s text holds a whole marker.
+    fn within(&self, n: Node) -> bool {
+        let (start, end) = (n.start_byte(), n.end_byte());
+        let first = self.0.partition_point(|&(s, _)| s < start);
+        self.0[first..]
+            .iter()
+            .take_while(|&&(s, _)| s < end)
+            .any(|&(_, e)| e <= end)
+    }
 }
 
 /// Whether a statement holds acp-patch's code beyond `agent_progress_callback=` keywords it
@@ -421,7 +443,7 @@ pub fn hook_calls(files: &[Parsed]) -> [Vec<(usize, usize)>; 3] {
     let mut out: [Vec<(usize, usize)>; 3] = Default::default();
     for (i, p) in files.iter().enumerate() {
         let src = p.file.text.as_str();
-        if !src.contains("agent_progress_callback") {
+        if !crate::needles::contains(src, "agent_progress_callback") {
             continue;
         }
         for c in descendants(p.tree().root_node(), "call") {

@@ -217,7 +217,7 @@ impl<'a> Builder<'a> {
     /// `style_of` is a file whose indentation and line endings it takes.
     fn runtime_module(&mut self, file: usize, style_of: usize) -> Result<()> {
         let template = self.project.templates.get("python/acp_progress.py")?;
-        let style = &self.files[style_of].file.style;
+        let style = &self.files[style_of].file.style();
         let rendered = crate::lang::seal::seal(&reindent(
             &fill(&template, &[("PREFIX", &self.project.env_prefix)]),
             "",
@@ -294,7 +294,7 @@ impl<'a> Builder<'a> {
         let p = &self.files[file];
         let src = p.file.text.as_str();
         let root = p.tree().root_node();
-        let eol = p.file.style.eol;
+        let eol = p.file.style().eol;
         let place = self.packages.place(&p.file.rel);
         let import = self
             .packages

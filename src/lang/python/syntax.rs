@@ -2,6 +2,7 @@
 
 use crate::lang::tree::{ancestor, child_of, field_children, named_children_code};
 pub use crate::lang::tree::{descendants, first_error, name_of, named_children, text, walk};
+use crate::needles::positions;
 use tree_sitter::{Node, Parser, Tree};
 
 /// The tree of a Python text (parsed once per run: see [`crate::lang::tree::cache`]).
@@ -336,9 +337,8 @@ pub fn base_name<'a>(base: Node, src: &'a str) -> Option<&'a str> {
 /// Whether a text may import the SDK (`import acp`, `from acp...`): a literal test.
 pub fn mentions_sdk(text: &str) -> bool {
     // only the lines holding `acp` are scanned: most files have none
-    text.match_indices("acp").any(|(i, _)| {
-        absolute_imports(line_at(text, i).1).any(|m| m == "acp" || m.starts_with("acp."))
-    })
+    positions(text, "acp")
+        .any(|i| absolute_imports(line_at(text, i).1).any(|m| m == "acp" || m.starts_with("acp.")))
 }
 
 /// The line holding byte `i` (without its line break), and where it starts.
@@ -351,7 +351,7 @@ fn line_at(text: &str, i: usize) -> (usize, &str) {
 /// The names of the classes a text may define (`class Name(`, `class Name:`,
 /// `class Name[T]:`), found by a literal scan.
 pub fn class_names(text: &str) -> impl Iterator<Item = &str> {
-    text.match_indices("class").filter_map(|(i, _)| {
+    positions(text, "class").filter_map(|i| {
         let after_word = text[..i]
             .chars()
             .next_back()
@@ -378,7 +378,7 @@ pub fn class_names(text: &str) -> impl Iterator<Item = &str> {
 pub fn absolute_imports(text: &str) -> impl Iterator<Item = &str> {
     // only the lines holding `import` are looked at, each once
     let mut last_line = usize::MAX;
-    let lines = text.match_indices("import").filter_map(move |(i, _)| {
+    let lines = positions(text, "import").filter_map(move |i| {
         let (start, line) = line_at(text, i);
         (start != last_line).then(|| {
             last_line = start;
@@ -445,7 +445,7 @@ pub fn defines_class(text: &str, is_name: impl Fn(&str) -> bool) -> bool {
 
 /// Whether `word` occurs in a text as a whole word (a literal scan).
 pub fn mentions_word(text: &str, word: &str) -> bool {
-    text.match_indices(word).any(|(i, _)| {
+    positions(text, word).any(|i| {
         let is_word = |c: char| c.is_alphanumeric() || c == '_';
         !text[..i].chars().next_back().is_some_and(is_word)
             && !text[i + word.len()..].chars().next().is_some_and(is_word)
@@ -454,7 +454,7 @@ pub fn mentions_word(text: &str, word: &str) -> bool {
 
 /// Whether a text calls `name(` (a literal scan, the name a whole word).
 pub fn calls(text: &str, name: &str) -> bool {
-    text.match_indices(name).any(|(i, _)| {
+    positions(text, name).any(|i| {
         let before = text[..i].chars().next_back();
         !before.is_some_and(|c| c.is_alphanumeric() || c == '_')
             && text[i + name.len()..].starts_with('(')

@@ -196,7 +196,7 @@ impl Manifest {
                 ),
             });
         }
-        let eol = self.file.style.eol;
+        let eol = self.file.style().eol;
         let mut block = format!(
             "{eol}{BLOCK_MARKER}; acp-patch revert removes this table{eol}{BLOCK_TABLE}{eol}"
         );

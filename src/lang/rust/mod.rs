@@ -338,7 +338,7 @@ fn place_runtime(
                     .map(|r| r.to_string_lossy().replace('\\', "/"))
                     .unwrap_or_else(|_| runtime::FILE.to_string());
                 files.push(Parsed {
-                    file: SourceFile::new_file(path.clone(), rel, rfile.style.clone()),
+                    file: SourceFile::new_file(path.clone(), rel, rfile.style().clone()),
                     ast: None,
                     error: None,
                 });

@@ -173,7 +173,9 @@ impl Language for TypeScript {
     }
 
     fn worth_parsing(&self, text: &str) -> bool {
-        WORDS.iter().any(|w| text.contains(w))
+        static WORTH: std::sync::LazyLock<crate::needles::Needles> =
+            std::sync::LazyLock::new(|| crate::needles::Needles::new(WORDS));
+        WORTH.any_in(text)
     }
 
     fn syntax_error(&self, text: &str) -> Option<(usize, String)> {

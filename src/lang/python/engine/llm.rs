@@ -8,6 +8,7 @@ use crate::error::{Error, Result};
 use crate::lang::parts::Parsed;
 use crate::lang::python::locate::{At, candidate, choose};
 use crate::lang::python::syntax::*;
+use crate::needles::contains;
 use tree_sitter::Node;
 
 /// The engine's LLM call: `X._interruptible_streaming_api_call(..., on_first_delta=f)`.
@@ -19,7 +20,7 @@ pub(super) fn locate_llm<'a>(
     let mut calls = Vec::new();
     for (i, p) in files.iter().enumerate() {
         let src = p.file.text.as_str();
-        if !src.contains("on_first_delta") || !src.contains("_interruptible_streaming_api_call") {
+        if !contains(src, "on_first_delta") || !contains(src, "_interruptible_streaming_api_call") {
             continue;
         }
         for c in descendants(p.tree().root_node(), "call") {
@@ -217,7 +218,7 @@ pub(super) fn locate_callback_store<'a>(
         let mut passers = Vec::new();
         for (i, p) in files.iter().enumerate() {
             let src = p.file.text.as_str();
-            if !src.contains(anchor.as_str()) || !store_names.iter().any(|s| src.contains(s)) {
+            if !contains(src, anchor) || !store_names.iter().any(|s| contains(src, s)) {
                 continue;
             }
             for def in descendants(p.tree().root_node(), "function_definition") {
@@ -256,7 +257,7 @@ pub(super) fn locate_callback_store<'a>(
 /// Whether a text may store `name` on an object as `x.name = name` (a line scan that
 /// admits every such assignment, so only files that pass it are parsed).
 fn stores_attribute(text: &str, name: &str) -> bool {
-    text.contains(name)
+    contains(text, name)
         && text.lines().flat_map(|l| l.split(';')).any(|stmt| {
             let stmt = stmt.split('#').next().unwrap_or_default();
             stmt.split_once('=').is_some_and(|(left, right)| {
@@ -277,7 +278,7 @@ pub(super) fn locate_module_def<'a>(
 ) -> Result<At<'a>> {
     // `is_one` needs one of `needles` in a module's text (none given: every module)
     let may_hold =
-        |p: &Parsed| needles.is_empty() || needles.iter().any(|n| p.file.text.contains(n));
+        |p: &Parsed| needles.is_empty() || needles.iter().any(|n| contains(&p.file.text, n));
     let pin = pin.map(|s| Pin::parse(s));
     let mut best: Option<(usize, At)> = None;
     let mut tied = Vec::new();

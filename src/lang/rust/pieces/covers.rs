@@ -64,7 +64,7 @@ pub(super) fn first_statement(
                 b.push(checks, label, file, at, format!("{stmt} "), Some(line));
             } else {
                 let f = &b.files[file].file;
-                let text = reindent(stmt, indent_at(&src, at), &f.style.indent_unit, eol);
+                let text = reindent(stmt, indent_at(&src, at), &f.style().indent_unit, eol);
                 b.push(checks, label, file, line_start(&src, at), text, Some(line));
             }
             return Ok(());
@@ -86,7 +86,7 @@ pub(super) fn first_statement(
                 }
             }
             let f = &b.files[file].file;
-            let text = reindent(stmt, indent_at(&src, at), &f.style.indent_unit, eol);
+            let text = reindent(stmt, indent_at(&src, at), &f.style().indent_unit, eol);
             b.push(checks, label, file, start, text, None);
         }
         Some(first) => {
@@ -102,7 +102,7 @@ pub(super) fn first_statement(
         }
         None if src[open..close].contains('\n') => {
             let f = &b.files[file].file;
-            let indent = format!("{}{}", indent_at(&src, open), f.style.indent_unit);
+            let indent = format!("{}{}", indent_at(&src, open), f.style().indent_unit);
             b.push(
                 checks,
                 label,
@@ -177,7 +177,7 @@ pub(super) fn wrap_handler(b: &mut Builder, h: &Handler, path: &str, sink: &str)
     let f = &b.files[h.file].file;
     let indent = match block.stmts.first() {
         Some(first) => indent_at(&src, first.span().byte_range().start).to_string(),
-        None => format!("{}{}", indent_at(&src, close_at), f.style.indent_unit),
+        None => format!("{}{}", indent_at(&src, close_at), f.style().indent_unit),
     };
     b.push(
         CHECK_START,

@@ -136,7 +136,7 @@ pub fn module_body(module_text: &str, f: &crate::source::SourceFile) -> String {
     crate::lang::seal::seal(&reindent(
         module_text,
         "",
-        &f.style.indent_unit,
-        f.style.eol,
+        &f.style().indent_unit,
+        f.style().eol,
     ))
 }

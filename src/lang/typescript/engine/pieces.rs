@@ -47,7 +47,7 @@ impl<'a> Builder<'a> {
 
     /// Template code in the file's style, at `base` indentation.
     fn render(&self, code: &str, base: &str) -> String {
-        let style = &self.files[self.file].file.style;
+        let style = &self.files[self.file].file.style();
         reindent(
             &restyle(code, self.style),
             base,
@@ -114,7 +114,7 @@ impl<'a> Builder<'a> {
         marker: &str,
     ) -> Result<()> {
         let src = self.src();
-        let eol = self.files[self.file].file.style.eol;
+        let eol = self.files[self.file].file.style().eol;
         let offset = line_end_after(src, stmt.end_byte());
         if src[stmt.end_byte()..offset].trim() != "" {
             return Err(self.refuse(
@@ -164,7 +164,7 @@ impl<'a> Builder<'a> {
             }
             None => {
                 // `{}`: open the block
-                let style = &self.files[self.file].file.style;
+                let style = &self.files[self.file].file.style();
                 let indent = indent_at(src, block.start_byte()).to_string();
                 let inner = format!("{indent}{}", style.indent_unit);
                 let body = self.render(code, &inner);
@@ -197,7 +197,7 @@ impl<'a> Builder<'a> {
         if statements(block).len() != 1 || self.parts.last().is_none_or(|p| p.present.is_none()) {
             return;
         }
-        let style = &self.files[self.file].file.style;
+        let style = &self.files[self.file].file.style();
         let indent = indent_at(src, block.start_byte()).to_string();
         let inner = format!("{indent}{}", style.indent_unit);
         let text = format!("{}{}{indent}", style.eol, self.render(code, &inner));
@@ -215,7 +215,7 @@ impl<'a> Builder<'a> {
         code: &str,
         defines: &str,
     ) {
-        let eol = self.files[self.file].file.style.eol;
+        let eol = self.files[self.file].file.style().eol;
         let offset = start_above_comments(self.src(), top);
         let text = format!("{}{eol}", self.render(code, ""));
         let present = top_level_functions(self.files[self.file].tree().root_node(), self.src())
@@ -353,7 +353,7 @@ pub fn build<'a>(files: &'a [Parsed], project: &'a Project, s: &Sites<'a>) -> Re
             let after = &src[last.end_byte()..plist.end_byte() - 1];
             let multi_line = after.contains('\n') || own_line(b.src(), *last);
             if multi_line {
-                let eol = p.file.style.eol;
+                let eol = p.file.style().eol;
                 let indent = indent_at(src, last.start_byte());
                 if after.trim_start().starts_with(',') {
                     // trailing comma: a new line after it, with its own trailing comma

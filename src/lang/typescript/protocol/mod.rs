@@ -104,8 +104,8 @@ fn render_module(project: &Project, beside: &Parsed, module_rel: &str) -> Result
     Ok(reindent(
         &code,
         "",
-        &beside.file.style.indent_unit,
-        beside.file.style.eol,
+        &beside.file.style().indent_unit,
+        beside.file.style().eol,
     ))
 }
 
@@ -170,7 +170,7 @@ pub fn analyze(
                     None => {
                         let style = crate::source::Style {
                             bom: false,
-                            ..files[beside].file.style.clone()
+                            ..files[beside].file.style().clone()
                         };
                         let path = project.root.join(&module_rel);
                         Parsed::new(

@@ -124,7 +124,7 @@ pub(super) fn prompt_cover(
     let file = h.file;
     let p = &b.files[file];
     let src = p.file.text.as_str();
-    let eol = p.file.style.eol;
+    let eol = p.file.style().eol;
     if func.kind().starts_with("generator") || text(func, src).trim_start().starts_with('*') {
         return Err(b.refuse(
             file,
@@ -340,7 +340,7 @@ pub(super) fn cancel_cover(
     let file = h.file;
     let p = &b.files[file];
     let src = p.file.text.as_str();
-    let eol = p.file.style.eol;
+    let eol = p.file.style().eol;
     let Some(body) = body(func) else {
         return Ok(());
     };

@@ -184,7 +184,7 @@ pub(super) fn import_part(b: &mut Builder, file: usize, module: &Module) -> Resu
         format!("import * as {NS} from \"{spec}\";")
     };
     let code = restyle(&code, b.style(file));
-    let eol = p.file.style.eol;
+    let eol = p.file.style().eol;
     if let Some((stmt, found)) = present {
         // as apply inserted it: after the other imports, or before the first statement
         let first = top
