@@ -135,6 +135,29 @@ impl TestFiles {
     }
 }
 
+/// Which files hold the agent's own code, as a language says it: not its tests, not the
+/// runtime module acp-patch writes, not a file the language counts as someone else's
+/// (TypeScript: the agent's own copy of the SDK). Nothing outside them is patched.
+pub struct AgentFiles {
+    pub tests: TestFiles,
+    /// The first line of the runtime module (after any BOM).
+    pub runtime_marker: &'static str,
+    /// A file that is not the agent's although it is no test.
+    pub foreign: Option<fn(&Parsed) -> bool>,
+}
+
+impl AgentFiles {
+    /// Whether `p` is one of the agent's files.
+    pub fn holds(&self, p: &Parsed) -> bool {
+        !(self.tests.holds(&p.file.rel)
+            || p.file
+                .text
+                .trim_start_matches('\u{feff}')
+                .starts_with(self.runtime_marker)
+            || self.foreign.is_some_and(|f| f(p)))
+    }
+}
+
 impl Part {
     /// `text` inserted at `offset` of `source` (the file at index `file`), already there at
     /// line `present` when the tree holds it. The one way every language's builder makes a
@@ -265,8 +288,9 @@ pub const PROTOCOL_CHECKS: &[&str] = &[
     "bound",
 ];
 
-/// Verify's checks, in report order, for the engine-level shapes (Hermes, pi-acp, ...).
-pub const CHECKS: &[&str] = &[
+/// Verify's checks, in report order, for the engine-level shapes (Hermes, pi-acp, ...): the
+/// rows every language reports, before the ones a language adds ([`engine_checks`]).
+pub const ENGINE_CHECKS: &[&str] = &[
     "hook.start",
     "hook.heartbeat",
     "hook.complete",
@@ -277,6 +301,12 @@ pub const CHECKS: &[&str] = &[
     "wiring",
     "coalescing",
 ];
+
+/// The report rows of a language's engine-level shape: [`ENGINE_CHECKS`], then the rows only
+/// that language proves (Python: `bound`, its placement proof), in order.
+pub fn engine_checks(extra: &[&'static str]) -> Vec<&'static str> {
+    ENGINE_CHECKS.iter().chain(extra).copied().collect()
+}
 
 /// The three hook states, in the order of `HookCalls`.
 pub const STATES: [&str; 3] = ["start", "heartbeat", "complete"];

@@ -22,7 +22,7 @@ pub struct Finding {
 pub struct Naming<'a> {
     pub language: &'static str,
     pub shape: String,
-    /// The report's rows, in order: [`CHECKS`] or [`PROTOCOL_CHECKS`].
+    /// The report's rows, in order: [`engine_checks`] or [`PROTOCOL_CHECKS`].
     pub checks: &'a [&'static str],
     /// `agent_progress_callback` / `agentProgressCallback`.
     pub callback: &'static str,

@@ -4,7 +4,7 @@
 
 use super::locate::At;
 use super::syntax::*;
-use crate::lang::parts::Parsed;
+use crate::lang::parts::{AgentFiles, Parsed, TestFiles};
 use std::cell::{OnceCell, RefCell};
 use std::collections::{HashMap, HashSet};
 use tree_sitter::Node;
@@ -43,15 +43,20 @@ pub struct Anchors<'a> {
 }
 
 /// Files that are neither tests nor acp-patch's runtime module: where agent code lives.
-pub fn is_agent_file(p: &Parsed) -> bool {
-    const TESTS: crate::lang::parts::TestFiles = crate::lang::parts::TestFiles {
+const AGENT_FILES: AgentFiles = AgentFiles {
+    tests: TestFiles {
         dirs: &["tests", "test", "testing"],
         prefixes: &["test_"],
         suffixes: &["_test.py"],
         infixes: &[],
         names: &["conftest.py"],
-    };
-    !(TESTS.holds(&p.file.rel) || p.file.text.starts_with(RUNTIME_MARKER))
+    },
+    runtime_marker: RUNTIME_MARKER,
+    foreign: None,
+};
+
+pub fn is_agent_file(p: &Parsed) -> bool {
+    AGENT_FILES.holds(p)
 }
 
 /// Where the card's connection comes from.

@@ -40,19 +40,8 @@ pub struct Python;
 /// tree that still holds it once every piece is out.
 const MARKER: &str = "acp_progress";
 
-/// Report rows of the engine-level shape: the shared ones plus the placement proof.
-const ENGINE_CHECKS: &[&str] = &[
-    "hook.start",
-    "hook.heartbeat",
-    "hook.complete",
-    "callback.declared",
-    "callback.stored",
-    "helpers",
-    "factory",
-    "wiring",
-    "coalescing",
-    "bound",
-];
+/// Report rows of the engine-level shape beyond the shared ones: the placement proof.
+const ENGINE_EXTRA_CHECKS: &[&str] = &["bound"];
 
 #[allow(clippy::large_enum_variant)] // one per run: boxing buys nothing
 enum Strategy<'a> {
@@ -475,12 +464,13 @@ impl Language for Python {
         let ours = defined_by(&analysis.parts);
         findings.extend(placement::findings(files, &ours, &analysis.prompts));
         findings.extend(self.planned_findings(files, &analysis.parts)?);
+        let engine_checks = parts::engine_checks(ENGINE_EXTRA_CHECKS);
         let naming = Naming {
             language: self.name(),
             checks: if analysis.shape == "protocol" {
                 parts::PROTOCOL_CHECKS
             } else {
-                ENGINE_CHECKS
+                &engine_checks
             },
             shape: analysis.shape.to_string(),
             callback: "agent_progress_callback",

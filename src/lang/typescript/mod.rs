@@ -252,7 +252,7 @@ impl Language for TypeScript {
             Analysis::Engine { files, parts } => {
                 let naming = Naming {
                     language: self.name(),
-                    checks: parts::CHECKS,
+                    checks: parts::ENGINE_CHECKS,
                     shape: "engine".into(),
                     callback: "agentProgressCallback",
                     defines: &defined_names,

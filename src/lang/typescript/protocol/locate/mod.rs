@@ -23,7 +23,7 @@ use super::NS;
 use super::scope::*;
 use crate::config::Pin;
 use crate::error::{Candidate, Error, Location, Result};
-use crate::lang::parts::Parsed;
+use crate::lang::parts::{AgentFiles, Parsed, TestFiles};
 use crate::lang::typescript::syntax::*;
 use tree_sitter::Node;
 
@@ -87,16 +87,22 @@ pub struct Send<'a> {
 /// `(acpParams: never) => this.write({ jsonrpc: "2.0", method: "session/update", params: acpParams })`.
 pub const RAW_PARAMS: &str = "acpParams";
 
-/// Every file acp-patch never patches: tests, the runtime module itself.
-pub fn is_agent_file(p: &Parsed) -> bool {
-    const TESTS: crate::lang::parts::TestFiles = crate::lang::parts::TestFiles {
+/// The files acp-patch may patch: not tests, not the runtime module itself, not the agent's
+/// own copy of the SDK.
+const AGENT_FILES: AgentFiles = AgentFiles {
+    tests: TestFiles {
         dirs: &["test", "tests", "spec", "__tests__", "__mocks__", "e2e"],
         prefixes: &[],
         suffixes: &[],
         infixes: &[".test.", ".spec."],
         names: &[],
-    };
-    !(TESTS.holds(&p.file.rel) || super::is_runtime_module(&p.file.text) || is_sdk_copy(p))
+    },
+    runtime_marker: super::MARKER,
+    foreign: Some(is_sdk_copy),
+};
+
+pub fn is_agent_file(p: &Parsed) -> bool {
+    AGENT_FILES.holds(p)
 }
 
 /// A file of the agent's own copy of the SDK: it declares the SDK's connection class
