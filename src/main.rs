@@ -214,7 +214,12 @@ fn run(cli: &Cli) -> u8 {
         Command::Revert(args) => run_revert(args, &mut streams),
         Command::Completions(args) => printed_only(run_completions(args, &mut streams)),
         Command::Man(args) => printed_only(run_man(args, &mut streams)),
-        Command::Smoke(args) => acp_patch::output::smoke::run_cli(args, &mut streams),
+        Command::Smoke(args) => {
+            if let Err(message) = args.stdout_format() {
+                usage_error(message);
+            }
+            acp_patch::output::smoke::run_cli(args, &mut streams)
+        }
     };
     let (code, printed) = result;
     match printed.and_then(|()| streams.out.flush()) {
@@ -328,21 +333,11 @@ fn run_apply_series(
         Some(Err(_)) => 2,
         _ => 0,
     };
-    if let Err(e) = printer.apply(s, &outcome, false) {
-        return (code, Err(e));
-    }
-    if outcome.nothing_to_do() {
-        s.say("acp-patch: no series: the tree needs no change (run it on the unpatched tree)");
-        return (code, Ok(()));
-    }
-    let origin = series::Origin::of(&args.common.path);
-    let printed = s
-        .out
-        .write_all(series::series(&outcome, &origin, smoke.as_ref()).as_bytes());
-    if series::needs_keep_cr(&outcome) {
-        s.say("note: files with CRLF line endings: apply the series with `git am --keep-cr`");
-    }
-    (code, printed)
+    let series = acp_patch::output::Patch {
+        root: &args.common.path,
+        smoke: smoke.as_ref(),
+    };
+    (code, series.apply(s, &outcome, false))
 }
 
 fn run_verify(args: &VerifyArgs, s: &mut Streams) -> Verdict {

@@ -10,6 +10,7 @@ mod format;
 mod github;
 mod html;
 mod json;
+mod patch;
 pub mod smoke;
 mod text;
 
@@ -21,6 +22,7 @@ use std::io::{self, Write};
 use std::path::Path;
 
 pub use github::{escape_data, escape_property};
+pub use patch::Patch;
 pub use text::report_text;
 
 pub use format::{Format, Formats};
@@ -71,7 +73,8 @@ pub trait Printer {
 
 pub fn printer(format: Format) -> Box<dyn Printer> {
     match format {
-        // a patch series is apply's own document (`series`); its summary and refusals are text
+        // what is printed before the series exists (refusals) is text; the series itself is
+        // `Patch`, which needs the run's tree and smoke runs
         Format::Text | Format::Patch => Box::new(text::Text),
         Format::Json => Box::new(json::Json),
         Format::Github => Box::new(github::Github),

@@ -446,3 +446,48 @@ fn a_monorepo_root_gives_the_result_of_the_agents_folder() {
         assert!(!alone.stdout.is_empty(), "{cmd:?}");
     }
 }
+
+/// `smoke --json -` / `--html -`: the document goes to stdout, written by the same printer as
+/// `--format json` / `--format html` (byte for byte), and no file named `-` appears; two
+/// documents for stdout is a usage error before anything runs.
+#[test]
+fn smoke_json_or_html_dash_prints_the_format_s_document_on_stdout() {
+    let empty = tempfile::tempdir().unwrap();
+    let cwd = tempfile::tempdir().unwrap();
+    let p = path_str(empty.path());
+    let error = format!(
+        "bad configuration: no agent command: pass --agent-cmd or --preset (hermes, mistral-vibe, claude-agent-acp, pi-acp), or set [smoke] agent_cmd in {p}/acp-patch.toml"
+    );
+    let json =
+        format!("{{\n  \"passed\": false,\n  \"error\": \"{error}\",\n  \"checks\": []\n}}\n");
+    let html = format!(
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>acp-patch smoke</title></head><body>\n<h1>acp-patch smoke: could not run</h1>\n<p>{error}</p>\n</body></html>\n"
+    );
+    for (dash, format, expected) in [
+        (&["--json", "-"][..], "json", &json),
+        (&["--json", "-", "--format", "json"], "json", &json),
+        (&["--html", "-"], "html", &html),
+    ] {
+        let formatted = acp_patch(&["smoke", "--format", format, p], Some(cwd.path()));
+        let run = acp_patch(&[&["smoke", p][..], dash].concat(), Some(cwd.path()));
+        assert_eq!(run.code, 2, "{dash:?}: {}", run.stderr);
+        assert_eq!(&run.stdout, expected, "{dash:?}");
+        assert_eq!(run.stdout, formatted.stdout, "{dash:?}");
+        assert_eq!(run.stderr, formatted.stderr, "{dash:?}");
+    }
+    assert!(!cwd.path().join("-").exists());
+
+    for args in [
+        &["smoke", "--json", "-", "--html", "-", p][..],
+        &["smoke", "--json", "-", "--format", "github", p],
+    ] {
+        let run = acp_patch(args, Some(cwd.path()));
+        assert_eq!(run.code, 2, "{args:?}");
+        assert_eq!(run.stdout, "", "{args:?}");
+        assert!(
+            run.stderr.starts_with("error: "),
+            "{args:?}: {}",
+            run.stderr
+        );
+    }
+}

@@ -78,15 +78,43 @@ pub struct SmokeArgs {
     #[arg(long, value_parser = Formats::SMOKE, default_value_t = Format::Text)]
     pub format: Format,
     /// Also write the JSON document (`--format json`: every raw line with its time, check
-    /// and figure) into FILE.
+    /// and figure) into FILE; `-` prints it on stdout instead (as `--format json`).
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
-    /// Also write the HTML page (`--format html`: a timeline per session, the checks) into FILE.
+    /// Also write the HTML page (`--format html`: a timeline per session, the checks) into
+    /// FILE; `-` prints it on stdout instead (as `--format html`).
     #[arg(long, value_name = "FILE")]
     pub html: Option<PathBuf>,
 }
 
+/// The file name that means stdout (`--json -`, `--html -`).
+const STDOUT: &str = "-";
+
 impl SmokeArgs {
+    /// What stdout gets: `--format`, or the document a `--json -` / `--html -` sends there.
+    /// Two documents for stdout is a usage error (its message).
+    pub fn stdout_format(&self) -> Result<Format, &'static str> {
+        let dashed = [(&self.json, Format::Json), (&self.html, Format::Html)]
+            .into_iter()
+            .filter(|(path, _)| path.as_deref().is_some_and(|p| p.as_os_str() == STDOUT))
+            .map(|(_, format)| format)
+            .collect::<Vec<_>>();
+        match dashed[..] {
+            [] => Ok(self.format),
+            [one] if self.format == Format::Text || self.format == one => Ok(one),
+            [_] => Err("--json - / --html - print on stdout, as --format does: give one of them"),
+            _ => Err("--json - and --html - would both print on stdout: give one a file"),
+        }
+    }
+
+    /// The files `--json FILE` / `--html FILE` write (not `-`), with their format.
+    pub fn files(&self) -> impl Iterator<Item = (&std::path::Path, Format)> {
+        [(&self.json, Format::Json), (&self.html, Format::Html)]
+            .into_iter()
+            .filter_map(|(path, format)| Some((path.as_deref()?, format)))
+            .filter(|(path, _)| path.as_os_str() != STDOUT)
+    }
+
     /// The run these flags ask for.
     pub fn options(&self) -> Result<SmokeOptions, SmokeError> {
         let a = self;

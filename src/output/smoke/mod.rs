@@ -1,7 +1,7 @@
 //! How a smoke run reads in each format — its text, JSON document, annotations and page,
 //! which the printers beside this folder write (`Printer::smoke`) for `smoke` and
 //! `verify --smoke` — and `acp-patch smoke` itself: `--json FILE` / `--html FILE` write
-//! that format's document into a file as well.
+//! that format's document into a file as well (`-`: on stdout, as `--format` would).
 
 mod args;
 mod github;
@@ -33,16 +33,15 @@ fn write_file(path: &Path, format: Format, result: &SmokeResult) -> io::Result<(
     format.printer().smoke(&mut s, result)
 }
 
-/// `acp-patch smoke`: runs, prints in `--format` on `s`, writes the `--json`/`--html` files;
+/// `acp-patch smoke`: runs, prints in `--format` (or the format of a `--json -` /
+/// `--html -`) on `s`, writes the `--json`/`--html` files;
 /// returns the exit code (a file that cannot be written: 2) and how printing went: a stdout
 /// write error (a closed pipe) is the caller's to judge, and never changes the verdict.
 pub fn run_cli(args: &SmokeArgs, s: &mut Streams) -> (u8, io::Result<()>) {
     let result = args.options().and_then(|o| run(&o));
     let mut code = exit_code(&result);
-    for (path, format) in [(&args.json, Format::Json), (&args.html, Format::Html)] {
-        if let Some(path) = path
-            && let Err(e) = write_file(path, format, &result)
-        {
+    for (path, format) in args.files() {
+        if let Err(e) = write_file(path, format, &result) {
             s.say(&format!(
                 "acp-patch smoke: cannot write {}: {e}",
                 path.display()
@@ -50,7 +49,9 @@ pub fn run_cli(args: &SmokeArgs, s: &mut Streams) -> (u8, io::Result<()>) {
             code = 2;
         }
     }
-    let printed = args.format.printer().smoke(s, &result);
+    // main refuses two documents for stdout before the run
+    let format = args.stdout_format().unwrap_or(args.format);
+    let printed = format.printer().smoke(s, &result);
     (code, printed)
 }
 
