@@ -30,11 +30,25 @@ pub struct Check {
     pub status: Status,
     /// Where the piece is (or its parts are).
     pub locations: Vec<Location>,
-    /// What is wrong and what apply would do; empty when ok.
-    pub detail: String,
+    /// What is wrong and what apply would do, one item per problem; empty when ok. Serialized
+    /// as one string, the items joined by `; ` (the JSON document's `detail`).
+    #[serde(rename = "detail", serialize_with = "joined")]
+    pub details: Vec<String>,
     /// Where apply would insert the first missing part (a line, no label).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub insert_at: Option<Location>,
+}
+
+impl Check {
+    /// The details as one line (`a; b`), as the JSON document, annotations and apply's
+    /// refusal say them.
+    pub fn detail(&self) -> String {
+        self.details.join("; ")
+    }
+}
+
+fn joined<S: serde::Serializer>(details: &[String], s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(&details.join("; "))
 }
 
 /// A place a check row points at. Printed (and serialized) as `file:line (label)`; the

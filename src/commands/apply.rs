@@ -79,7 +79,7 @@ fn plan_checked(lang: &dyn Language, project: &Project) -> Result<(Plan, Vec<Str
                 .iter()
                 .flat_map(|r| r.checks.iter())
                 .filter(|c| c.status != Status::Ok)
-                .map(|c| format!("{} {}: {}", c.id, c.status.word(), c.detail))
+                .map(|c| format!("{} {}: {}", c.id, c.status.word(), c.detail()))
                 .collect(),
         });
     }

@@ -187,11 +187,7 @@ pub(crate) fn judged(lang: &dyn Language, project: &Project) -> Result<Vec<Repor
             c.status = r.status;
         }
         let l = format!("{}:{}", r.file, r.line);
-        c.detail = [c.detail.as_str(), &format!("{l}: {}", r.message)]
-            .into_iter()
-            .filter(|d| !d.is_empty())
-            .collect::<Vec<_>>()
-            .join("; ");
+        c.details.push(format!("{l}: {}", r.message));
         c.insert_at
             .get_or_insert(crate::report::Location::at(&r.file, r.line));
     }

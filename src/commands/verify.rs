@@ -64,7 +64,7 @@ fn startup_rows(
         id: "starts".into(),
         status: Status::Ok,
         locations: vec![],
-        detail: String::new(),
+        details: Vec::new(),
         insert_at: None,
     };
     match startup(lang, project, &plan, report) {
@@ -75,7 +75,7 @@ fn startup_rows(
             if !s.proven.is_empty() {
                 row.locations.push(Location::Many(s.proven.clone()));
             } else if !s.notes.is_empty() {
-                row.detail = "not started here (see the notes)".into();
+                row.details = vec!["not started here (see the notes)".into()];
             }
             notes.extend(s.notes);
         }
@@ -87,11 +87,11 @@ fn startup_rows(
         }) => {
             if let Some(parses) = report.checks.iter_mut().find(|c| c.id == "parses") {
                 parses.status = Status::Malformed;
-                parses.detail = format!("{file}:{line}: {message} ({compiler})");
+                parses.details = vec![format!("{file}:{line}: {message} ({compiler})")];
                 parses.insert_at = Some(Location::at(&file, line));
             }
             row.status = Status::Malformed;
-            row.detail = format!("cannot start: {file}:{line} does not compile");
+            row.details = vec![format!("cannot start: {file}:{line} does not compile")];
         }
         Err(Error::WouldNotStart {
             file,
@@ -101,10 +101,10 @@ fn startup_rows(
             let f = *failure;
             row.status = Status::Malformed;
             row.locations.push(Location::at(&file, line));
-            row.detail = format!(
+            row.details = vec![format!(
                 "{} fails with {}: {} (unpatched it {})",
                 f.what, f.by, f.message, f.unpatched
-            );
+            )];
             row.insert_at = Some(Location::at(&file, line));
         }
         Err(e) => return Err(e),

@@ -87,7 +87,7 @@ impl Printer for Github {
                     .and_then(|l| l.line())
                     .map(|(f, n)| (f, n.to_string()));
                 let loc = line.as_ref().map(|(f, n)| (*f, n.as_str()));
-                let message = format!("{} {}: {}", c.id, c.status.word(), c.detail);
+                let message = format!("{} {}: {}", c.id, c.status.word(), c.detail());
                 annotation(
                     s.out,
                     &root,

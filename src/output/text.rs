@@ -95,9 +95,11 @@ pub fn report_text(report: &Report) -> String {
         s.push_str(&format!("  {:<10} {:<width$}", c.status.word(), c.id));
         let places: Vec<String> = c.locations.iter().map(|l| l.to_string()).collect();
         let mut lines = places.iter().map(String::as_str).collect::<Vec<_>>();
+        // one line per problem; an item that lists several itself (`a; b`) one per part
         let detail = c
-            .detail
-            .split("; ")
+            .details
+            .iter()
+            .flat_map(|d| d.split("; "))
             .filter(|d| !d.is_empty())
             .map(|d| format!("- {d}"))
             .collect::<Vec<_>>();

@@ -188,7 +188,7 @@ pub fn report_any<P: ParsedSource>(
             id: id.to_string(),
             status,
             locations,
-            detail: problems.join("; "),
+            details: problems,
             insert_at,
         });
     }
@@ -203,7 +203,7 @@ pub fn report_any<P: ParsedSource>(
         id: "parses".into(),
         status: Status::Ok,
         locations: vec![Location::Many(touched)],
-        detail: String::new(),
+        details: Vec::new(),
         insert_at: None,
     });
     Ok(Report {
