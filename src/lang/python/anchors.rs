@@ -45,15 +45,15 @@ fn sends<'a>(files: &'a [Parsed]) -> Vec<Send<'a>> {
             {
                 continue;
             }
-            out.push(Send {
-                call: At {
+            out.push(Send::new(
+                At {
                     file: i,
                     node: call,
                 },
                 receiver,
-                wrapped: is_emitter_call(receiver, src),
-                wire: false,
-            });
+                is_emitter_call(receiver, src),
+                false,
+            ));
         }
         // the send method taken as a value and called through the name it is bound to:
         // `sender = getattr(conn, "session_update", None)` … `await sender(..)`, `send =
@@ -69,15 +69,15 @@ fn sends<'a>(files: &'a [Parsed]) -> Vec<Send<'a>> {
             {
                 continue;
             }
-            out.push(Send {
-                call: At {
+            out.push(Send::new(
+                At {
                     file: i,
                     node: call,
                 },
-                receiver: args[0],
-                wrapped: is_emitter_call(args[0], src),
-                wire: false,
-            });
+                args[0],
+                is_emitter_call(args[0], src),
+                false,
+            ));
         }
         for a in descendants(p.tree().root_node(), "attribute") {
             let method = a.child_by_field_name("attribute").map(|m| text(m, src));
@@ -100,12 +100,12 @@ fn sends<'a>(files: &'a [Parsed]) -> Vec<Send<'a>> {
             {
                 continue;
             }
-            out.push(Send {
-                call: At { file: i, node: a },
+            out.push(Send::new(
+                At { file: i, node: a },
                 receiver,
-                wrapped: is_emitter_call(receiver, src),
-                wire: false,
-            });
+                is_emitter_call(receiver, src),
+                false,
+            ));
         }
     }
     out
@@ -291,13 +291,13 @@ pub fn locate<'a>(
             let kept: Vec<Send> = sends
                 .iter()
                 .filter(|s| {
-                    let p = &files[s.call.file];
-                    pin.matches(&p.file.rel, Some(&function_name(s.call.node, &p.file.text)))
+                    let p = &files[s.anchor.site.file];
+                    pin.matches(&p.file.rel, Some(&function_name(s.call, &p.file.text)))
                 })
                 .map(|s| Send {
+                    anchor: s.anchor.clone(),
                     call: s.call,
                     receiver: s.receiver,
-                    wrapped: s.wrapped,
                     wire: s.wire,
                 })
                 .collect();
@@ -306,8 +306,8 @@ pub fn locate<'a>(
                     .iter()
                     .map(|s| {
                         (
-                            s.call,
-                            function_name(s.call.node, &files[s.call.file].file.text),
+                            s.at(),
+                            function_name(s.call, &files[s.anchor.site.file].file.text),
                         )
                     })
                     .collect();
@@ -347,7 +347,8 @@ fn send_kwargs(files: &[Parsed], class: At, sends: &[Send]) -> Vec<(String, Stri
     let in_class: Vec<&Send> = sends
         .iter()
         .filter(|s| {
-            s.call.file == class.file && class.node.byte_range().contains(&s.call.node.start_byte())
+            s.anchor.site.file == class.file
+                && class.node.byte_range().contains(&s.anchor.site.range.start)
         })
         .collect();
     let pool: Vec<&Send> = if in_class.is_empty() {
@@ -357,8 +358,8 @@ fn send_kwargs(files: &[Parsed], class: At, sends: &[Send]) -> Vec<(String, Stri
     };
     let mut counts: BTreeMap<String, BTreeMap<String, usize>> = BTreeMap::new();
     for s in pool {
-        let src = &files[s.call.file].file.text;
-        let Some(args) = s.call.node.child_by_field_name("arguments") else {
+        let src = &files[s.anchor.site.file].file.text;
+        let Some(args) = s.call.child_by_field_name("arguments") else {
             continue;
         };
         for k in named_children(args) {

@@ -4,6 +4,7 @@
 
 use super::locate::At;
 use super::syntax::*;
+use crate::lang::anchors::{SendSite, Site};
 use crate::lang::parts::Parsed;
 use std::cell::{OnceCell, RefCell};
 use std::collections::{HashMap, HashSet};
@@ -29,12 +30,35 @@ pub struct Handler<'a> {
 
 /// One SDK send of a session update: `<receiver>.session_update(...)`.
 pub struct Send<'a> {
-    pub call: At<'a>,
+    /// Where the call is; `wrapped`: already `acp_progress.emitter(<receiver>)`
+    /// (`acp_progress.wire(...)`).
+    pub anchor: SendSite,
+    pub call: Node<'a>,
     pub receiver: Node<'a>,
-    /// Already `acp_progress.emitter(<receiver>)` (`acp_progress.wire(...)`).
-    pub wrapped: bool,
     /// A write of the agent's own JSON-RPC message (no SDK): wrapped with `acp_progress.wire`.
     pub wire: bool,
+}
+
+impl<'a> Send<'a> {
+    pub fn new(call: At<'a>, receiver: Node<'a>, wrapped: bool, wire: bool) -> Send<'a> {
+        Send {
+            anchor: SendSite {
+                site: Site::of_node(call.file, call.node),
+                wrapped,
+            },
+            call: call.node,
+            receiver,
+            wire,
+        }
+    }
+
+    /// The call, with its file.
+    pub fn at(&self) -> At<'a> {
+        At {
+            file: self.anchor.site.file,
+            node: self.call,
+        }
+    }
 }
 
 pub struct Anchors<'a> {

@@ -43,7 +43,7 @@ pub fn importers(anchors: &Anchors) -> Vec<usize> {
             out.push(method.file);
         }
     }
-    out.extend(anchors.sends.iter().map(|s| s.call.file));
+    out.extend(anchors.sends.iter().map(|s| s.anchor.site.file));
     out.sort();
     out.dedup();
     out
@@ -203,7 +203,7 @@ impl<'a> Builder<'a> {
             }
         }
         for s in &anchors.sends {
-            self.wrap_send(s.call.file, s.receiver, s.wrapped, s.wire);
+            self.wrap_send(s.anchor.site.file, s.receiver, s.anchor.wrapped, s.wire);
         }
         for r in &runtimes {
             for &file in &r.importers {

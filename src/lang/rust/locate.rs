@@ -18,7 +18,7 @@ use syn::spanned::Spanned;
 /// The sites of the protocol strategy.
 pub(super) struct Located {
     pub(super) handlers: Vec<Handler>,
-    pub(super) sends: Vec<(usize, Vec<scan::SendSite>)>,
+    pub(super) sends: Vec<(usize, Vec<scan::Send>)>,
     pub(super) turn_ends: Vec<TurnEnd>,
     pub(super) escaping: BTreeSet<usize>,
 }
@@ -150,7 +150,7 @@ pub(super) fn locate(
         if !owned(i) || p.ast.is_none() {
             continue;
         }
-        let (s, r) = scan::scan(&p.file.text, dialect.send_method());
+        let (s, r) = scan::scan(i, &p.file, dialect.send_method());
         let s = s
             .into_iter()
             .filter(|site| !own_method_call(c, dialect, i, site))
@@ -257,7 +257,7 @@ pub(super) fn locate(
 /// instead (`SessionClient::send_notification(&self, update: SessionUpdate)` in codex-acp):
 /// it takes a bare `SessionUpdate` (no SDK send does), or its receiver is of a type of the
 /// crate that defines such a method (`self` in that impl, a binding or field declared so).
-fn own_method_call(c: &Collected, dialect: Dialect, file: usize, site: &scan::SendSite) -> bool {
+fn own_method_call(c: &Collected, dialect: Dialect, file: usize, site: &scan::Send) -> bool {
     if dialect.local() {
         return false; // the trait API's sends are `Client` trait calls: any `Client` takes them
     }
@@ -281,7 +281,7 @@ fn own_method_call(c: &Collected, dialect: Dialect, file: usize, site: &scan::Se
     let enclosing = c
         .methods
         .iter()
-        .filter(|(f, _, m)| *f == file && m.span().byte_range().contains(&site.dot))
+        .filter(|(f, _, m)| *f == file && m.span().byte_range().contains(&site.dot()))
         .min_by_key(|(_, _, m)| m.span().byte_range().len())
         .map(|(_, ty, _)| ty.as_str());
     match &site.receiver {
@@ -295,7 +295,7 @@ fn own_method_call(c: &Collected, dialect: Dialect, file: usize, site: &scan::Se
                     })
             })
         }),
-        scan::Receiver::Binding(name) => collect::scopes_at(c, file, site.dot)
+        scan::Receiver::Binding(name) => collect::scopes_at(c, file, site.dot())
             .iter()
             .find_map(|s| s.bindings.iter().find(|b| b.name == *name))
             .and_then(|b| b.ty.as_deref())

@@ -121,25 +121,25 @@ pub fn locate<'a>(
                 };
                 if sends
                     .iter()
-                    .any(|s| s.call.file == sink.file && s.call.node.id() == sink.call.id())
+                    .any(|s| s.anchor.site.file == sink.file && s.call.id() == sink.call.id())
                 {
                     continue;
                 }
                 let t = template(ssrc, &sink, recv, wrapped);
-                sends.push(Send {
-                    call: At {
+                sends.push(Send::new(
+                    At {
                         file: sink.file,
                         node: sink.call,
                     },
-                    receiver: recv,
+                    recv,
                     wrapped,
-                    wire: true,
-                });
+                    true,
+                ));
                 sinks.push((sink, t));
             }
         }
     }
-    sends.sort_by_key(|s| (s.call.file, s.call.node.start_byte()));
+    sends.sort_by_key(|s| (s.anchor.site.file, s.anchor.site.range.start));
     sinks.sort_by_key(|(s, _)| (s.file, s.call.start_byte()));
     let mut handlers = Vec::new();
     for prompt in prompts {

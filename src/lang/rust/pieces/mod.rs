@@ -10,7 +10,7 @@ use super::collect::{Collected, ScopeKind};
 use super::handlers::{Handler, Style};
 use super::manifest::Manifest;
 use super::modules::{Modules, RootKind};
-use super::scan::{RespondSite, SendSite};
+use super::scan::{RespondSite, Send};
 use super::{Parsed, runtime};
 use crate::error::Result;
 use crate::lang::parts::{
@@ -54,7 +54,7 @@ pub struct Input<'a> {
     pub modules: &'a Modules,
     pub handlers: &'a [Handler],
     /// SDK sends per file.
-    pub sends: &'a [(usize, Vec<SendSite>)],
+    pub sends: &'a [(usize, Vec<Send>)],
     pub turn_ends: &'a [TurnEnd],
     /// Handlers (by index) whose responder leaves the handler (`open` instead of `begin`).
     pub escaping: &'a BTreeSet<usize>,
@@ -150,9 +150,9 @@ pub fn build(input: &Input) -> Result<Vec<Part>> {
                     CHECK_SENDS,
                     "emitter",
                     *file,
-                    s.dot,
+                    s.dot(),
                     ".acp_progress()".into(),
-                    s.wrapped.then_some(s.line),
+                    s.anchor.wrapped.then_some(s.anchor.site.line),
                 );
                 continue;
             };

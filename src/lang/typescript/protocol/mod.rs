@@ -62,7 +62,7 @@ fn module_places(
     let mut touched: Vec<(bool, usize)> = handlers
         .iter()
         .map(|h| (h.role != locate::Role::Prompt, h.file))
-        .chain(sends.iter().map(|s| (true, s.file)))
+        .chain(sends.iter().map(|s| (true, s.file())))
         .collect();
     touched.sort_by_key(|(not_prompt, f)| (*not_prompt, files[*f].file.rel.clone()));
     let mut places: Vec<(String, String, String, usize)> = Vec::new();

@@ -145,7 +145,7 @@ pub(super) fn used_connection(
     let src = files[file].file.text.as_str();
     let mut fields: Vec<&str> = sends
         .iter()
-        .filter(|s| s.file == file && s.raw_template.is_none())
+        .filter(|s| s.file() == file && s.raw_template.is_none())
         .filter(|s| enclosing_class(s.call) == Some(class))
         .filter_map(|s| text(s.target, src).strip_prefix("this."))
         .filter(|f| !f.contains(['.', '[', '(']))
@@ -178,13 +178,13 @@ pub(super) fn raw_connection(
     for s in sends {
         let Some(t) = &s.raw_template else { continue };
         let owner = enclosing_function(s.call).unwrap_or(s.call);
-        seen.push((s.file, owner, t.clone()));
+        seen.push((s.file(), owner, t.clone()));
         if usable.iter().any(|(_, _, u)| u == t) {
             continue;
         }
         let class_ok = |uses_this: bool| {
             !uses_this
-                || (s.file == file
+                || (s.file() == file
                     && this_class(func).is_some()
                     && enclosing_class(s.call) == this_class(func))
         };
@@ -195,7 +195,7 @@ pub(super) fn raw_connection(
             .filter(|(n, _)| n != RAW_PARAMS)
             .all(|(n, _)| bound_at_entry(files, file, func, n).is_some());
         if bound && class_ok(uses_this) {
-            usable.push((s.file, owner, t.clone()));
+            usable.push((s.file(), owner, t.clone()));
         }
     }
     // the writer the handler's own updates use: in the handler, or in a method it calls

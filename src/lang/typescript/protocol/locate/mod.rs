@@ -23,6 +23,7 @@ use super::NS;
 use super::scope::*;
 use crate::config::Pin;
 use crate::error::{Candidate, Error, Location, Result};
+use crate::lang::anchors::{SendSite, Site};
 use crate::lang::parts::Parsed;
 use crate::lang::typescript::syntax::*;
 use tree_sitter::Node;
@@ -73,14 +74,39 @@ pub struct Handler<'a> {
 /// One send of a session update.
 #[derive(Debug, Clone)]
 pub struct Send<'a> {
-    pub file: usize,
+    /// Where the call is; `wrapped`: the emitter already wraps its target.
+    pub anchor: SendSite,
     pub call: Node<'a>,
     /// The expression the emitter wraps: the receiver (`this.client`), or the writer function.
     pub target: Node<'a>,
-    pub wrapped: bool,
     /// A hand-rolled writer: the call's text with the `{ sessionId, update }` params replaced by
     /// [`RAW_PARAMS`] (what the start card's connection becomes), when it has them.
     pub raw_template: Option<String>,
+}
+
+impl<'a> Send<'a> {
+    pub fn new(
+        file: usize,
+        call: Node<'a>,
+        target: Node<'a>,
+        wrapped: bool,
+        raw_template: Option<String>,
+    ) -> Send<'a> {
+        Send {
+            anchor: SendSite {
+                site: Site::of_node(file, call),
+                wrapped,
+            },
+            call,
+            target,
+            raw_template,
+        }
+    }
+
+    /// The file the send is in.
+    pub fn file(&self) -> usize {
+        self.anchor.site.file
+    }
 }
 
 /// The parameter of the start card's writer for an agent without an SDK:
