@@ -7,7 +7,7 @@
 //! A language finds its anchors with its own parser and keeps what only it needs (tree-sitter
 //! nodes, `syn` spans, styles) in a field beside the shared part.
 
-use crate::error::Location;
+use crate::error::{Candidate, Location};
 use crate::source::SourceFile;
 use std::ops::Range;
 
@@ -63,6 +63,17 @@ pub struct PromptHandler {
     /// What a `prompt` pin names in the handler's file: `Class.method`, a function's name,
     /// `Type::prompt`, `serve::closure#1`.
     pub name: String,
+}
+
+impl PromptHandler {
+    /// The handler as a candidate of the `prompt` site (`file:line`, its pin name), `rel`
+    /// its file's path.
+    pub fn candidate(&self, rel: &str) -> Candidate {
+        Candidate {
+            location: self.site.location(rel),
+            name: self.name.clone(),
+        }
+    }
 }
 
 /// One call that puts a session update on the wire (anchor 2): an SDK send, or a JSON-RPC

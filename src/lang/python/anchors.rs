@@ -5,14 +5,15 @@
 
 use super::binding::bound_classes;
 use super::connection::connection;
-use super::found::Classes;
 pub use super::found::{
     Anchors, Connection, Handler, RUNTIME_FILE, RUNTIME_MARKER, RUNTIME_NAME, Send, is_agent_file,
 };
-use super::locate::{At, candidate, pin_mismatch};
+use super::found::{Classes, prompt_anchor};
+use super::locate::{At, pin_mismatch};
 use super::syntax::*;
 use crate::config::{Pin, PythonPins};
 use crate::error::{Candidate, Error, Result};
+use crate::lang::anchors::PromptHandler;
 use crate::lang::parts::Parsed;
 use crate::needles::contains;
 use std::collections::BTreeMap;
@@ -270,9 +271,13 @@ pub fn locate<'a>(
         )];
     }
     // what `acp-patch init` lists: every prompt handler apply patches (a pin holds it to one)
-    let cands: Vec<Candidate> = found
+    let prompts: Vec<PromptHandler> = found
         .iter()
-        .map(|(_, p)| candidate(files, *p, qualified_name(p.node, &files[p.file].file.text)))
+        .map(|(_, p)| prompt_anchor(files, *p))
+        .collect();
+    let cands: Vec<Candidate> = prompts
+        .iter()
+        .map(|h| h.candidate(&files[h.site.file].file.rel))
         .collect();
     decisions.record(
         "ACP prompt handler",
@@ -324,13 +329,14 @@ pub fn locate<'a>(
         None => sends,
     };
     let mut handlers = Vec::new();
-    for (class, prompt) in found {
+    for ((class, prompt), anchor) in found.into_iter().zip(prompts) {
         let connection = connection(decisions, files, &classes, class, &sends, pins)?;
         let class_src = &files[class.file].file.text;
         handlers.push(Handler {
             class,
             class_name: name_of(class.node, class_src).to_string(),
-            prompt,
+            anchor,
+            prompt: prompt.node,
             cancel: classes
                 .method(files, class, "cancel")
                 .filter(|c| is_async(c.node, &files[c.file].file.text)),

@@ -4,7 +4,7 @@
 
 use super::locate::At;
 use super::syntax::*;
-use crate::lang::anchors::{SendSite, Site};
+use crate::lang::anchors::{PromptHandler, SendSite, Site};
 use crate::lang::parts::Parsed;
 use std::cell::{OnceCell, RefCell};
 use std::collections::{HashMap, HashSet};
@@ -20,8 +20,10 @@ pub const RUNTIME_NAME: &str = "acp_progress";
 pub struct Handler<'a> {
     pub class: At<'a>,
     pub class_name: String,
-    /// `async def prompt` (own or inherited from a class in the tree).
-    pub prompt: At<'a>,
+    /// `async def prompt` (own or inherited from a class in the tree): where it is, and its
+    /// qualified name (`Agent.prompt`) as a `prompt` pin names it.
+    pub anchor: PromptHandler,
+    pub prompt: Node<'a>,
     pub cancel: Option<At<'a>>,
     pub connection: Connection<'a>,
     /// Extra keyword arguments the agent's sends pass with a literal value (`source="x"`).
@@ -37,6 +39,24 @@ pub struct Send<'a> {
     pub receiver: Node<'a>,
     /// A write of the agent's own JSON-RPC message (no SDK): wrapped with `acp_progress.wire`.
     pub wire: bool,
+}
+
+impl<'a> Handler<'a> {
+    /// The prompt handler, with its file.
+    pub fn prompt_at(&self) -> At<'a> {
+        At {
+            file: self.anchor.site.file,
+            node: self.prompt,
+        }
+    }
+}
+
+/// The prompt handler anchor of `prompt`: its site and qualified name.
+pub fn prompt_anchor(files: &[Parsed], prompt: At) -> PromptHandler {
+    PromptHandler {
+        site: Site::of_node(prompt.file, prompt.node),
+        name: qualified_name(prompt.node, &files[prompt.file].file.text),
+    }
 }
 
 impl<'a> Send<'a> {

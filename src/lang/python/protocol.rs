@@ -37,7 +37,7 @@ pub struct Runtime {
 pub fn importers(anchors: &Anchors) -> Vec<usize> {
     let mut out: Vec<usize> = Vec::new();
     for h in &anchors.handlers {
-        out.push(h.prompt.file);
+        out.push(h.anchor.site.file);
         out.extend(h.cancel.map(|c| c.file));
         if let Connection::Bind { method, .. } = &h.connection {
             out.push(method.file);
@@ -145,8 +145,8 @@ impl<'a> Builder<'a> {
         }
 
         for h in &anchors.handlers {
-            let src = self.src(h.prompt.file);
-            let me = parameters(h.prompt.node, src)
+            let src = self.src(h.anchor.site.file);
+            let me = parameters(h.prompt, src)
                 .first()
                 .map(|(n, _)| n.clone())
                 .unwrap_or_else(|| "self".into());
@@ -188,7 +188,7 @@ impl<'a> Builder<'a> {
             self.decorator(
                 CHECK_PROMPT,
                 "prompt handler: start and turn end",
-                h.prompt,
+                h.prompt_at(),
                 format!("@{RUNTIME_NAME}.prompt_handler({})", args.join(", ")),
                 &format!("{RUNTIME_NAME}.prompt_handler("),
             )?;

@@ -9,7 +9,7 @@ use super::pieces::{Lookup, TurnEnd};
 use super::sdk::Dialect;
 use super::{Parsed, connection, scan};
 use crate::config::Pin;
-use crate::error::{Candidate, Error, Location, Result};
+use crate::error::{Candidate, Error, Result};
 use crate::lang::parts::parse_error;
 use crate::project::Project;
 use std::collections::BTreeSet;
@@ -24,13 +24,7 @@ pub(super) struct Located {
 }
 
 fn candidate(files: &[Parsed], h: &Handler) -> Candidate {
-    Candidate {
-        location: Location {
-            file: files[h.file].file.rel.clone(),
-            line: h.line,
-        },
-        name: h.name.clone(),
-    }
+    h.anchor.candidate(&files[h.anchor.site.file].file.rel)
 }
 
 pub(super) fn locate(
@@ -54,7 +48,7 @@ pub(super) fn locate(
         return Err(e);
     }
     let (mut found, refused) = handlers::prompt_handlers(files, c, dialect);
-    found.retain(|h| owned(h.file));
+    found.retain(|h| owned(h.anchor.site.file));
 
     // a pin picks one handler: a found one, or a method returning the prompt's response
     if let Some(pin) = &pins.prompt {
@@ -62,9 +56,9 @@ pub(super) fn locate(
         let mut pool: Vec<Handler> = found.clone();
         for (file, ty, f) in &c.methods {
             if !owned(*file)
-                || pool
-                    .iter()
-                    .any(|h| h.file == *file && h.name == format!("{ty}::{}", f.sig.ident))
+                || pool.iter().any(|h| {
+                    h.anchor.site.file == *file && h.anchor.name == format!("{ty}::{}", f.sig.ident)
+                })
             {
                 continue;
             }
@@ -166,7 +160,7 @@ pub(super) fn locate(
         let Style::Entry { responder, .. } = &h.style else {
             continue;
         };
-        if responder_escapes(&files[h.file].file.text, h, responder) {
+        if responder_escapes(&files[h.anchor.site.file].file.text, h, responder) {
             escaping.insert(k);
         }
     }
@@ -183,7 +177,7 @@ pub(super) fn locate(
                 continue;
             };
             let lexical = found.iter().position(|h| {
-                h.file == *file
+                h.anchor.site.file == *file
                     && h.span == binder.span
                     && matches!(&h.style, Style::Entry { responder, .. } if *responder == site.receiver)
             });
@@ -236,8 +230,9 @@ pub(super) fn locate(
                 return Err(Error::NotFound {
                     site: "turn end",
                     detail: format!(
-                        "{} ({}:{}) hands its responder on, and no `respond(..)` on a binding typed `Responder<PromptResponse>` was found; give the binding that receives it that type",
-                        h.name, files[h.file].file.rel, h.line
+                        "{} ({}) hands its responder on, and no `respond(..)` on a binding typed `Responder<PromptResponse>` was found; give the binding that receives it that type",
+                        h.anchor.name,
+                        h.anchor.site.location(&files[h.anchor.site.file].file.rel)
                     ),
                     pin_key: "rust.prompt",
                     candidates: Vec::new(),

@@ -232,7 +232,11 @@ impl Rust {
         };
 
         // The runtime module beside each crate root that owns code calling it.
-        let mut touched: Vec<usize> = located.handlers.iter().map(|h| h.file).collect();
+        let mut touched: Vec<usize> = located
+            .handlers
+            .iter()
+            .map(|h| h.anchor.site.file)
+            .collect();
         touched.extend(
             located
                 .sends

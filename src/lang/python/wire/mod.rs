@@ -19,6 +19,7 @@ use super::locate::At;
 use super::syntax::*;
 use crate::config::PythonPins;
 use crate::error::{Error, Result};
+use crate::lang::anchors::{PromptHandler, Site};
 use crate::lang::parts::Parsed;
 use dispatch::dispatched;
 use follow::{Sink, follow, origins, value_dropped};
@@ -155,8 +156,12 @@ pub fn locate<'a>(
             .copied();
         handlers.push(Handler {
             class: prompt,
+            anchor: PromptHandler {
+                site: Site::of_node(prompt.file, prompt.node),
+                name: name.clone(),
+            },
             class_name: name,
-            prompt,
+            prompt: prompt.node,
             cancel,
             connection: Connection::Wire { lambda, at },
             send_kwargs: Vec::new(),

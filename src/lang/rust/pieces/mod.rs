@@ -184,7 +184,7 @@ pub fn build(input: &Input) -> Result<Vec<Part>> {
 
     // The start of every prompt handler.
     for (k, h) in input.handlers.iter().enumerate() {
-        let path = module_path(input.modules, h.file, input.lib_shared);
+        let path = module_path(input.modules, h.anchor.site.file, input.lib_shared);
         match &h.style {
             Style::Wrap { sink, .. } => wrap_handler(&mut b, h, &path, sink)?,
             Style::Entry { cx, .. } => {
@@ -198,7 +198,7 @@ pub fn build(input: &Input) -> Result<Vec<Part>> {
                 let stmt = format!("let {binding} = {path}::{func}(&{cx}, &{});", h.session);
                 first_statement(
                     &mut b,
-                    h.file,
+                    h.anchor.site.file,
                     h.block.as_ref(),
                     h.expr.clone(),
                     &stmt,

@@ -156,7 +156,9 @@ pub fn handlers<'a>(
 ) -> Result<Vec<Handler<'a>>> {
     let mut out: Vec<Handler> = Vec::new();
     let push = |out: &mut Vec<Handler<'a>>, h: Handler<'a>| {
-        let same = |o: &Handler| o.file == h.file && o.line == h.line && o.role == h.role;
+        let same = |o: &Handler| {
+            o.file() == h.file() && o.anchor.site.line == h.anchor.site.line && o.role == h.role
+        };
         if !out.iter().any(same) {
             out.push(h);
         }
@@ -187,10 +189,11 @@ pub fn handlers<'a>(
             push(
                 &mut out,
                 Handler {
-                    file: f,
+                    anchor: PromptHandler {
+                        site: Site::of_node(f, m),
+                        name: qualified(files, f, func),
+                    },
                     role,
-                    name: qualified(files, f, func),
-                    line: line(m),
                     cover: body_cover(files, f, func, conn.clone())?,
                 },
             );
@@ -229,10 +232,11 @@ pub fn handlers<'a>(
             push(
                 &mut out,
                 Handler {
-                    file,
+                    anchor: PromptHandler {
+                        site: Site::of_node(file, at),
+                        name: format!("{builder_name}.{method}"),
+                    },
                     role,
-                    name: format!("{builder_name}.{method}"),
-                    line: line(at),
                     cover: body_cover(files, file, func, Some(conn.clone()))?,
                 },
             );
@@ -282,10 +286,11 @@ pub fn handlers<'a>(
             push(
                 &mut out,
                 Handler {
-                    file: i,
+                    anchor: PromptHandler {
+                        site: Site::of_node(i, expr),
+                        name,
+                    },
                     role,
-                    name,
-                    line: line(expr),
                     cover: Cover::Value { expr, wrapped },
                 },
             );
@@ -304,10 +309,11 @@ pub fn handlers<'a>(
             push(
                 &mut out,
                 Handler {
-                    file: f,
+                    anchor: PromptHandler {
+                        site: Site::of_node(f, func),
+                        name: qualified(files, f, func),
+                    },
                     role,
-                    name: qualified(files, f, func),
-                    line: line(func),
                     cover: body_cover(files, f, func, conn)?,
                 },
             );
@@ -395,7 +401,7 @@ pub(super) fn select<'a>(
         let prompts: Vec<&Handler> = found.iter().filter(|h| h.role == Role::Prompt).collect();
         if let [one] = prompts[..] {
             // `acp-patch init` lists the site with the pin that holds apply to it
-            let c = candidate(files, one.file, one.line, &one.name);
+            let c = one.anchor.candidate(&files[one.file()].file.rel);
             decisions.record("prompt handler", "typescript.prompt", &[&c], Some(&c));
         }
         if !prompts.is_empty() {
@@ -433,7 +439,7 @@ pub(super) fn select<'a>(
     let seen: Vec<Candidate> = found
         .iter()
         .filter(|h| h.role == Role::Prompt)
-        .map(|h| candidate(files, h.file, h.line, &h.name))
+        .map(|h| h.anchor.candidate(&files[h.file()].file.rel))
         .chain(
             prompt_methods(files)
                 .into_iter()
@@ -442,7 +448,7 @@ pub(super) fn select<'a>(
         .collect();
     let keep: Vec<bool> = found
         .iter()
-        .map(|h| h.role == Role::Cancel || matches(h.file, &h.name))
+        .map(|h| h.role == Role::Cancel || matches(h.file(), &h.anchor.name))
         .collect();
     let any_prompt = found
         .iter()
@@ -494,10 +500,11 @@ pub(super) fn select<'a>(
             None => used_connection(files, f, class, sends),
         };
         kept.push(Handler {
-            file: f,
+            anchor: PromptHandler {
+                site: Site::of_node(f, m),
+                name: qualified(files, f, func),
+            },
             role: Role::Prompt,
-            name: qualified(files, f, func),
-            line: line(m),
             cover: body_cover(files, f, func, conn)?,
         });
         if let Some((cf, cm)) = member(files, f, class, "cancel")
@@ -505,10 +512,11 @@ pub(super) fn select<'a>(
         {
             let conn = None;
             kept.push(Handler {
-                file: cf,
+                anchor: PromptHandler {
+                    site: Site::of_node(cf, cm),
+                    name: qualified(files, cf, cfunc),
+                },
                 role: Role::Cancel,
-                name: qualified(files, cf, cfunc),
-                line: line(cm),
                 cover: body_cover(files, cf, cfunc, conn)?,
             });
         }

@@ -23,7 +23,7 @@ use super::NS;
 use super::scope::*;
 use crate::config::Pin;
 use crate::error::{Candidate, Error, Location, Result};
-use crate::lang::anchors::{SendSite, Site};
+use crate::lang::anchors::{PromptHandler, SendSite, Site};
 use crate::lang::parts::Parsed;
 use crate::lang::typescript::syntax::*;
 use tree_sitter::Node;
@@ -61,14 +61,22 @@ pub struct Conn {
     pub line: usize,
 }
 
+/// A handler the SDK calls: the prompt handler, or (`Role::Cancel`) the `session/cancel` one,
+/// found, named and pinned the same way.
 #[derive(Debug, Clone)]
 pub struct Handler<'a> {
-    pub file: usize,
+    /// Where it is; the name a pin uses: `Class.method`, a function's name, or the method
+    /// (`session_prompt`).
+    pub anchor: PromptHandler,
     pub role: Role,
-    /// What a pin names: `Class.method`, a function's name, or the method (`session/prompt`).
-    pub name: String,
-    pub line: usize,
     pub cover: Cover<'a>,
+}
+
+impl Handler<'_> {
+    /// The file the handler is in.
+    pub fn file(&self) -> usize {
+        self.anchor.site.file
+    }
 }
 
 /// One send of a session update.

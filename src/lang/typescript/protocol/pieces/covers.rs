@@ -121,7 +121,7 @@ pub(super) fn prompt_cover(
     conn: &Option<Conn>,
     session_id: &str,
 ) -> Result<()> {
-    let file = h.file;
+    let file = h.file();
     let p = &b.files[file];
     let src = p.file.text.as_str();
     let eol = p.file.style().eol;
@@ -129,14 +129,14 @@ pub(super) fn prompt_cover(
         return Err(b.refuse(
             file,
             func,
-            format!("the prompt handler `{}` is a generator", h.name),
+            format!("the prompt handler `{}` is a generator", h.anchor.name),
         ));
     }
     let body = body(func).ok_or_else(|| {
         b.refuse(
             file,
             func,
-            format!("the prompt handler `{}` has no body", h.name),
+            format!("the prompt handler `{}` has no body", h.anchor.name),
         )
     })?;
     let asyncness = if is_async(func) { "async " } else { "" };
@@ -155,9 +155,9 @@ pub(super) fn prompt_cover(
                     site: "connection",
                     detail: format!(
                         "`{}` at {}:{} handles session/prompt, but where its class keeps the connection the SDK handed over is unknown; fields set before a prompt: {}",
-                        h.name,
+                        h.anchor.name,
                         b.files[file].file.rel,
-                        h.line,
+                        h.anchor.site.line,
                         if candidates.is_empty() {
                             "none".to_string()
                         } else {
@@ -219,7 +219,7 @@ pub(super) fn prompt_cover(
                     Status::Malformed,
                     file,
                     line(stmt),
-                    format!("`{}` runs {k} statement(s) before the turn opens; the turn must open first", h.name),
+                    format!("`{}` runs {k} statement(s) before the turn opens; the turn must open first", h.anchor.name),
                 );
             }
             check_reads(b, file, func, call, "turn start");
@@ -230,7 +230,7 @@ pub(super) fn prompt_cover(
             return Err(b.refuse(
                 file,
                 body,
-                format!("the prompt handler `{}` is empty", h.name),
+                format!("the prompt handler `{}` is empty", h.anchor.name),
             ));
         }
         let head = head_of(&conn_text(b)?);
@@ -337,7 +337,7 @@ pub(super) fn cancel_cover(
     func: Node,
     session_id: &str,
 ) -> Result<()> {
-    let file = h.file;
+    let file = h.file();
     let p = &b.files[file];
     let src = p.file.text.as_str();
     let eol = p.file.style().eol;
@@ -443,18 +443,18 @@ pub(super) fn value_cover(b: &mut Builder, h: &Handler, expr: Node, wrapped: boo
         expr.end_byte()
     };
     let (o, c) = (format!("{NS}.{fun}("), ")".to_string());
-    b.push(open, l1, h.file, expr.start_byte(), o, present);
-    b.push(close, l2, h.file, close_at, c, end_line);
+    b.push(open, l1, h.file(), expr.start_byte(), o, present);
+    b.push(close, l2, h.file(), close_at, c, end_line);
     if h.role == Role::Prompt {
         b.finding(
             "connection",
             Status::Ok,
-            h.file,
-            h.line,
-            if h.name == "session_prompt" {
+            h.file(),
+            h.anchor.site.line,
+            if h.anchor.name == "session_prompt" {
                 what.to_string()
             } else {
-                format!("`{}`: {what}", h.name)
+                format!("`{}`: {what}", h.anchor.name)
             },
         );
     }

@@ -124,7 +124,7 @@ pub fn build(
     }
     let mut touched: Vec<usize> = handlers
         .iter()
-        .map(|h| h.file)
+        .map(|h| h.file())
         .chain(sends.iter().map(|s| s.file()))
         .collect();
     touched.sort();
