@@ -169,7 +169,7 @@ pub(super) fn locate(
             if !dialect.response_ends_turn() && site.method == "respond" {
                 continue; // protocol v2: a plain response starts the turn's work, idle ends it
             }
-            let scopes = collect::scopes_at(c, *file, site.at);
+            let scopes = collect::scopes_at(c, *file, site.anchor.site.range.start);
             let Some(binder) = scopes
                 .iter()
                 .find(|s| s.bindings.iter().any(|b| b.name == site.receiver))
@@ -183,8 +183,7 @@ pub(super) fn locate(
             });
             if let Some(k) = lexical {
                 turn_ends.push(TurnEnd {
-                    file: *file,
-                    site: site.clone(),
+                    respond: site.clone(),
                     handler: Some(k),
                     lookup: None,
                 });
@@ -201,7 +200,7 @@ pub(super) fn locate(
             let Some((scope, key)) = collect::session_key(&from) else {
                 return Err(Error::Unsupported {
                     file: files[*file].file.rel.clone(),
-                    line: site.line,
+                    line: site.anchor.site.line,
                     message: format!(
                         "the prompt's response is given here, but no `PromptRequest` or `SessionId` is in scope to tell its session; pass the request (or its session id) along with `{}`",
                         site.receiver
@@ -209,8 +208,7 @@ pub(super) fn locate(
                 });
             };
             turn_ends.push(TurnEnd {
-                file: *file,
-                site: site.clone(),
+                respond: site.clone(),
                 handler: None,
                 lookup: Some(Lookup {
                     file: *file,

@@ -244,7 +244,7 @@ impl Rust {
                 .filter(|(_, s)| !s.is_empty())
                 .map(|(f, _)| *f),
         );
-        touched.extend(located.turn_ends.iter().map(|t| t.file));
+        touched.extend(located.turn_ends.iter().map(|t| t.respond.anchor.site.file));
         let (module_files, lib_shared) = place_runtime(&mut files, project, &modules, &touched)?;
         let tokio_sync = manifest.tokio_has("sync");
         let futures = manifest.depends_on("futures");

@@ -3,7 +3,7 @@
 //! bodies too (`tokio::select! { .. }`). An edit there only needs a byte offset: the emitter
 //! goes in front of the method's `.`, the turn end around the call's argument.
 
-use crate::lang::anchors::{SendSite, Site};
+use crate::lang::anchors::{SendSite, Site, TurnEnd};
 use crate::source::SourceFile;
 use proc_macro2::{Delimiter, TokenStream, TokenTree};
 
@@ -101,15 +101,11 @@ fn takes_update(args: &[TokenTree]) -> bool {
 /// `<receiver>.respond*(<argument>)`, the receiver a binding.
 #[derive(Debug, Clone)]
 pub struct RespondSite {
-    pub receiver: String,
-    /// Byte offset of the receiver's identifier, and just past it (where
-    /// `.acp_turn(&acp_turn)` goes).
-    pub at: usize,
-    pub after: usize,
-    pub method: String,
-    pub line: usize,
+    /// The receiver's identifier (`.acp_turn(&acp_turn)` goes just past it); `wrapped`:
     /// `.acp_turn(..)` already stands between the receiver and the method.
-    pub wrapped: bool,
+    pub anchor: TurnEnd,
+    pub receiver: String,
+    pub method: String,
 }
 
 pub const RESPOND_METHODS: &[&str] = &[
@@ -204,7 +200,7 @@ pub fn scan(file: usize, source: &SourceFile, send_method: &str) -> (Vec<Send>, 
         walk(stream, &cx, &mut sends, &mut responds);
     }
     sends.sort_by_key(|s| s.dot());
-    responds.sort_by_key(|r| r.at);
+    responds.sort_by_key(|r| r.anchor.site.range.start);
     (sends, responds)
 }
 
@@ -450,12 +446,12 @@ fn walk(stream: TokenStream, cx: &Cx, sends: &mut Vec<Send>, responds: &mut Vec<
             }
             let span = receiver.span();
             responds.push(RespondSite {
+                anchor: TurnEnd {
+                    site: Site::new(cx.file, cx.source, span.byte_range()),
+                    wrapped,
+                },
                 receiver: receiver.to_string(),
-                at: span.byte_range().start,
-                after: span.byte_range().end,
                 method,
-                line: span.start().line,
-                wrapped,
             });
         }
     }
@@ -541,9 +537,9 @@ mod tests {
         let (_, responds) = scan(0, &source(src), "send_notification");
         assert_eq!(responds.len(), 2);
         assert_eq!(responds[0].receiver, "responder");
-        assert_eq!(&src[responds[0].at..responds[0].after], "responder");
-        assert!(!responds[0].wrapped);
-        assert!(responds[1].wrapped);
+        assert_eq!(&src[responds[0].anchor.site.range.clone()], "responder");
+        assert!(!responds[0].anchor.wrapped);
+        assert!(responds[1].anchor.wrapped);
         assert_eq!(responds[1].receiver, "r");
     }
 }

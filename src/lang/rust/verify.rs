@@ -164,7 +164,7 @@ pub fn findings(input: &Input) -> Vec<Finding> {
     }
     // every `turn_end(&acp_turn, ..)` reads an `acp_turn` bound before it
     for t in input.turn_ends {
-        if !t.site.wrapped {
+        if !t.respond.anchor.wrapped {
             continue;
         }
         let bound_by = match (&t.handler, &t.lookup) {
@@ -192,14 +192,14 @@ pub fn findings(input: &Input) -> Vec<Finding> {
         match bound_by {
             Some(by) => out.push(ok(
                 "bound",
-                t.file,
-                t.site.line,
+                t.respond.anchor.site.file,
+                t.respond.anchor.site.line,
                 format!("`acp_turn` of the response, bound by {by}"),
             )),
             None => out.push(bad(
                 "bound",
-                t.file,
-                t.site.line,
+                t.respond.anchor.site.file,
+                t.respond.anchor.site.line,
                 "the response's turn end reads `acp_turn`, which no statement before it binds"
                     .into(),
             )),

@@ -30,8 +30,8 @@ const CHECK_HEARTBEAT: &[&str] = &["hook.heartbeat"];
 /// A respond call that ends a prompt's turn, and the binding its `turn_end` reads.
 #[derive(Debug, Clone)]
 pub struct TurnEnd {
-    pub file: usize,
-    pub site: RespondSite,
+    /// The respond call; its anchor holds the file.
+    pub respond: RespondSite,
     /// The handler whose `begin` binds `acp_turn` here (lexical), or `None` (a `turn_of` does).
     pub handler: Option<usize>,
     /// For a `turn_of`: the scope's body to start with it and the session expression.
@@ -241,7 +241,11 @@ pub fn build(input: &Input) -> Result<Vec<Part>> {
     }
 
     // The turn end at every response: `.acp_turn(&acp_turn)` on its responder.
-    let mut respond_files: Vec<usize> = input.turn_ends.iter().map(|t| t.file).collect();
+    let mut respond_files: Vec<usize> = input
+        .turn_ends
+        .iter()
+        .map(|t| t.respond.anchor.site.file)
+        .collect();
     respond_files.dedup();
     for file in respond_files {
         let mut b2 = builder(input.files);
@@ -255,10 +259,13 @@ pub fn build(input: &Input) -> Result<Vec<Part>> {
         b.push(
             CHECK_TURN_END,
             "turn end",
-            t.file,
-            t.site.after,
+            t.respond.anchor.site.file,
+            t.respond.anchor.site.range.end,
             ".acp_turn(&acp_turn)".into(),
-            t.site.wrapped.then_some(t.site.line),
+            t.respond
+                .anchor
+                .wrapped
+                .then_some(t.respond.anchor.site.line),
         );
     }
 
