@@ -90,7 +90,8 @@ pub struct SendSite {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Connection {
     pub site: Site,
-    /// The expression the handler reads it with (`self._conn`, `this.client`, `&cx`).
+    /// The expression the handler reads it with (`self._conn`, `this.client`, `&cx`), or for
+    /// an agent without an SDK the card's writer built from the agent's own.
     pub text: String,
     /// What a `connection` pin names (`Agent._conn`), when it can be pinned.
     pub pin: Option<String>,

@@ -172,10 +172,14 @@ pub fn handlers<'a>(
                 .or_else(|| used_connection(files, file, class, sends)),
         };
         if let (Some(c), 1) = (&conn, bound.len())
-            && let Some(field) = c.text.strip_prefix("this.")
+            && let Some(field) = c.anchor.text.strip_prefix("this.")
         {
             let src = files[file].file.text.as_str();
-            let at = if c.file == file { c.line } else { line(class) };
+            let at = if c.anchor.site.file == file {
+                c.anchor.site.line
+            } else {
+                line(class)
+            };
             let pin = candidate(files, file, at, &format!("{}.{field}", name_of(class, src)));
             decisions.record("connection", "typescript.connection", &[&pin], Some(&pin));
         }
@@ -213,12 +217,14 @@ pub fn handlers<'a>(
         let src = files[file].file.text.as_str();
         let builder_name = qualified(files, file, builder);
         let conn = Conn {
+            anchor: Connection {
+                site: Site::of_node(file, builder),
+                text: conn,
+                pin: None,
+            },
             origin: format!(
                 "the AgentSideConnection factory's argument, a parameter of {builder_name}"
             ),
-            text: conn,
-            file,
-            line: line(builder),
         };
         for (role, method) in [(Role::Prompt, "prompt"), (Role::Cancel, "cancel")] {
             let Some(func) = object_function(object, method, src) else {

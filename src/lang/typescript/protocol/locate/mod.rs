@@ -23,7 +23,7 @@ use super::NS;
 use super::scope::*;
 use crate::config::Pin;
 use crate::error::{Candidate, Error, Location, Result};
-use crate::lang::anchors::{PromptHandler, SendSite, Site};
+use crate::lang::anchors::{Connection, PromptHandler, SendSite, Site};
 use crate::lang::parts::Parsed;
 use crate::lang::typescript::syntax::*;
 use tree_sitter::Node;
@@ -51,14 +51,13 @@ pub enum Cover<'a> {
     Value { expr: Node<'a>, wrapped: bool },
 }
 
-/// The connection a start card goes out on, as the handler spells it.
+/// The connection a start card goes out on: where it is bound, as the handler spells it
+/// (`anchor.text`), and what a `connection` pin names when that is known here.
 #[derive(Debug, Clone)]
 pub struct Conn {
-    pub text: String,
+    pub anchor: Connection,
     /// Where it comes from, for the report.
     pub origin: String,
-    pub file: usize,
-    pub line: usize,
 }
 
 /// A handler the SDK calls: the prompt handler, or (`Role::Cancel`) the `session/cancel` one,

@@ -46,11 +46,11 @@ pub(super) fn check_reads(b: &mut Builder, file: usize, func: Node, call: Node, 
                 .filter(|f| !f.contains(['.', '(', '[', ' ']));
             match (this_class(func), field) {
                 (Some(class), Some(field)) => match field_bound(b.files, file, class, field) {
-                    Some((f, l, how)) => b.finding(
+                    Some((site, how)) => b.finding(
                         "bound",
                         Status::Ok,
-                        f,
-                        l,
+                        site.file,
+                        site.line,
                         format!("`this.{field}` read by the {what}: {how}"),
                     ),
                     None => b.finding(
@@ -142,7 +142,7 @@ pub(super) fn prompt_cover(
     let asyncness = if is_async(func) { "async " } else { "" };
     let conn_text = |b: &Builder| -> Result<String> {
         match conn {
-            Some(c) => Ok(c.text.clone()),
+            Some(c) => Ok(c.anchor.text.clone()),
             None => {
                 let candidates = this_class(func)
                     .map(|c| {
@@ -176,7 +176,7 @@ pub(super) fn prompt_cover(
     if body.kind() == "statement_block" {
         if let Some((k, stmt, call)) = ns_statement(body, "turn", src) {
             // what apply inserted, as it would insert it now (revert takes out exactly that)
-            let head = conn.as_ref().map(|c| head_of(&c.text));
+            let head = conn.as_ref().map(|c| head_of(&c.anchor.text));
             let indent = indent_at(src, stmt.start_byte()).to_string();
             let (open_at, open) = if starts_line(stmt, src) {
                 (
@@ -282,7 +282,9 @@ pub(super) fn prompt_cover(
                 "turn start",
                 file,
                 body.start_byte(),
-                conn.as_ref().map(|c| open_of(&c.text)).unwrap_or_default(),
+                conn.as_ref()
+                    .map(|c| open_of(&c.anchor.text))
+                    .unwrap_or_default(),
                 Some(line(body)),
             );
             b.push(
@@ -324,9 +326,9 @@ pub(super) fn connection_finding(b: &mut Builder, conn: &Option<Conn>) {
         b.finding(
             "connection",
             Status::Ok,
-            c.file,
-            c.line,
-            format!("`{}`: {}", c.text, c.origin),
+            c.anchor.site.file,
+            c.anchor.site.line,
+            format!("`{}`: {}", c.anchor.text, c.origin),
         );
     }
 }
