@@ -1,5 +1,6 @@
 //! One module per language, all behind [`Language`].
 
+pub mod anchors;
 pub(crate) mod parts;
 pub(crate) mod pieces;
 pub mod python;

@@ -5,14 +5,15 @@
 
 use super::binding::bound_classes;
 use super::connection::connection;
-use super::found::Classes;
 pub use super::found::{
     Anchors, Connection, Handler, RUNTIME_FILE, RUNTIME_MARKER, RUNTIME_NAME, Send, is_agent_file,
 };
-use super::locate::{At, candidate, pin_mismatch};
+use super::found::{Classes, prompt_anchor};
+use super::locate::{At, pin_mismatch};
 use super::syntax::*;
 use crate::config::{Pin, PythonPins};
 use crate::error::{Candidate, Error, Result};
+use crate::lang::anchors::PromptHandler;
 use crate::lang::parts::Parsed;
 use crate::needles::contains;
 use std::collections::BTreeMap;
@@ -45,15 +46,15 @@ fn sends<'a>(files: &'a [Parsed]) -> Vec<Send<'a>> {
             {
                 continue;
             }
-            out.push(Send {
-                call: At {
+            out.push(Send::new(
+                At {
                     file: i,
                     node: call,
                 },
                 receiver,
-                wrapped: is_emitter_call(receiver, src),
-                wire: false,
-            });
+                is_emitter_call(receiver, src),
+                false,
+            ));
         }
         // the send method taken as a value and called through the name it is bound to:
         // `sender = getattr(conn, "session_update", None)` … `await sender(..)`, `send =
@@ -69,15 +70,15 @@ fn sends<'a>(files: &'a [Parsed]) -> Vec<Send<'a>> {
             {
                 continue;
             }
-            out.push(Send {
-                call: At {
+            out.push(Send::new(
+                At {
                     file: i,
                     node: call,
                 },
-                receiver: args[0],
-                wrapped: is_emitter_call(args[0], src),
-                wire: false,
-            });
+                args[0],
+                is_emitter_call(args[0], src),
+                false,
+            ));
         }
         for a in descendants(p.tree().root_node(), "attribute") {
             let method = a.child_by_field_name("attribute").map(|m| text(m, src));
@@ -100,12 +101,12 @@ fn sends<'a>(files: &'a [Parsed]) -> Vec<Send<'a>> {
             {
                 continue;
             }
-            out.push(Send {
-                call: At { file: i, node: a },
+            out.push(Send::new(
+                At { file: i, node: a },
                 receiver,
-                wrapped: is_emitter_call(receiver, src),
-                wire: false,
-            });
+                is_emitter_call(receiver, src),
+                false,
+            ));
         }
     }
     out
@@ -270,9 +271,13 @@ pub fn locate<'a>(
         )];
     }
     // what `acp-patch init` lists: every prompt handler apply patches (a pin holds it to one)
-    let cands: Vec<Candidate> = found
+    let prompts: Vec<PromptHandler> = found
         .iter()
-        .map(|(_, p)| candidate(files, *p, qualified_name(p.node, &files[p.file].file.text)))
+        .map(|(_, p)| prompt_anchor(files, *p))
+        .collect();
+    let cands: Vec<Candidate> = prompts
+        .iter()
+        .map(|h| h.candidate(&files[h.site.file].file.rel))
         .collect();
     decisions.record(
         "ACP prompt handler",
@@ -291,13 +296,13 @@ pub fn locate<'a>(
             let kept: Vec<Send> = sends
                 .iter()
                 .filter(|s| {
-                    let p = &files[s.call.file];
-                    pin.matches(&p.file.rel, Some(&function_name(s.call.node, &p.file.text)))
+                    let p = &files[s.anchor.site.file];
+                    pin.matches(&p.file.rel, Some(&function_name(s.call, &p.file.text)))
                 })
                 .map(|s| Send {
+                    anchor: s.anchor.clone(),
                     call: s.call,
                     receiver: s.receiver,
-                    wrapped: s.wrapped,
                     wire: s.wire,
                 })
                 .collect();
@@ -306,8 +311,8 @@ pub fn locate<'a>(
                     .iter()
                     .map(|s| {
                         (
-                            s.call,
-                            function_name(s.call.node, &files[s.call.file].file.text),
+                            s.at(),
+                            function_name(s.call, &files[s.anchor.site.file].file.text),
                         )
                     })
                     .collect();
@@ -324,13 +329,14 @@ pub fn locate<'a>(
         None => sends,
     };
     let mut handlers = Vec::new();
-    for (class, prompt) in found {
+    for ((class, prompt), anchor) in found.into_iter().zip(prompts) {
         let connection = connection(decisions, files, &classes, class, &sends, pins)?;
         let class_src = &files[class.file].file.text;
         handlers.push(Handler {
             class,
             class_name: name_of(class.node, class_src).to_string(),
-            prompt,
+            anchor,
+            prompt: prompt.node,
             cancel: classes
                 .method(files, class, "cancel")
                 .filter(|c| is_async(c.node, &files[c.file].file.text)),
@@ -347,7 +353,8 @@ fn send_kwargs(files: &[Parsed], class: At, sends: &[Send]) -> Vec<(String, Stri
     let in_class: Vec<&Send> = sends
         .iter()
         .filter(|s| {
-            s.call.file == class.file && class.node.byte_range().contains(&s.call.node.start_byte())
+            s.anchor.site.file == class.file
+                && class.node.byte_range().contains(&s.anchor.site.range.start)
         })
         .collect();
     let pool: Vec<&Send> = if in_class.is_empty() {
@@ -357,8 +364,8 @@ fn send_kwargs(files: &[Parsed], class: At, sends: &[Send]) -> Vec<(String, Stri
     };
     let mut counts: BTreeMap<String, BTreeMap<String, usize>> = BTreeMap::new();
     for s in pool {
-        let src = &files[s.call.file].file.text;
-        let Some(args) = s.call.node.child_by_field_name("arguments") else {
+        let src = &files[s.anchor.site.file].file.text;
+        let Some(args) = s.call.child_by_field_name("arguments") else {
             continue;
         };
         for k in named_children(args) {

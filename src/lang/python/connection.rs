@@ -41,15 +41,16 @@ pub(super) fn connection<'a>(
     let own_receivers: Vec<(String, At<'a>)> = sends
         .iter()
         .filter(|s| {
-            s.call.file == class.file && class.node.byte_range().contains(&s.call.node.start_byte())
+            s.anchor.site.file == class.file
+                && class.node.byte_range().contains(&s.anchor.site.range.start)
         })
         .filter_map(|s| {
-            let recv = if s.wrapped {
+            let recv = if s.anchor.wrapped {
                 positional_args(s.receiver).first().copied()?
             } else {
                 s.receiver
             };
-            self_attribute(recv, src).map(|a| (a, s.call))
+            self_attribute(recv, src).map(|a| (a, s.at()))
         })
         .collect();
     if let Some(m) = classes.method(files, class, "on_connect") {

@@ -4,6 +4,7 @@
 
 use super::locate::At;
 use super::syntax::*;
+use crate::lang::anchors::{PromptHandler, SendSite, Site};
 use crate::lang::parts::{AgentFiles, Parsed, TestFiles};
 use std::cell::{OnceCell, RefCell};
 use std::collections::{HashMap, HashSet};
@@ -19,8 +20,10 @@ pub const RUNTIME_NAME: &str = "acp_progress";
 pub struct Handler<'a> {
     pub class: At<'a>,
     pub class_name: String,
-    /// `async def prompt` (own or inherited from a class in the tree).
-    pub prompt: At<'a>,
+    /// `async def prompt` (own or inherited from a class in the tree): where it is, and its
+    /// qualified name (`Agent.prompt`) as a `prompt` pin names it.
+    pub anchor: PromptHandler,
+    pub prompt: Node<'a>,
     pub cancel: Option<At<'a>>,
     pub connection: Connection<'a>,
     /// Extra keyword arguments the agent's sends pass with a literal value (`source="x"`).
@@ -29,12 +32,53 @@ pub struct Handler<'a> {
 
 /// One SDK send of a session update: `<receiver>.session_update(...)`.
 pub struct Send<'a> {
-    pub call: At<'a>,
+    /// Where the call is; `wrapped`: already `acp_progress.emitter(<receiver>)`
+    /// (`acp_progress.wire(...)`).
+    pub anchor: SendSite,
+    pub call: Node<'a>,
     pub receiver: Node<'a>,
-    /// Already `acp_progress.emitter(<receiver>)` (`acp_progress.wire(...)`).
-    pub wrapped: bool,
     /// A write of the agent's own JSON-RPC message (no SDK): wrapped with `acp_progress.wire`.
     pub wire: bool,
+}
+
+impl<'a> Handler<'a> {
+    /// The prompt handler, with its file.
+    pub fn prompt_at(&self) -> At<'a> {
+        At {
+            file: self.anchor.site.file,
+            node: self.prompt,
+        }
+    }
+}
+
+/// The prompt handler anchor of `prompt`: its site and qualified name.
+pub fn prompt_anchor(files: &[Parsed], prompt: At) -> PromptHandler {
+    PromptHandler {
+        site: Site::of_node(prompt.file, prompt.node),
+        name: qualified_name(prompt.node, &files[prompt.file].file.text),
+    }
+}
+
+impl<'a> Send<'a> {
+    pub fn new(call: At<'a>, receiver: Node<'a>, wrapped: bool, wire: bool) -> Send<'a> {
+        Send {
+            anchor: SendSite {
+                site: Site::of_node(call.file, call.node),
+                wrapped,
+            },
+            call: call.node,
+            receiver,
+            wire,
+        }
+    }
+
+    /// The call, with its file.
+    pub fn at(&self) -> At<'a> {
+        At {
+            file: self.anchor.site.file,
+            node: self.call,
+        }
+    }
 }
 
 pub struct Anchors<'a> {

@@ -225,7 +225,7 @@ impl Python {
                 anchors::Connection::Bind { .. } => None,
                 anchors::Connection::Wire { .. } => return Ok(Strategy::Protocol(anchors, None)),
             };
-            match engine::locate(decisions, files, h.prompt, h.class, attr, pins) {
+            match engine::locate(decisions, files, h.prompt_at(), h.class, attr, pins) {
                 Ok(Some(cb)) => return Ok(Strategy::Engine(cb)),
                 Ok(None) => {}
                 Err(e) if chosen.is_none() => note = Some(crate::lang::fallback_note("python", &e)),
@@ -261,7 +261,7 @@ impl Python {
                 let prompts = a
                     .handlers
                     .iter()
-                    .map(|h| (h.prompt.file, h.prompt.node))
+                    .map(|h| (h.anchor.site.file, h.prompt))
                     .collect();
                 ("protocol", prompts, runtimes)
             }

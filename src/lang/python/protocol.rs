@@ -37,13 +37,13 @@ pub struct Runtime {
 pub fn importers(anchors: &Anchors) -> Vec<usize> {
     let mut out: Vec<usize> = Vec::new();
     for h in &anchors.handlers {
-        out.push(h.prompt.file);
+        out.push(h.anchor.site.file);
         out.extend(h.cancel.map(|c| c.file));
         if let Connection::Bind { method, .. } = &h.connection {
             out.push(method.file);
         }
     }
-    out.extend(anchors.sends.iter().map(|s| s.call.file));
+    out.extend(anchors.sends.iter().map(|s| s.anchor.site.file));
     out.sort();
     out.dedup();
     out
@@ -145,8 +145,8 @@ impl<'a> Builder<'a> {
         }
 
         for h in &anchors.handlers {
-            let src = self.src(h.prompt.file);
-            let me = parameters(h.prompt.node, src)
+            let src = self.src(h.anchor.site.file);
+            let me = parameters(h.prompt, src)
                 .first()
                 .map(|(n, _)| n.clone())
                 .unwrap_or_else(|| "self".into());
@@ -188,7 +188,7 @@ impl<'a> Builder<'a> {
             self.decorator(
                 CHECK_PROMPT,
                 "prompt handler: start and turn end",
-                h.prompt,
+                h.prompt_at(),
                 format!("@{RUNTIME_NAME}.prompt_handler({})", args.join(", ")),
                 &format!("{RUNTIME_NAME}.prompt_handler("),
             )?;
@@ -203,7 +203,7 @@ impl<'a> Builder<'a> {
             }
         }
         for s in &anchors.sends {
-            self.wrap_send(s.call.file, s.receiver, s.wrapped, s.wire);
+            self.wrap_send(s.anchor.site.file, s.receiver, s.anchor.wrapped, s.wire);
         }
         for r in &runtimes {
             for &file in &r.importers {

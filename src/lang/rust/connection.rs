@@ -154,7 +154,9 @@ pub(super) fn wrap_sink(
             .methods
             .iter()
             .find(|(file, mty, f)| {
-                *file == h.file && *mty == ty && format!("{ty}::{}", f.sig.ident) == h.name
+                *file == h.anchor.site.file
+                    && *mty == ty
+                    && format!("{ty}::{}", f.sig.ident) == h.anchor.name
             })
             .map(|(_, _, f)| f);
         if let Some(f) = method {
@@ -174,11 +176,11 @@ pub(super) fn wrap_sink(
             }
         }
         return Err(Error::Unsupported {
-            file: files[h.file].file.rel.clone(),
-            line: h.line,
+            file: files[h.anchor.site.file].file.rel.clone(),
+            line: h.anchor.site.line,
             message: format!(
                 "{} takes no `ConnectionTo<Client>` for the card; pin the closure that calls it instead",
-                h.name
+                h.anchor.name
             ),
         });
     }
@@ -230,7 +232,7 @@ pub(super) fn wrap_sink(
             site: "connection for the think card",
             detail: format!(
                 "no field of {ty} (nor a static) holds the `AgentSideConnection` behind an `Rc`/`Arc` (e.g. `Rc<OnceCell<AgentSideConnection>>`) or a channel `Sender` of session notifications; keep one on the agent so {} can reach the client",
-                h.name
+                h.anchor.name
             ),
             pin_key: "rust.connection",
             candidates: Vec::new(),

@@ -7,6 +7,7 @@ use super::collect::{
     Collected, body_of, ident_of, is_prompt_responder, session_of, type_name, type_text,
 };
 use super::sdk::Dialect;
+use crate::lang::anchors::{PromptHandler, Site};
 use std::collections::HashMap;
 use std::ops::Range;
 use syn::spanned::Spanned;
@@ -35,10 +36,10 @@ pub enum Style {
 /// One prompt handler.
 #[derive(Debug, Clone)]
 pub struct Handler {
-    pub file: usize,
-    /// For the report and pins: `StreamAgent::prompt`, `handle_prompt`, `closure@57`.
-    pub name: String,
-    pub line: usize,
+    /// From the `fn` (the closure's first `|`) to the handler's end, on the line of that
+    /// token; the name for the report and pins: `StreamAgent::prompt`, `handle_prompt`,
+    /// `serve::closure#1`.
+    pub anchor: PromptHandler,
     /// Byte range of the whole handler (closure or fn).
     pub span: Range<usize>,
     /// The body: a block (`Some`) or an expression closure body (`None`, range in `expr`).
@@ -201,12 +202,17 @@ fn closure_handler(
         })?;
     let (block, expr) = body_of(&c.body);
     let params = c.inputs.iter().filter_map(ident_of).collect();
-    let _ = files;
+    let span = c.span().byte_range();
     Ok(Handler {
-        file,
-        name,
-        line: at,
-        span: c.span().byte_range(),
+        anchor: PromptHandler {
+            site: Site::new(
+                file,
+                &files[file].file,
+                c.or1_token.span.byte_range().start..span.end,
+            ),
+            name,
+        },
+        span,
         block,
         expr,
         session,
@@ -247,12 +253,17 @@ fn entry_fn(
         .filter(|n| n != "_")
         .ok_or_else(|| refuse("name the connection parameter"))?;
     let params = typed.iter().filter_map(|t| ident_of(&t.pat)).collect();
-    let _ = files;
+    let span = span.byte_range();
     Ok(Handler {
-        file,
-        name,
-        line: at,
-        span: span.byte_range(),
+        anchor: PromptHandler {
+            site: Site::new(
+                file,
+                &files[file].file,
+                sig.fn_token.span.byte_range().start..span.end,
+            ),
+            name,
+        },
+        span,
         block: Some(block.clone()),
         expr: block.span().byte_range(),
         session,
@@ -303,12 +314,17 @@ pub fn method_handler(
         syn::FnArg::Typed(t) => ident_of(&t.pat),
         syn::FnArg::Receiver(_) => None,
     }));
-    let _ = files;
+    let span = f.span().byte_range();
     Ok(Handler {
-        file,
-        name,
-        line: at,
-        span: f.span().byte_range(),
+        anchor: PromptHandler {
+            site: Site::new(
+                file,
+                &files[file].file,
+                f.sig.fn_token.span.byte_range().start..span.end,
+            ),
+            name,
+        },
+        span,
         block: Some(f.block.clone()),
         expr: f.block.span().byte_range(),
         session,

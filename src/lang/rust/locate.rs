@@ -9,7 +9,7 @@ use super::pieces::{Lookup, TurnEnd};
 use super::sdk::Dialect;
 use super::{Parsed, connection, scan};
 use crate::config::Pin;
-use crate::error::{Candidate, Error, Location, Result};
+use crate::error::{Candidate, Error, Result};
 use crate::lang::parts::parse_error;
 use crate::project::Project;
 use std::collections::BTreeSet;
@@ -18,19 +18,13 @@ use syn::spanned::Spanned;
 /// The sites of the protocol strategy.
 pub(super) struct Located {
     pub(super) handlers: Vec<Handler>,
-    pub(super) sends: Vec<(usize, Vec<scan::SendSite>)>,
+    pub(super) sends: Vec<(usize, Vec<scan::Send>)>,
     pub(super) turn_ends: Vec<TurnEnd>,
     pub(super) escaping: BTreeSet<usize>,
 }
 
 fn candidate(files: &[Parsed], h: &Handler) -> Candidate {
-    Candidate {
-        location: Location {
-            file: files[h.file].file.rel.clone(),
-            line: h.line,
-        },
-        name: h.name.clone(),
-    }
+    h.anchor.candidate(&files[h.anchor.site.file].file.rel)
 }
 
 pub(super) fn locate(
@@ -54,7 +48,7 @@ pub(super) fn locate(
         return Err(e);
     }
     let (mut found, refused) = handlers::prompt_handlers(files, c, dialect);
-    found.retain(|h| owned(h.file));
+    found.retain(|h| owned(h.anchor.site.file));
 
     // a pin picks one handler: a found one, or a method returning the prompt's response
     if let Some(pin) = &pins.prompt {
@@ -62,9 +56,9 @@ pub(super) fn locate(
         let mut pool: Vec<Handler> = found.clone();
         for (file, ty, f) in &c.methods {
             if !owned(*file)
-                || pool
-                    .iter()
-                    .any(|h| h.file == *file && h.name == format!("{ty}::{}", f.sig.ident))
+                || pool.iter().any(|h| {
+                    h.anchor.site.file == *file && h.anchor.name == format!("{ty}::{}", f.sig.ident)
+                })
             {
                 continue;
             }
@@ -150,7 +144,7 @@ pub(super) fn locate(
         if !owned(i) || p.ast.is_none() {
             continue;
         }
-        let (s, r) = scan::scan(&p.file.text, dialect.send_method());
+        let (s, r) = scan::scan(i, &p.file, dialect.send_method());
         let s = s
             .into_iter()
             .filter(|site| !own_method_call(c, dialect, i, site))
@@ -166,7 +160,7 @@ pub(super) fn locate(
         let Style::Entry { responder, .. } = &h.style else {
             continue;
         };
-        if responder_escapes(&files[h.file].file.text, h, responder) {
+        if responder_escapes(&files[h.anchor.site.file].file.text, h, responder) {
             escaping.insert(k);
         }
     }
@@ -175,7 +169,7 @@ pub(super) fn locate(
             if !dialect.response_ends_turn() && site.method == "respond" {
                 continue; // protocol v2: a plain response starts the turn's work, idle ends it
             }
-            let scopes = collect::scopes_at(c, *file, site.at);
+            let scopes = collect::scopes_at(c, *file, site.anchor.site.range.start);
             let Some(binder) = scopes
                 .iter()
                 .find(|s| s.bindings.iter().any(|b| b.name == site.receiver))
@@ -183,14 +177,13 @@ pub(super) fn locate(
                 continue;
             };
             let lexical = found.iter().position(|h| {
-                h.file == *file
+                h.anchor.site.file == *file
                     && h.span == binder.span
                     && matches!(&h.style, Style::Entry { responder, .. } if *responder == site.receiver)
             });
             if let Some(k) = lexical {
                 turn_ends.push(TurnEnd {
-                    file: *file,
-                    site: site.clone(),
+                    respond: site.clone(),
                     handler: Some(k),
                     lookup: None,
                 });
@@ -207,7 +200,7 @@ pub(super) fn locate(
             let Some((scope, key)) = collect::session_key(&from) else {
                 return Err(Error::Unsupported {
                     file: files[*file].file.rel.clone(),
-                    line: site.line,
+                    line: site.anchor.site.line,
                     message: format!(
                         "the prompt's response is given here, but no `PromptRequest` or `SessionId` is in scope to tell its session; pass the request (or its session id) along with `{}`",
                         site.receiver
@@ -215,8 +208,7 @@ pub(super) fn locate(
                 });
             };
             turn_ends.push(TurnEnd {
-                file: *file,
-                site: site.clone(),
+                respond: site.clone(),
                 handler: None,
                 lookup: Some(Lookup {
                     file: *file,
@@ -236,8 +228,9 @@ pub(super) fn locate(
                 return Err(Error::NotFound {
                     site: "turn end",
                     detail: format!(
-                        "{} ({}:{}) hands its responder on, and no `respond(..)` on a binding typed `Responder<PromptResponse>` was found; give the binding that receives it that type",
-                        h.name, files[h.file].file.rel, h.line
+                        "{} ({}) hands its responder on, and no `respond(..)` on a binding typed `Responder<PromptResponse>` was found; give the binding that receives it that type",
+                        h.anchor.name,
+                        h.anchor.site.location(&files[h.anchor.site.file].file.rel)
                     ),
                     pin_key: "rust.prompt",
                     candidates: Vec::new(),
@@ -257,7 +250,7 @@ pub(super) fn locate(
 /// instead (`SessionClient::send_notification(&self, update: SessionUpdate)` in codex-acp):
 /// it takes a bare `SessionUpdate` (no SDK send does), or its receiver is of a type of the
 /// crate that defines such a method (`self` in that impl, a binding or field declared so).
-fn own_method_call(c: &Collected, dialect: Dialect, file: usize, site: &scan::SendSite) -> bool {
+fn own_method_call(c: &Collected, dialect: Dialect, file: usize, site: &scan::Send) -> bool {
     if dialect.local() {
         return false; // the trait API's sends are `Client` trait calls: any `Client` takes them
     }
@@ -281,7 +274,7 @@ fn own_method_call(c: &Collected, dialect: Dialect, file: usize, site: &scan::Se
     let enclosing = c
         .methods
         .iter()
-        .filter(|(f, _, m)| *f == file && m.span().byte_range().contains(&site.dot))
+        .filter(|(f, _, m)| *f == file && m.span().byte_range().contains(&site.dot()))
         .min_by_key(|(_, _, m)| m.span().byte_range().len())
         .map(|(_, ty, _)| ty.as_str());
     match &site.receiver {
@@ -295,7 +288,7 @@ fn own_method_call(c: &Collected, dialect: Dialect, file: usize, site: &scan::Se
                     })
             })
         }),
-        scan::Receiver::Binding(name) => collect::scopes_at(c, file, site.dot)
+        scan::Receiver::Binding(name) => collect::scopes_at(c, file, site.dot())
             .iter()
             .find_map(|s| s.bindings.iter().find(|b| b.name == *name))
             .and_then(|b| b.ty.as_deref())

@@ -232,7 +232,11 @@ impl Rust {
         };
 
         // The runtime module beside each crate root that owns code calling it.
-        let mut touched: Vec<usize> = located.handlers.iter().map(|h| h.file).collect();
+        let mut touched: Vec<usize> = located
+            .handlers
+            .iter()
+            .map(|h| h.anchor.site.file)
+            .collect();
         touched.extend(
             located
                 .sends
@@ -240,7 +244,7 @@ impl Rust {
                 .filter(|(_, s)| !s.is_empty())
                 .map(|(f, _)| *f),
         );
-        touched.extend(located.turn_ends.iter().map(|t| t.file));
+        touched.extend(located.turn_ends.iter().map(|t| t.respond.anchor.site.file));
         let (module_files, lib_shared) = place_runtime(&mut files, project, &modules, &touched)?;
         let tokio_sync = manifest.tokio_has("sync");
         let futures = manifest.depends_on("futures");

@@ -3,17 +3,17 @@
 //! bodies too (`tokio::select! { .. }`). An edit there only needs a byte offset: the emitter
 //! goes in front of the method's `.`, the turn end around the call's argument.
 
+use crate::lang::anchors::{SendSite, Site, TurnEnd};
+use crate::source::SourceFile;
 use proc_macro2::{Delimiter, TokenStream, TokenTree};
 
 /// A call of the SDK's send method name: an SDK send of a session update unless the crate's
 /// own method of that name is meant (see `Receiver`, `takes_update`).
 #[derive(Debug, Clone)]
-pub struct SendSite {
-    /// Byte offset of the `.` before the method name.
-    pub dot: usize,
-    pub line: usize,
-    /// `.acp_progress()` already stands before it.
-    pub wrapped: bool,
+pub struct Send {
+    /// From the `.` before the method name through the name (the name alone for a fully
+    /// qualified send); `wrapped`: `.acp_progress()` already stands before it.
+    pub anchor: SendSite,
     pub receiver: Receiver,
     /// The argument is a bare `SessionUpdate::..`: no SDK send takes one (the crate's own
     /// `send_notification(update)` helper does).
@@ -37,6 +37,13 @@ pub struct Ufcs {
     /// built for that type, as the call coerces its argument to `&T`), and whether its pieces
     /// stand there.
     pub qself: Option<(usize, usize, String, bool)>,
+}
+
+impl Send {
+    /// Byte offset of the `.` before the method name (of the name, fully qualified).
+    pub fn dot(&self) -> usize {
+        self.anchor.site.range.start
+    }
 }
 
 /// What stands before the `.`.
@@ -94,15 +101,11 @@ fn takes_update(args: &[TokenTree]) -> bool {
 /// `<receiver>.respond*(<argument>)`, the receiver a binding.
 #[derive(Debug, Clone)]
 pub struct RespondSite {
-    pub receiver: String,
-    /// Byte offset of the receiver's identifier, and just past it (where
-    /// `.acp_turn(&acp_turn)` goes).
-    pub at: usize,
-    pub after: usize,
-    pub method: String,
-    pub line: usize,
+    /// The receiver's identifier (`.acp_turn(&acp_turn)` goes just past it); `wrapped`:
     /// `.acp_turn(..)` already stands between the receiver and the method.
-    pub wrapped: bool,
+    pub anchor: TurnEnd,
+    pub receiver: String,
+    pub method: String,
 }
 
 pub const RESPOND_METHODS: &[&str] = &[
@@ -178,8 +181,9 @@ fn skip_turbofish(tokens: &[TokenTree], mut i: usize) -> usize {
     i
 }
 
-/// Every send and respond call in a file's text.
-pub fn scan(text: &str, send_method: &str) -> (Vec<SendSite>, Vec<RespondSite>) {
+/// Every send and respond call in the text of `source`, file `file` of the crate.
+pub fn scan(file: usize, source: &SourceFile, send_method: &str) -> (Vec<Send>, Vec<RespondSite>) {
+    let text = source.text.as_str();
     let mut sends = Vec::new();
     let mut responds = Vec::new();
     if let Ok(stream) = text.parse::<TokenStream>() {
@@ -187,18 +191,22 @@ pub fn scan(text: &str, send_method: &str) -> (Vec<SendSite>, Vec<RespondSite>) 
         let mut traits = vec!["Client".to_string()];
         aliases(stream.clone(), "Client", &mut traits);
         let cx = Cx {
+            file,
+            source,
             text,
             send_method,
             traits: &traits,
         };
         walk(stream, &cx, &mut sends, &mut responds);
     }
-    sends.sort_by_key(|s| s.dot);
-    responds.sort_by_key(|r| r.at);
+    sends.sort_by_key(|s| s.dot());
+    responds.sort_by_key(|r| r.anchor.site.range.start);
     (sends, responds)
 }
 
 struct Cx<'a> {
+    file: usize,
+    source: &'a SourceFile,
     text: &'a str,
     send_method: &'a str,
     traits: &'a [String],
@@ -355,7 +363,7 @@ fn ufcs_site(tokens: &[TokenTree], i: usize, inner: &[TokenTree], cx: &Cx) -> Op
     })
 }
 
-fn walk(stream: TokenStream, cx: &Cx, sends: &mut Vec<SendSite>, responds: &mut Vec<RespondSite>) {
+fn walk(stream: TokenStream, cx: &Cx, sends: &mut Vec<Send>, responds: &mut Vec<RespondSite>) {
     let send_method = cx.send_method;
     let tokens: Vec<TokenTree> = stream.into_iter().collect();
     for i in 0..tokens.len() {
@@ -371,10 +379,11 @@ fn walk(stream: TokenStream, cx: &Cx, sends: &mut Vec<SendSite>, responds: &mut 
             let inner: Vec<TokenTree> = args.stream().into_iter().collect();
             if let Some(u) = ufcs_site(&tokens, i, &inner, cx) {
                 let span = tokens[i].span();
-                sends.push(SendSite {
-                    dot: span.byte_range().start,
-                    line: span.start().line,
-                    wrapped: u.arg_wrapped && u.qself.as_ref().is_none_or(|q| q.3),
+                sends.push(Send {
+                    anchor: SendSite {
+                        site: Site::new(cx.file, cx.source, span.byte_range()),
+                        wrapped: u.arg_wrapped && u.qself.as_ref().is_none_or(|q| q.3),
+                    },
                     receiver: Receiver::Other,
                     takes_update: false,
                     ufcs: Some(u),
@@ -408,10 +417,12 @@ fn walk(stream: TokenStream, cx: &Cx, sends: &mut Vec<SendSite>, responds: &mut 
                 && punct_is(&tokens[i - 3], '.');
             // the receiver before `.acp_progress()` when already wrapped
             let at = if wrapped { i - 3 } else { i };
-            sends.push(SendSite {
-                dot: dot.byte_range().start,
-                line: dot.start().line,
-                wrapped,
+            let range = dot.byte_range().start..tokens[i + 1].span().byte_range().end;
+            sends.push(Send {
+                anchor: SendSite {
+                    site: Site::new(cx.file, cx.source, range),
+                    wrapped,
+                },
                 receiver: receiver_of(&tokens, at),
                 takes_update: takes_update(&inner),
                 ufcs: None,
@@ -435,12 +446,12 @@ fn walk(stream: TokenStream, cx: &Cx, sends: &mut Vec<SendSite>, responds: &mut 
             }
             let span = receiver.span();
             responds.push(RespondSite {
+                anchor: TurnEnd {
+                    site: Site::new(cx.file, cx.source, span.byte_range()),
+                    wrapped,
+                },
                 receiver: receiver.to_string(),
-                at: span.byte_range().start,
-                after: span.byte_range().end,
                 method,
-                line: span.start().line,
-                wrapped,
             });
         }
     }
@@ -450,14 +461,25 @@ fn walk(stream: TokenStream, cx: &Cx, sends: &mut Vec<SendSite>, responds: &mut 
 mod tests {
     use super::*;
 
+    fn source(text: &str) -> SourceFile {
+        SourceFile::decode("a.rs".into(), "a.rs".into(), text.as_bytes().to_vec()).unwrap()
+    }
+
     #[test]
     fn finds_sends_in_macros_and_skips_other_notifications() {
         let src = "fn f() { tokio::select! { _ = a => { cx.send_notification(SessionNotification::new(s, u))?; } }\n cx.send_notification(CancelNotification::new(x)); cx.acp_progress().send_notification(n); }";
-        let (sends, _) = scan(src, "send_notification");
+        let (sends, _) = scan(0, &source(src), "send_notification");
         assert_eq!(sends.len(), 2);
-        assert!(!sends[0].wrapped);
-        assert!(sends[1].wrapped);
-        assert_eq!(&src[sends[0].dot..sends[0].dot + 18], ".send_notification");
+        assert!(!sends[0].anchor.wrapped);
+        assert!(sends[1].anchor.wrapped);
+        assert_eq!(
+            &src[sends[0].anchor.site.range.clone()],
+            ".send_notification"
+        );
+        assert_eq!(
+            (sends[0].anchor.site.line, sends[1].anchor.site.line),
+            (1, 2)
+        );
         assert_eq!(sends[0].receiver, Receiver::Binding("cx".into()));
         assert_eq!(sends[1].receiver, Receiver::Binding("cx".into()));
     }
@@ -465,7 +487,7 @@ mod tests {
     #[test]
     fn tells_the_crates_own_update_helper_by_its_argument_and_receiver() {
         let src = "fn f() { self.client.send_notification(SessionUpdate::Plan(p)); self.send_notification(acp::SessionUpdate::Plan(p)); self.0.send_notification(n); x.y().send_notification(n) }";
-        let (sends, _) = scan(src, "send_notification");
+        let (sends, _) = scan(0, &source(src), "send_notification");
         assert_eq!(sends.len(), 4);
         assert_eq!(sends[0].receiver, Receiver::SelfField("client".into()));
         assert!(sends[0].takes_update && sends[1].takes_update);
@@ -478,20 +500,20 @@ mod tests {
     #[test]
     fn finds_fully_qualified_sends_and_their_patched_form() {
         let src = "use agent_client_protocol::{self as acp, Client as AcpClient};\nfn f() { let r = AcpClient::session_notification(&*conn, n).await; acp::Client::session_notification(&c, n); <C as acp::Client>::session_notification(&self.conn, n); Other::session_notification(&c, n); }";
-        let (sends, _) = scan(src, "session_notification");
+        let (sends, _) = scan(0, &source(src), "session_notification");
         assert_eq!(sends.len(), 3);
         let u = sends[0].ufcs.clone().unwrap();
         assert_eq!(&src[u.arg.0..u.arg.1], "&*conn");
-        assert!(!sends[0].wrapped && u.qself.is_none());
+        assert!(!sends[0].anchor.wrapped && u.qself.is_none());
         let u = sends[2].ufcs.clone().unwrap();
         assert_eq!(&src[u.arg.0..u.arg.1], "&self.conn");
         let q = u.qself.unwrap();
         assert_eq!((&src[q.0..q.1], q.2.as_str(), q.3), ("C", "C", false));
 
         let patched = "use acp::Client as AcpClient;\nfn f() { AcpClient::session_notification(&crate::acp_progress::AcpEmit::acp_progress(&*conn), n); <crate::acp_progress::AcpEmitter<'_, Rc<C>> as Client>::session_notification(&<Rc<C> as crate::acp_progress::AcpEmit>::acp_progress(&self.conn), n); }";
-        let (sends, _) = scan(patched, "session_notification");
+        let (sends, _) = scan(0, &source(patched), "session_notification");
         assert_eq!(sends.len(), 2);
-        assert!(sends.iter().all(|s| s.wrapped));
+        assert!(sends.iter().all(|s| s.anchor.wrapped));
         let u = sends[0].ufcs.clone().unwrap();
         assert!(
             patched[u.arg.0..].starts_with("&crate::acp_progress::AcpEmit::acp_progress(&*conn")
@@ -512,12 +534,12 @@ mod tests {
     #[test]
     fn finds_respond_calls_with_their_argument() {
         let src = "fn f() { responder.respond_with_result(x.await); self.r.respond(y); r.acp_turn(&acp_turn).respond(z) }";
-        let (_, responds) = scan(src, "send_notification");
+        let (_, responds) = scan(0, &source(src), "send_notification");
         assert_eq!(responds.len(), 2);
         assert_eq!(responds[0].receiver, "responder");
-        assert_eq!(&src[responds[0].at..responds[0].after], "responder");
-        assert!(!responds[0].wrapped);
-        assert!(responds[1].wrapped);
+        assert_eq!(&src[responds[0].anchor.site.range.clone()], "responder");
+        assert!(!responds[0].anchor.wrapped);
+        assert!(responds[1].anchor.wrapped);
         assert_eq!(responds[1].receiver, "r");
     }
 }

@@ -93,14 +93,14 @@ pub fn findings(input: &Input) -> Vec<Finding> {
     let mut out = Vec::new();
     let files = input.files;
     for h in input.handlers {
-        let src = &files[h.file].file.text;
+        let src = &files[h.anchor.site.file].file.text;
         match &h.style {
             Style::Entry { cx, .. } => {
                 out.push(ok(
                     "connection",
-                    h.file,
-                    h.line,
-                    format!("{}: the connection the SDK hands it, `{cx}`", h.name),
+                    h.anchor.site.file,
+                    h.anchor.site.line,
+                    format!("{}: the connection the SDK hands it, `{cx}`", h.anchor.name),
                 ));
                 let Some(block) = &h.block else { continue };
                 let markers = ["acp_progress::begin(", "acp_progress::open("];
@@ -111,9 +111,9 @@ pub fn findings(input: &Input) -> Vec<Finding> {
                 if index > 0 {
                     out.push(bad(
                         "hook.start",
-                        h.file,
+                        h.anchor.site.file,
                         line,
-                        format!("the start of {} is not its first statement: the card may open after a send", h.name),
+                        format!("the start of {} is not its first statement: the card may open after a send", h.anchor.name),
                     ));
                 }
                 check_args(&mut out, h, stmt, line);
@@ -121,9 +121,9 @@ pub fn findings(input: &Input) -> Vec<Finding> {
             Style::Wrap { sink_from, .. } => {
                 out.push(ok(
                     "connection",
-                    h.file,
-                    h.line,
-                    format!("{}: {sink_from}", h.name),
+                    h.anchor.site.file,
+                    h.anchor.site.line,
+                    format!("{}: {sink_from}", h.anchor.name),
                 ));
                 let Some(block) = &h.block else { continue };
                 if let [syn::Stmt::Expr(syn::Expr::Await(a), None)] = block.stmts.as_slice()
@@ -149,11 +149,11 @@ pub fn findings(input: &Input) -> Vec<Finding> {
                         if !has {
                             out.push(bad(
                                 "bound",
-                                h.file,
+                                h.anchor.site.file,
                                 line,
                                 format!(
                                     "{} reads `self.{field}`, which {ty} has no field of",
-                                    h.name
+                                    h.anchor.name
                                 ),
                             ));
                         }
@@ -164,7 +164,7 @@ pub fn findings(input: &Input) -> Vec<Finding> {
     }
     // every `turn_end(&acp_turn, ..)` reads an `acp_turn` bound before it
     for t in input.turn_ends {
-        if !t.site.wrapped {
+        if !t.respond.anchor.wrapped {
             continue;
         }
         let bound_by = match (&t.handler, &t.lookup) {
@@ -175,7 +175,7 @@ pub fn findings(input: &Input) -> Vec<Finding> {
                     .and_then(|b| b.stmts.first())
                     .and_then(let_call)
                     .filter(|(name, _)| name == "acp_turn")
-                    .map(|_| format!("{}'s start", h.name))
+                    .map(|_| format!("{}'s start", h.anchor.name))
             }
             (None, Some(l)) => input
                 .collected
@@ -192,14 +192,14 @@ pub fn findings(input: &Input) -> Vec<Finding> {
         match bound_by {
             Some(by) => out.push(ok(
                 "bound",
-                t.file,
-                t.site.line,
+                t.respond.anchor.site.file,
+                t.respond.anchor.site.line,
                 format!("`acp_turn` of the response, bound by {by}"),
             )),
             None => out.push(bad(
                 "bound",
-                t.file,
-                t.site.line,
+                t.respond.anchor.site.file,
+                t.respond.anchor.site.line,
                 "the response's turn end reads `acp_turn`, which no statement before it binds"
                     .into(),
             )),
@@ -280,11 +280,11 @@ fn bound(out: &mut Vec<Finding>, h: &Handler, names: &[String], line: usize) {
     if unbound.is_empty() {
         out.push(ok(
             "bound",
-            h.file,
+            h.anchor.site.file,
             line,
             format!(
                 "{}'s start reads {} (its parameters)",
-                h.name,
+                h.anchor.name,
                 names
                     .iter()
                     .map(|n| format!("`{n}`"))
@@ -295,11 +295,11 @@ fn bound(out: &mut Vec<Finding>, h: &Handler, names: &[String], line: usize) {
     } else {
         out.push(bad(
             "bound",
-            h.file,
+            h.anchor.site.file,
             line,
             format!(
                 "{}'s start reads {}, which is not a parameter of the handler",
-                h.name,
+                h.anchor.name,
                 unbound
                     .iter()
                     .map(|n| format!("`{n}`"))

@@ -19,6 +19,7 @@ use super::locate::At;
 use super::syntax::*;
 use crate::config::PythonPins;
 use crate::error::{Error, Result};
+use crate::lang::anchors::{PromptHandler, Site};
 use crate::lang::parts::Parsed;
 use dispatch::dispatched;
 use follow::{Sink, follow, origins, value_dropped};
@@ -121,25 +122,25 @@ pub fn locate<'a>(
                 };
                 if sends
                     .iter()
-                    .any(|s| s.call.file == sink.file && s.call.node.id() == sink.call.id())
+                    .any(|s| s.anchor.site.file == sink.file && s.call.id() == sink.call.id())
                 {
                     continue;
                 }
                 let t = template(ssrc, &sink, recv, wrapped);
-                sends.push(Send {
-                    call: At {
+                sends.push(Send::new(
+                    At {
                         file: sink.file,
                         node: sink.call,
                     },
-                    receiver: recv,
+                    recv,
                     wrapped,
-                    wire: true,
-                });
+                    true,
+                ));
                 sinks.push((sink, t));
             }
         }
     }
-    sends.sort_by_key(|s| (s.call.file, s.call.node.start_byte()));
+    sends.sort_by_key(|s| (s.anchor.site.file, s.anchor.site.range.start));
     sinks.sort_by_key(|(s, _)| (s.file, s.call.start_byte()));
     let mut handlers = Vec::new();
     for prompt in prompts {
@@ -155,8 +156,12 @@ pub fn locate<'a>(
             .copied();
         handlers.push(Handler {
             class: prompt,
+            anchor: PromptHandler {
+                site: Site::of_node(prompt.file, prompt.node),
+                name: name.clone(),
+            },
             class_name: name,
-            prompt,
+            prompt: prompt.node,
             cancel,
             connection: Connection::Wire { lambda, at },
             send_kwargs: Vec::new(),

@@ -123,8 +123,8 @@ pub(super) fn wrap_handler(b: &mut Builder, h: &Handler, path: &str, sink: &str)
         .block
         .as_ref()
         .expect("a wrapped handler is a method with a body");
-    let src = b.src(h.file).to_string();
-    let eol = b.eol(h.file);
+    let src = b.src(h.anchor.site.file).to_string();
+    let eol = b.eol(h.anchor.site.file);
     let open = block.brace_token.span.open();
     let close = block.brace_token.span.close();
     // present: the body is exactly one `..acp_progress::turn(..).await` expression; its two
@@ -138,7 +138,7 @@ pub(super) fn wrap_handler(b: &mut Builder, h: &Handler, path: &str, sink: &str)
             b.push(
                 CHECK_START,
                 "turn start",
-                h.file,
+                h.anchor.site.file,
                 line_start(&src, e.span().byte_range().start),
                 format!(
                     "{indent}{path}::turn({sink}, {}.to_string(), async move {{{eol}",
@@ -149,7 +149,7 @@ pub(super) fn wrap_handler(b: &mut Builder, h: &Handler, path: &str, sink: &str)
             b.push(
                 CHECK_TURN_END,
                 "turn end",
-                h.file,
+                h.anchor.site.file,
                 line_start(&src, e.span().byte_range().end),
                 format!("{indent}}}).await{eol}"),
                 Some(end_line),
@@ -161,20 +161,20 @@ pub(super) fn wrap_handler(b: &mut Builder, h: &Handler, path: &str, sink: &str)
     let after_open = &src[open.byte_range().end..line_end_after(&src, open.byte_range().end)];
     if !after_open.trim().is_empty() && !after_open.trim_start().starts_with("//") {
         return Err(b.unsupported(
-            h.file,
+            h.anchor.site.file,
             open.start().line,
-            format!("{}: the body starts on the line of its `{{`; put its first statement on a line of its own", h.name),
+            format!("{}: the body starts on the line of its `{{`; put its first statement on a line of its own", h.anchor.name),
         ));
     }
     let close_at = close.byte_range().start;
     if !src[line_start(&src, close_at)..close_at].trim().is_empty() {
         return Err(b.unsupported(
-            h.file,
+            h.anchor.site.file,
             close.start().line,
-            format!("{}: the body's closing `}}` shares its line with code; put it on a line of its own", h.name),
+            format!("{}: the body's closing `}}` shares its line with code; put it on a line of its own", h.anchor.name),
         ));
     }
-    let f = &b.files[h.file].file;
+    let f = &b.files[h.anchor.site.file].file;
     let indent = match block.stmts.first() {
         Some(first) => indent_at(&src, first.span().byte_range().start).to_string(),
         None => format!("{}{}", indent_at(&src, close_at), f.style().indent_unit),
@@ -182,7 +182,7 @@ pub(super) fn wrap_handler(b: &mut Builder, h: &Handler, path: &str, sink: &str)
     b.push(
         CHECK_START,
         "turn start",
-        h.file,
+        h.anchor.site.file,
         line_end_after(&src, open.byte_range().end),
         format!(
             "{indent}{path}::turn({sink}, {}.to_string(), async move {{{eol}",
@@ -193,7 +193,7 @@ pub(super) fn wrap_handler(b: &mut Builder, h: &Handler, path: &str, sink: &str)
     b.push(
         CHECK_TURN_END,
         "turn end",
-        h.file,
+        h.anchor.site.file,
         line_start(&src, close_at),
         format!("{indent}}}).await{eol}"),
         None,

@@ -10,7 +10,7 @@ use super::collect::{Collected, ScopeKind};
 use super::handlers::{Handler, Style};
 use super::manifest::Manifest;
 use super::modules::{Modules, RootKind};
-use super::scan::{RespondSite, SendSite};
+use super::scan::{RespondSite, Send};
 use super::{Parsed, runtime};
 use crate::error::Result;
 use crate::lang::parts::{
@@ -30,8 +30,8 @@ const CHECK_HEARTBEAT: &[&str] = &["hook.heartbeat"];
 /// A respond call that ends a prompt's turn, and the binding its `turn_end` reads.
 #[derive(Debug, Clone)]
 pub struct TurnEnd {
-    pub file: usize,
-    pub site: RespondSite,
+    /// The respond call; its anchor holds the file.
+    pub respond: RespondSite,
     /// The handler whose `begin` binds `acp_turn` here (lexical), or `None` (a `turn_of` does).
     pub handler: Option<usize>,
     /// For a `turn_of`: the scope's body to start with it and the session expression.
@@ -54,7 +54,7 @@ pub struct Input<'a> {
     pub modules: &'a Modules,
     pub handlers: &'a [Handler],
     /// SDK sends per file.
-    pub sends: &'a [(usize, Vec<SendSite>)],
+    pub sends: &'a [(usize, Vec<Send>)],
     pub turn_ends: &'a [TurnEnd],
     /// Handlers (by index) whose responder leaves the handler (`open` instead of `begin`).
     pub escaping: &'a BTreeSet<usize>,
@@ -150,9 +150,9 @@ pub fn build(input: &Input) -> Result<Vec<Part>> {
                     CHECK_SENDS,
                     "emitter",
                     *file,
-                    s.dot,
+                    s.dot(),
                     ".acp_progress()".into(),
-                    s.wrapped.then_some(s.line),
+                    s.anchor.wrapped.then_some(s.anchor.site.line),
                 );
                 continue;
             };
@@ -184,7 +184,7 @@ pub fn build(input: &Input) -> Result<Vec<Part>> {
 
     // The start of every prompt handler.
     for (k, h) in input.handlers.iter().enumerate() {
-        let path = module_path(input.modules, h.file, input.lib_shared);
+        let path = module_path(input.modules, h.anchor.site.file, input.lib_shared);
         match &h.style {
             Style::Wrap { sink, .. } => wrap_handler(&mut b, h, &path, sink)?,
             Style::Entry { cx, .. } => {
@@ -198,7 +198,7 @@ pub fn build(input: &Input) -> Result<Vec<Part>> {
                 let stmt = format!("let {binding} = {path}::{func}(&{cx}, &{});", h.session);
                 first_statement(
                     &mut b,
-                    h.file,
+                    h.anchor.site.file,
                     h.block.as_ref(),
                     h.expr.clone(),
                     &stmt,
@@ -241,7 +241,11 @@ pub fn build(input: &Input) -> Result<Vec<Part>> {
     }
 
     // The turn end at every response: `.acp_turn(&acp_turn)` on its responder.
-    let mut respond_files: Vec<usize> = input.turn_ends.iter().map(|t| t.file).collect();
+    let mut respond_files: Vec<usize> = input
+        .turn_ends
+        .iter()
+        .map(|t| t.respond.anchor.site.file)
+        .collect();
     respond_files.dedup();
     for file in respond_files {
         let mut b2 = builder(input.files);
@@ -255,10 +259,13 @@ pub fn build(input: &Input) -> Result<Vec<Part>> {
         b.push(
             CHECK_TURN_END,
             "turn end",
-            t.file,
-            t.site.after,
+            t.respond.anchor.site.file,
+            t.respond.anchor.site.range.end,
             ".acp_turn(&acp_turn)".into(),
-            t.site.wrapped.then_some(t.site.line),
+            t.respond
+                .anchor
+                .wrapped
+                .then_some(t.respond.anchor.site.line),
         );
     }
 

@@ -61,8 +61,8 @@ fn module_places(
     let handlers = locate::handlers(decisions, files, &sends, &project.config.typescript)?;
     let mut touched: Vec<(bool, usize)> = handlers
         .iter()
-        .map(|h| (h.role != locate::Role::Prompt, h.file))
-        .chain(sends.iter().map(|s| (true, s.file)))
+        .map(|h| (h.role != locate::Role::Prompt, h.file()))
+        .chain(sends.iter().map(|s| (true, s.file())))
         .collect();
     touched.sort_by_key(|(not_prompt, f)| (*not_prompt, files[*f].file.rel.clone()));
     let mut places: Vec<(String, String, String, usize)> = Vec::new();
@@ -198,7 +198,7 @@ pub fn analyze(
         let handlers = locate::handlers(decisions, &files, &sends, &project.config.typescript)
             .map_err(|e| fail(&files, e))?;
         for h in &handlers {
-            if let Some(e) = parts::parse_error(&files[h.file]) {
+            if let Some(e) = parts::parse_error(&files[h.file()]) {
                 return Err(e);
             }
         }

@@ -2,6 +2,7 @@
 //! declaration or import of its file, a global of the JavaScript runtime, or a field of the
 //! handler's class assigned before any method runs.
 
+use crate::lang::anchors::Site;
 use crate::lang::parts::Parsed;
 use crate::lang::typescript::syntax::*;
 use tree_sitter::Node;
@@ -306,7 +307,13 @@ pub fn member_function(m: Node) -> Option<Node> {
 
 /// Where a field `this.<name>` of a class gets its value before any method runs: a parameter
 /// property, a field initializer, or an assignment in the constructor (own or inherited).
-pub fn field_bound(files: &[Parsed], file: usize, class: Node, name: &str) -> Option<Binding> {
+/// The site is that of the initializer's field, the parameter or the assignment, with how.
+pub fn field_bound(
+    files: &[Parsed],
+    file: usize,
+    class: Node,
+    name: &str,
+) -> Option<(Site, String)> {
     let (mut file, mut class) = (file, class);
     for _ in 0..8 {
         let src = files[file].file.text.as_str();
@@ -315,19 +322,25 @@ pub fn field_bound(files: &[Parsed], file: usize, class: Node, name: &str) -> Op
                 && member_name(m, src) == name
                 && m.child_by_field_name("value").is_some()
             {
-                return Some((file, line(m), "a field initializer".into()));
+                return Some((Site::of_node(file, m), "a field initializer".into()));
             }
             if m.kind() == "method_definition" && member_name(m, src) == "constructor" {
                 for (n, p) in parameters(m, src) {
                     if n == name && is_parameter_property(p) {
-                        return Some((file, line(p), "a constructor parameter property".into()));
+                        return Some((
+                            Site::of_node(file, p),
+                            "a constructor parameter property".into(),
+                        ));
                     }
                 }
                 if let Some(body) = body(m) {
                     for a in descendants(body, "assignment_expression") {
                         let left = a.child_by_field_name("left");
                         if left.is_some_and(|l| text(l, src) == format!("this.{name}")) {
-                            return Some((file, line(a), "assigned in the constructor".into()));
+                            return Some((
+                                Site::of_node(file, a),
+                                "assigned in the constructor".into(),
+                            ));
                         }
                     }
                 }

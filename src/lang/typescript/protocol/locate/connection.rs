@@ -29,12 +29,14 @@ pub(super) fn stored_connection(
         let class_name = name_of(class, src);
         if is_parameter_property(pnode) {
             return Some(Conn {
-                text: format!("this.{pname}"),
+                anchor: Connection {
+                    site: Site::of_node(file, pnode),
+                    text: format!("this.{pname}"),
+                    pin: None,
+                },
                 origin: format!(
                     "the AgentSideConnection factory's argument, a parameter property of {class_name}"
                 ),
-                file,
-                line: line(pnode),
             });
         }
         let body = body(ctor)?;
@@ -50,12 +52,14 @@ pub(super) fn stored_connection(
                 && !field.contains(['.', '['])
             {
                 return Some(Conn {
-                    text: format!("this.{field}"),
+                    anchor: Connection {
+                        site: Site::of_node(file, a),
+                        text: format!("this.{field}"),
+                        pin: None,
+                    },
                     origin: format!(
                         "the AgentSideConnection factory's argument, stored by {class_name}'s constructor"
                     ),
-                    file,
-                    line: line(a),
                 });
             }
         }
@@ -92,11 +96,13 @@ pub(super) fn pinned_connection(
         return Ok(None);
     }
     match field_bound(files, file, class, field) {
-        Some((f, l, how)) => Ok(Some(Conn {
-            text: format!("this.{field}"),
+        Some((site, how)) => Ok(Some(Conn {
+            anchor: Connection {
+                site,
+                text: format!("this.{field}"),
+                pin: Some(format!("{cname}.{field}")),
+            },
             origin: format!("pinned in acp-patch.toml ({how})"),
-            file: f,
-            line: l,
         })),
         None => Err(Error::Unlocatable {
             site: "connection",
@@ -145,7 +151,7 @@ pub(super) fn used_connection(
     let src = files[file].file.text.as_str();
     let mut fields: Vec<&str> = sends
         .iter()
-        .filter(|s| s.file == file && s.raw_template.is_none())
+        .filter(|s| s.file() == file && s.raw_template.is_none())
         .filter(|s| enclosing_class(s.call) == Some(class))
         .filter_map(|s| text(s.target, src).strip_prefix("this."))
         .filter(|f| !f.contains(['.', '[', '(']))
@@ -153,12 +159,14 @@ pub(super) fn used_connection(
     fields.sort();
     fields.dedup();
     let [field] = fields[..] else { return None };
-    let (f, l, how) = field_bound(files, file, class, field)?;
+    let (site, how) = field_bound(files, file, class, field)?;
     Some(Conn {
-        text: format!("this.{field}"),
+        anchor: Connection {
+            site,
+            text: format!("this.{field}"),
+            pin: Some(format!("{}.{field}", name_of(class, src))),
+        },
         origin: format!("the field its own sends go through ({how})"),
-        file: f,
-        line: l,
     })
 }
 
@@ -178,13 +186,13 @@ pub(super) fn raw_connection(
     for s in sends {
         let Some(t) = &s.raw_template else { continue };
         let owner = enclosing_function(s.call).unwrap_or(s.call);
-        seen.push((s.file, owner, t.clone()));
+        seen.push((s.file(), owner, t.clone()));
         if usable.iter().any(|(_, _, u)| u == t) {
             continue;
         }
         let class_ok = |uses_this: bool| {
             !uses_this
-                || (s.file == file
+                || (s.file() == file
                     && this_class(func).is_some()
                     && enclosing_class(s.call) == this_class(func))
         };
@@ -195,7 +203,7 @@ pub(super) fn raw_connection(
             .filter(|(n, _)| n != RAW_PARAMS)
             .all(|(n, _)| bound_at_entry(files, file, func, n).is_some());
         if bound && class_ok(uses_this) {
-            usable.push((s.file, owner, t.clone()));
+            usable.push((s.file(), owner, t.clone()));
         }
     }
     // the writer the handler's own updates use: in the handler, or in a method it calls
@@ -244,18 +252,18 @@ pub(super) fn raw_connection(
         },
     )?;
     let (f, owner, t) = chosen;
+    let name = qualified(files, f, owner);
     Ok(Some(Conn {
-        // `never`: the writer's parameter type, whatever it is, takes it
-        text: if crate::lang::typescript::is_js(&files[file].file.rel) {
-            format!("({RAW_PARAMS}) => {t}")
-        } else {
-            format!("({RAW_PARAMS}: never) => {t}")
+        anchor: Connection {
+            site: Site::of_node(f, owner),
+            // `never`: the writer's parameter type, whatever it is, takes it
+            text: if crate::lang::typescript::is_js(&files[file].file.rel) {
+                format!("({RAW_PARAMS}) => {t}")
+            } else {
+                format!("({RAW_PARAMS}: never) => {t}")
+            },
+            pin: Some(name.clone()),
         },
-        origin: format!(
-            "the agent's own writer, as {} calls it",
-            qualified(files, f, owner)
-        ),
-        file: f,
-        line: line(owner),
+        origin: format!("the agent's own writer, as {name} calls it"),
     }))
 }

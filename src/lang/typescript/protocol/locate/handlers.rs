@@ -156,7 +156,9 @@ pub fn handlers<'a>(
 ) -> Result<Vec<Handler<'a>>> {
     let mut out: Vec<Handler> = Vec::new();
     let push = |out: &mut Vec<Handler<'a>>, h: Handler<'a>| {
-        let same = |o: &Handler| o.file == h.file && o.line == h.line && o.role == h.role;
+        let same = |o: &Handler| {
+            o.file() == h.file() && o.anchor.site.line == h.anchor.site.line && o.role == h.role
+        };
         if !out.iter().any(same) {
             out.push(h);
         }
@@ -170,10 +172,14 @@ pub fn handlers<'a>(
                 .or_else(|| used_connection(files, file, class, sends)),
         };
         if let (Some(c), 1) = (&conn, bound.len())
-            && let Some(field) = c.text.strip_prefix("this.")
+            && let Some(field) = c.anchor.text.strip_prefix("this.")
         {
             let src = files[file].file.text.as_str();
-            let at = if c.file == file { c.line } else { line(class) };
+            let at = if c.anchor.site.file == file {
+                c.anchor.site.line
+            } else {
+                line(class)
+            };
             let pin = candidate(files, file, at, &format!("{}.{field}", name_of(class, src)));
             decisions.record("connection", "typescript.connection", &[&pin], Some(&pin));
         }
@@ -187,10 +193,11 @@ pub fn handlers<'a>(
             push(
                 &mut out,
                 Handler {
-                    file: f,
+                    anchor: PromptHandler {
+                        site: Site::of_node(f, m),
+                        name: qualified(files, f, func),
+                    },
                     role,
-                    name: qualified(files, f, func),
-                    line: line(m),
                     cover: body_cover(files, f, func, conn.clone())?,
                 },
             );
@@ -210,12 +217,14 @@ pub fn handlers<'a>(
         let src = files[file].file.text.as_str();
         let builder_name = qualified(files, file, builder);
         let conn = Conn {
+            anchor: Connection {
+                site: Site::of_node(file, builder),
+                text: conn,
+                pin: None,
+            },
             origin: format!(
                 "the AgentSideConnection factory's argument, a parameter of {builder_name}"
             ),
-            text: conn,
-            file,
-            line: line(builder),
         };
         for (role, method) in [(Role::Prompt, "prompt"), (Role::Cancel, "cancel")] {
             let Some(func) = object_function(object, method, src) else {
@@ -229,10 +238,11 @@ pub fn handlers<'a>(
             push(
                 &mut out,
                 Handler {
-                    file,
+                    anchor: PromptHandler {
+                        site: Site::of_node(file, at),
+                        name: format!("{builder_name}.{method}"),
+                    },
                     role,
-                    name: format!("{builder_name}.{method}"),
-                    line: line(at),
                     cover: body_cover(files, file, func, Some(conn.clone()))?,
                 },
             );
@@ -282,10 +292,11 @@ pub fn handlers<'a>(
             push(
                 &mut out,
                 Handler {
-                    file: i,
+                    anchor: PromptHandler {
+                        site: Site::of_node(i, expr),
+                        name,
+                    },
                     role,
-                    name,
-                    line: line(expr),
                     cover: Cover::Value { expr, wrapped },
                 },
             );
@@ -304,10 +315,11 @@ pub fn handlers<'a>(
             push(
                 &mut out,
                 Handler {
-                    file: f,
+                    anchor: PromptHandler {
+                        site: Site::of_node(f, func),
+                        name: qualified(files, f, func),
+                    },
                     role,
-                    name: qualified(files, f, func),
-                    line: line(func),
                     cover: body_cover(files, f, func, conn)?,
                 },
             );
@@ -395,7 +407,7 @@ pub(super) fn select<'a>(
         let prompts: Vec<&Handler> = found.iter().filter(|h| h.role == Role::Prompt).collect();
         if let [one] = prompts[..] {
             // `acp-patch init` lists the site with the pin that holds apply to it
-            let c = candidate(files, one.file, one.line, &one.name);
+            let c = one.anchor.candidate(&files[one.file()].file.rel);
             decisions.record("prompt handler", "typescript.prompt", &[&c], Some(&c));
         }
         if !prompts.is_empty() {
@@ -433,7 +445,7 @@ pub(super) fn select<'a>(
     let seen: Vec<Candidate> = found
         .iter()
         .filter(|h| h.role == Role::Prompt)
-        .map(|h| candidate(files, h.file, h.line, &h.name))
+        .map(|h| h.anchor.candidate(&files[h.file()].file.rel))
         .chain(
             prompt_methods(files)
                 .into_iter()
@@ -442,7 +454,7 @@ pub(super) fn select<'a>(
         .collect();
     let keep: Vec<bool> = found
         .iter()
-        .map(|h| h.role == Role::Cancel || matches(h.file, &h.name))
+        .map(|h| h.role == Role::Cancel || matches(h.file(), &h.anchor.name))
         .collect();
     let any_prompt = found
         .iter()
@@ -494,10 +506,11 @@ pub(super) fn select<'a>(
             None => used_connection(files, f, class, sends),
         };
         kept.push(Handler {
-            file: f,
+            anchor: PromptHandler {
+                site: Site::of_node(f, m),
+                name: qualified(files, f, func),
+            },
             role: Role::Prompt,
-            name: qualified(files, f, func),
-            line: line(m),
             cover: body_cover(files, f, func, conn)?,
         });
         if let Some((cf, cm)) = member(files, f, class, "cancel")
@@ -505,10 +518,11 @@ pub(super) fn select<'a>(
         {
             let conn = None;
             kept.push(Handler {
-                file: cf,
+                anchor: PromptHandler {
+                    site: Site::of_node(cf, cm),
+                    name: qualified(files, cf, cfunc),
+                },
                 role: Role::Cancel,
-                name: qualified(files, cf, cfunc),
-                line: line(cm),
                 cover: body_cover(files, cf, cfunc, conn)?,
             });
         }

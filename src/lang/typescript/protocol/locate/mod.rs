@@ -23,6 +23,7 @@ use super::NS;
 use super::scope::*;
 use crate::config::Pin;
 use crate::error::{Candidate, Error, Location, Result};
+use crate::lang::anchors::{Connection, PromptHandler, SendSite, Site};
 use crate::lang::parts::{AgentFiles, Parsed, TestFiles};
 use crate::lang::typescript::syntax::*;
 use tree_sitter::Node;
@@ -50,37 +51,69 @@ pub enum Cover<'a> {
     Value { expr: Node<'a>, wrapped: bool },
 }
 
-/// The connection a start card goes out on, as the handler spells it.
+/// The connection a start card goes out on: where it is bound, as the handler spells it
+/// (`anchor.text`), and what a `connection` pin names when that is known here.
 #[derive(Debug, Clone)]
 pub struct Conn {
-    pub text: String,
+    pub anchor: Connection,
     /// Where it comes from, for the report.
     pub origin: String,
-    pub file: usize,
-    pub line: usize,
 }
 
+/// A handler the SDK calls: the prompt handler, or (`Role::Cancel`) the `session/cancel` one,
+/// found, named and pinned the same way.
 #[derive(Debug, Clone)]
 pub struct Handler<'a> {
-    pub file: usize,
+    /// Where it is; the name a pin uses: `Class.method`, a function's name, or the method
+    /// (`session_prompt`).
+    pub anchor: PromptHandler,
     pub role: Role,
-    /// What a pin names: `Class.method`, a function's name, or the method (`session/prompt`).
-    pub name: String,
-    pub line: usize,
     pub cover: Cover<'a>,
+}
+
+impl Handler<'_> {
+    /// The file the handler is in.
+    pub fn file(&self) -> usize {
+        self.anchor.site.file
+    }
 }
 
 /// One send of a session update.
 #[derive(Debug, Clone)]
 pub struct Send<'a> {
-    pub file: usize,
+    /// Where the call is; `wrapped`: the emitter already wraps its target.
+    pub anchor: SendSite,
     pub call: Node<'a>,
     /// The expression the emitter wraps: the receiver (`this.client`), or the writer function.
     pub target: Node<'a>,
-    pub wrapped: bool,
     /// A hand-rolled writer: the call's text with the `{ sessionId, update }` params replaced by
     /// [`RAW_PARAMS`] (what the start card's connection becomes), when it has them.
     pub raw_template: Option<String>,
+}
+
+impl<'a> Send<'a> {
+    pub fn new(
+        file: usize,
+        call: Node<'a>,
+        target: Node<'a>,
+        wrapped: bool,
+        raw_template: Option<String>,
+    ) -> Send<'a> {
+        Send {
+            anchor: SendSite {
+                site: Site::of_node(file, call),
+                wrapped,
+            },
+            call,
+            target,
+            raw_template,
+        }
+    }
+
+    /// The file the send is in.
+    pub fn file(&self) -> usize {
+        self.anchor.site.file
+    }
 }
 
 /// The parameter of the start card's writer for an agent without an SDK:

@@ -37,13 +37,7 @@ pub fn sends(files: &[Parsed]) -> Result<Vec<Send<'_>>> {
                 Some(inner) => (inner, true),
                 None => (obj, false),
             };
-            out.push(Send {
-                file: i,
-                call: c,
-                target,
-                wrapped,
-                raw_template: None,
-            });
+            out.push(Send::new(i, c, target, wrapped, None));
         }
         // `conn.sessionUpdate.bind(conn)` (and `.call` / `.apply`): the bound function sends
         for m in descendants(root, "member_expression") {
@@ -71,13 +65,7 @@ pub fn sends(files: &[Parsed]) -> Result<Vec<Send<'_>>> {
                 Some(inner) => (inner, true),
                 None => (obj, false),
             };
-            out.push(Send {
-                file: i,
-                call,
-                target,
-                wrapped,
-                raw_template: None,
-            });
+            out.push(Send::new(i, call, target, wrapped, None));
         }
         // hand-rolled: `{ jsonrpc: "2.0", method: "session/update", params }` given to a writer
         for obj in descendants(root, "object") {
@@ -154,7 +142,7 @@ pub fn sends(files: &[Parsed]) -> Result<Vec<Send<'_>>> {
             }
         }
     }
-    out.sort_by_key(|s| (s.file, s.call.start_byte()));
+    out.sort_by_key(|s| (s.file(), s.call.start_byte()));
     Ok(out)
 }
 
@@ -260,11 +248,5 @@ fn writer_send<'a>(
         };
         collapse_lines(&call_text)
     });
-    Send {
-        file,
-        call,
-        target,
-        wrapped,
-        raw_template,
-    }
+    Send::new(file, call, target, wrapped, raw_template)
 }

@@ -46,11 +46,11 @@ pub(super) fn check_reads(b: &mut Builder, file: usize, func: Node, call: Node, 
                 .filter(|f| !f.contains(['.', '(', '[', ' ']));
             match (this_class(func), field) {
                 (Some(class), Some(field)) => match field_bound(b.files, file, class, field) {
-                    Some((f, l, how)) => b.finding(
+                    Some((site, how)) => b.finding(
                         "bound",
                         Status::Ok,
-                        f,
-                        l,
+                        site.file,
+                        site.line,
                         format!("`this.{field}` read by the {what}: {how}"),
                     ),
                     None => b.finding(
@@ -121,7 +121,7 @@ pub(super) fn prompt_cover(
     conn: &Option<Conn>,
     session_id: &str,
 ) -> Result<()> {
-    let file = h.file;
+    let file = h.file();
     let p = &b.files[file];
     let src = p.file.text.as_str();
     let eol = p.file.style().eol;
@@ -129,20 +129,20 @@ pub(super) fn prompt_cover(
         return Err(b.refuse(
             file,
             func,
-            format!("the prompt handler `{}` is a generator", h.name),
+            format!("the prompt handler `{}` is a generator", h.anchor.name),
         ));
     }
     let body = body(func).ok_or_else(|| {
         b.refuse(
             file,
             func,
-            format!("the prompt handler `{}` has no body", h.name),
+            format!("the prompt handler `{}` has no body", h.anchor.name),
         )
     })?;
     let asyncness = if is_async(func) { "async " } else { "" };
     let conn_text = |b: &Builder| -> Result<String> {
         match conn {
-            Some(c) => Ok(c.text.clone()),
+            Some(c) => Ok(c.anchor.text.clone()),
             None => {
                 let candidates = this_class(func)
                     .map(|c| {
@@ -155,9 +155,9 @@ pub(super) fn prompt_cover(
                     site: "connection",
                     detail: format!(
                         "`{}` at {}:{} handles session/prompt, but where its class keeps the connection the SDK handed over is unknown; fields set before a prompt: {}",
-                        h.name,
+                        h.anchor.name,
                         b.files[file].file.rel,
-                        h.line,
+                        h.anchor.site.line,
                         if candidates.is_empty() {
                             "none".to_string()
                         } else {
@@ -176,7 +176,7 @@ pub(super) fn prompt_cover(
     if body.kind() == "statement_block" {
         if let Some((k, stmt, call)) = ns_statement(body, "turn", src) {
             // what apply inserted, as it would insert it now (revert takes out exactly that)
-            let head = conn.as_ref().map(|c| head_of(&c.text));
+            let head = conn.as_ref().map(|c| head_of(&c.anchor.text));
             let indent = indent_at(src, stmt.start_byte()).to_string();
             let (open_at, open) = if starts_line(stmt, src) {
                 (
@@ -219,7 +219,7 @@ pub(super) fn prompt_cover(
                     Status::Malformed,
                     file,
                     line(stmt),
-                    format!("`{}` runs {k} statement(s) before the turn opens; the turn must open first", h.name),
+                    format!("`{}` runs {k} statement(s) before the turn opens; the turn must open first", h.anchor.name),
                 );
             }
             check_reads(b, file, func, call, "turn start");
@@ -230,7 +230,7 @@ pub(super) fn prompt_cover(
             return Err(b.refuse(
                 file,
                 body,
-                format!("the prompt handler `{}` is empty", h.name),
+                format!("the prompt handler `{}` is empty", h.anchor.name),
             ));
         }
         let head = head_of(&conn_text(b)?);
@@ -282,7 +282,9 @@ pub(super) fn prompt_cover(
                 "turn start",
                 file,
                 body.start_byte(),
-                conn.as_ref().map(|c| open_of(&c.text)).unwrap_or_default(),
+                conn.as_ref()
+                    .map(|c| open_of(&c.anchor.text))
+                    .unwrap_or_default(),
                 Some(line(body)),
             );
             b.push(
@@ -324,9 +326,9 @@ pub(super) fn connection_finding(b: &mut Builder, conn: &Option<Conn>) {
         b.finding(
             "connection",
             Status::Ok,
-            c.file,
-            c.line,
-            format!("`{}`: {}", c.text, c.origin),
+            c.anchor.site.file,
+            c.anchor.site.line,
+            format!("`{}`: {}", c.anchor.text, c.origin),
         );
     }
 }
@@ -337,7 +339,7 @@ pub(super) fn cancel_cover(
     func: Node,
     session_id: &str,
 ) -> Result<()> {
-    let file = h.file;
+    let file = h.file();
     let p = &b.files[file];
     let src = p.file.text.as_str();
     let eol = p.file.style().eol;
@@ -443,18 +445,18 @@ pub(super) fn value_cover(b: &mut Builder, h: &Handler, expr: Node, wrapped: boo
         expr.end_byte()
     };
     let (o, c) = (format!("{NS}.{fun}("), ")".to_string());
-    b.push(open, l1, h.file, expr.start_byte(), o, present);
-    b.push(close, l2, h.file, close_at, c, end_line);
+    b.push(open, l1, h.file(), expr.start_byte(), o, present);
+    b.push(close, l2, h.file(), close_at, c, end_line);
     if h.role == Role::Prompt {
         b.finding(
             "connection",
             Status::Ok,
-            h.file,
-            h.line,
-            if h.name == "session_prompt" {
+            h.file(),
+            h.anchor.site.line,
+            if h.anchor.name == "session_prompt" {
                 what.to_string()
             } else {
-                format!("`{}`: {what}", h.name)
+                format!("`{}`: {what}", h.anchor.name)
             },
         );
     }

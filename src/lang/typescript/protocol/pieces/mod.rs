@@ -124,8 +124,8 @@ pub fn build(
     }
     let mut touched: Vec<usize> = handlers
         .iter()
-        .map(|h| h.file)
-        .chain(sends.iter().map(|s| s.file))
+        .map(|h| h.file())
+        .chain(sends.iter().map(|s| s.file()))
         .collect();
     touched.sort();
     touched.dedup();
@@ -155,16 +155,16 @@ pub fn build(
     }
     for s in sends {
         let open = format!("{NS}.emitter(");
-        let present = s.wrapped.then(|| line(s.call));
+        let present = s.anchor.wrapped.then_some(s.anchor.site.line);
         // present: `acpProgress.emitter(target)` around the target
-        let (open_at, close_at) = if s.wrapped {
+        let (open_at, close_at) = if s.anchor.wrapped {
             (s.target.start_byte() - open.len(), s.target.end_byte())
         } else {
             (s.target.start_byte(), s.target.end_byte())
         };
         let label = "emitter around the send";
-        b.push(CHECK_SEND, label, s.file, open_at, open, present);
-        b.push(CHECK_SEND, label, s.file, close_at, ")".into(), present);
+        b.push(CHECK_SEND, label, s.file(), open_at, open, present);
+        b.push(CHECK_SEND, label, s.file(), close_at, ")".into(), present);
     }
     Ok(Built {
         parts: b.pieces.parts,
