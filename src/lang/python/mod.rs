@@ -321,7 +321,9 @@ impl Python {
         }
         let ours = defined_by(parts);
         let mut out = Vec::new();
-        for f in placement::findings(&patched, &ours, &[])
+        // only findings inside inserted code are told: only the files it goes into are judged
+        let judged = |i: usize| inserted.iter().any(|(file, _, _)| *file == i);
+        for f in placement::findings_in(&patched, &judged, &ours, &[])
             .into_iter()
             .filter(|f| f.status != Status::Ok)
         {
