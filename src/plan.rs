@@ -45,6 +45,28 @@ impl FilePlan {
         out
     }
 
+    /// The edits as changes of the file's text, in order: (the bytes replaced, what replaces
+    /// them), edits that meet merged into one — exactly what [`FilePlan::new_text`] does.
+    pub fn changes(&self) -> Vec<(std::ops::Range<usize>, String)> {
+        let mut edits: Vec<&Edit> = self.edits.iter().collect();
+        edits.sort_by_key(|e| e.offset);
+        let mut out: Vec<(std::ops::Range<usize>, String)> = Vec::new();
+        let mut at = 0;
+        for e in edits {
+            let start = e.offset.max(at);
+            let end = (e.offset + e.replaces).max(start);
+            match out.last_mut() {
+                Some((range, text)) if range.end == start => {
+                    range.end = end;
+                    text.push_str(&e.text);
+                }
+                _ => out.push((start..end, e.text.clone())),
+            }
+            at = end;
+        }
+        out
+    }
+
     /// Whether the plan creates this file.
     pub fn creates(&self) -> bool {
         !self.file.exists && !self.delete

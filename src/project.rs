@@ -59,12 +59,25 @@ pub struct Project {
     /// once and shared by plan, verify and inventory. A project is never changed after it is
     /// made (`after` makes another), so nothing here goes stale.
     pub derived: Derived,
+    /// What [`Project::after`] made this tree from (`None` for a tree read from disk).
+    origin: Option<Origin>,
+}
+
+/// The tree a plan was laid over: its cache, and the files the plan changed as they were
+/// there. A plan that puts every one of them back (revert of what apply planned) leaves
+/// that tree, whose analysis is then shared instead of made again.
+#[derive(Debug, Clone)]
+struct Origin {
+    derived: Derived,
+    exts: Vec<String>,
+    /// Path → the text there (`None`: no such file).
+    before: Vec<(PathBuf, Option<String>)>,
 }
 
 /// Results a language computes once per tree state, by key (see [`Project::derived`]).
 /// A clone starts empty: it is another project as far as the cache knows.
 #[derive(Default)]
-pub struct Derived(Mutex<HashMap<&'static str, Arc<dyn Any + Send + Sync>>>);
+pub struct Derived(Arc<Mutex<HashMap<&'static str, Arc<dyn Any + Send + Sync>>>>);
 
 impl Clone for Derived {
     fn clone(&self) -> Self {
@@ -79,6 +92,11 @@ impl std::fmt::Debug for Derived {
 }
 
 impl Derived {
+    /// The same cache (for a tree known to be the same state).
+    fn shared(&self) -> Derived {
+        Derived(self.0.clone())
+    }
+
     /// The value under `key`, made by `make` on the first call that succeeds (a failure is
     /// not kept: the next call makes it again, and fails the same way).
     pub fn get_or_try<T: Any + Send + Sync, E>(
@@ -214,6 +232,7 @@ impl Project {
             manifests: Vec::new(),
             overlay: Vec::new(),
             derived: Derived::default(),
+            origin: None,
         };
         read_sources(&mut project, limits, extensions)?;
         Ok(project)
@@ -249,8 +268,14 @@ impl Project {
             manifests: self.manifests.clone(),
             overlay: self.overlay.clone(),
             derived: Derived::default(),
+            origin: None,
         };
+        let mut before = Vec::new();
         for fp in &plan.files {
+            if has_extension(&fp.file.path, exts) {
+                let was = p.files.iter().find(|f| f.path == fp.file.path);
+                before.push((fp.file.path.clone(), was.map(|f| f.text.clone())));
+            }
             let path = &fp.file.path;
             let new = fp.file.with_text(fp.new_text(), !fp.delete);
             match p.files.iter().position(|f| &f.path == path) {
@@ -268,7 +293,43 @@ impl Project {
                 }
             }
         }
+        let exts: Vec<String> = exts.iter().map(|e| e.to_string()).collect();
+        if let Some(origin) = &self.origin
+            && origin.exts == exts
+            && plan
+                .files
+                .iter()
+                .all(|fp| has_extension(&fp.file.path, &exts))
+            && p.puts_back(origin, &before)
+        {
+            // the plan undid the one this tree came from: it is that tree again
+            p.derived = origin.derived.shared();
+        } else if plan
+            .files
+            .iter()
+            .all(|fp| has_extension(&fp.file.path, &exts))
+        {
+            p.origin = Some(Origin {
+                derived: self.derived.shared(),
+                exts,
+                before,
+            });
+        }
         p
+    }
+
+    /// Whether every file `origin`'s plan changed, and every file the plan that made this
+    /// tree changed (`changed`), is here as it was in `origin`'s tree.
+    fn puts_back(&self, origin: &Origin, changed: &[(PathBuf, Option<String>)]) -> bool {
+        let here = |path: &Path| self.files.iter().find(|f| f.path == path).map(|f| &f.text);
+        let as_before = |path: &Path, was: &Option<String>| here(path) == was.as_ref();
+        origin.before.iter().all(|(path, was)| as_before(path, was))
+            && changed.iter().all(|(path, _)| {
+                origin
+                    .before
+                    .iter()
+                    .any(|(p, was)| p == path && as_before(path, was))
+            })
     }
 
     pub fn files_with_extension<'a>(
@@ -374,6 +435,69 @@ mod tests {
         let p =
             Project::load_with(dir.path(), &Options::default(), Limits::DEFAULT, &EXTS).unwrap();
         assert_eq!(p.files.len(), 30);
+    }
+
+    /// A plan over `p` editing `rel` at `offset` (inserting `text`, replacing `replaces`).
+    fn edit(
+        p: &Project,
+        rel: &str,
+        offset: usize,
+        replaces: usize,
+        text: &str,
+    ) -> crate::plan::Plan {
+        let file = p.files.iter().find(|f| f.rel == rel).unwrap().clone();
+        crate::plan::Plan {
+            files: vec![crate::plan::FilePlan {
+                file,
+                edits: vec![crate::plan::Edit {
+                    offset,
+                    replaces,
+                    text: text.into(),
+                    piece: "test".into(),
+                }],
+                delete: false,
+            }],
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn a_plan_that_undoes_the_one_before_gives_back_that_tree_and_its_analysis() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("a.py"), "x = 1\n").unwrap();
+        std::fs::write(dir.path().join("b.ts"), "let y = 2;\n").unwrap();
+        let p =
+            Project::load_with(dir.path(), &Options::default(), Limits::DEFAULT, &EXTS).unwrap();
+        let made = p.derived.get_or_try("test", || Ok::<_, ()>(1)).unwrap();
+        let planned = p.after(&edit(&p, "a.py", 0, 0, "import z\n"), &["py"]);
+        assert_eq!(
+            *planned
+                .derived
+                .get_or_try("test", || Ok::<_, ()>(2))
+                .unwrap(),
+            2
+        );
+        let reverted = planned.after(&edit(&planned, "a.py", 0, 9, ""), &["py"]);
+        let again = reverted
+            .derived
+            .get_or_try("test", || Ok::<_, ()>(3))
+            .unwrap();
+        assert!(
+            Arc::ptr_eq(&made, &again),
+            "the reverted tree is the first one"
+        );
+        // a revert that leaves another text is another tree
+        let other = planned.after(&edit(&planned, "a.py", 0, 8, ""), &["py"]);
+        assert_eq!(
+            *other.derived.get_or_try("test", || Ok::<_, ()>(4)).unwrap(),
+            4
+        );
+        // as is the same undo read for other endings
+        let wider = planned.after(&edit(&planned, "a.py", 0, 9, ""), &["py", "ts"]);
+        assert_eq!(
+            *wider.derived.get_or_try("test", || Ok::<_, ()>(5)).unwrap(),
+            5
+        );
     }
 
     #[test]

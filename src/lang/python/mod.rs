@@ -306,11 +306,15 @@ impl Python {
             }
             let mut file = fp.file.clone();
             file.text = fp.new_text();
+            // parsed from the tree before the plan: only what the edits touch is new
+            syntax::reparse(&files[i].file.text, &fp.changes(), &file.text);
             patched[i] = parsed(file);
         }
         let ours = defined_by(parts);
+        let judged = |i: usize| inserted.iter().any(|(file, _, _)| *file == i);
         let mut out = Vec::new();
-        for f in placement::findings(&patched, &ours, &[])
+        // only findings inside inserted code are told: only the files it goes into are judged
+        for f in placement::findings_in(&patched, &judged, &ours, &[])
             .into_iter()
             .filter(|f| f.status != Status::Ok)
         {

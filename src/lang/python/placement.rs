@@ -33,9 +33,20 @@ pub fn findings(
     ours: &HashSet<String>,
     prompts: &[(usize, Node)],
 ) -> Vec<Finding> {
+    findings_in(files, &|_| true, ours, prompts)
+}
+
+/// [`findings`] in the files `judged` picks (the others are still read for what they
+/// define): a plan's own code is judged only where it is inserted.
+pub fn findings_in(
+    files: &[Parsed],
+    judged: &dyn Fn(usize) -> bool,
+    ours: &HashSet<String>,
+    prompts: &[(usize, Node)],
+) -> Vec<Finding> {
     let mut out = Vec::new();
     for (i, p) in files.iter().enumerate() {
-        if !is_agent_file(p) {
+        if !judged(i) || !is_agent_file(p) {
             continue;
         }
         let src = p.file.text.as_str();
@@ -53,6 +64,11 @@ pub fn findings(
             ours,
         };
         walk(p.tree().root_node(), &mut |n| {
+            // every case below needs a marker starting inside the node: a subtree without one
+            // holds nothing to judge
+            if !statement_marks.start_within(n) && !decorator_marks.start_within(n) {
+                return false;
+            }
             match n.kind() {
                 "function_definition" if ours.contains(name_of(n, src)) => return false,
                 "decorator" if decorator_marks.within(n) => {
@@ -124,6 +140,12 @@ struct Marks(Vec<(usize, usize)>);
 impl Marks {
     fn is_empty(&self) -> bool {
         self.0.is_empty()
+    }
+
+    /// Whether a marker starts inside `n`'s text.
+    fn start_within(&self, n: Node) -> bool {
+        let first = self.0.partition_point(|&(s, _)| s < n.start_byte());
+        self.0.get(first).is_some_and(|&(s, _)| s < n.end_byte())
     }
 
     /// Whether `n`'s text holds a whole marker.

@@ -14,6 +14,37 @@ pub fn parse(text: &str) -> Tree {
     )
 }
 
+/// The tree of `new_text`, which is `old_text` after `changes`: re-parsed incrementally
+/// from `old_text`'s tree where both parse plainly (see [`parse_uncached`]), and cached.
+pub fn reparse(
+    old_text: &str,
+    changes: &[(std::ops::Range<usize>, String)],
+    new_text: &str,
+) -> Tree {
+    let changes: Vec<crate::lang::tree::cache::Change> = changes
+        .iter()
+        .map(|(old, new)| crate::lang::tree::cache::Change {
+            old: old.clone(),
+            new,
+        })
+        .collect();
+    crate::lang::tree::cache::reparse(
+        crate::lang::tree::cache::Grammar::Python,
+        old_text,
+        &changes,
+        new_text,
+        |text, old| match old {
+            Some(old)
+                if blank_long_comment_runs(old_text).is_none()
+                    && blank_long_comment_runs(text).is_none() =>
+            {
+                parse_text_with(text, Some(old))
+            }
+            _ => parse_uncached(text),
+        },
+    )
+}
+
 /// Python's parser for a lazily parsed file.
 pub const PARSER: crate::lang::parts::Parser = crate::lang::parts::Parser {
     parse,
@@ -44,11 +75,16 @@ fn parse_uncached(text: &str) -> Tree {
 }
 
 fn parse_text(text: &str) -> Tree {
+    parse_text_with(text, None)
+}
+
+/// `text` parsed, reusing what `old` (a tree already edited to match it) holds.
+fn parse_text_with(text: &str, old: Option<&Tree>) -> Tree {
     let mut parser = Parser::new();
     parser
         .set_language(&tree_sitter_python::LANGUAGE.into())
         .expect("the Python grammar matches the tree-sitter version");
-    parser.parse(text, None).expect("parsing without a timeout")
+    parser.parse(text, old).expect("parsing without a timeout")
 }
 
 /// Comment lines in a row (blank lines between them allowed) from which a run is blanked.

@@ -33,6 +33,8 @@ struct Cache {
     /// shared subtree memory (every copy of the tree has the same ids) and cached trees are
     /// never freed, so an id is never reused for another tree during the run.
     roots: HashMap<usize, Arc<Entry>>,
+    /// Root keys two cached trees share (see [`Cache::insert`]).
+    shared_roots: std::collections::HashSet<usize>,
     /// root key → kind → the nodes of that kind, in pre-order, from the cached tree.
     kinds: HashMap<usize, HashMap<Box<str>, Arc<Vec<Node<'static>>>>>,
 }
@@ -74,15 +76,117 @@ pub fn parse(grammar: Grammar, text: &str, parse: impl FnOnce(&str) -> Tree) -> 
     {
         return e.tree.clone(); // another thread parsed it meanwhile
     }
-    let entry = Arc::new(Entry {
-        text: text.into(),
-        tree: tree.clone(),
-    });
-    if let Some(k) = root_key(entry.tree.root_node()) {
-        c.roots.insert(k, entry.clone());
-    }
-    c.by_text.entry(key).or_default().push(entry);
+    c.insert(key, text, &tree);
     tree
+}
+
+impl Cache {
+    fn get(&self, key: &(Grammar, u64), text: &str) -> Option<Tree> {
+        self.by_text
+            .get(key)
+            .and_then(|list| list.iter().find(|e| &*e.text == text))
+            .map(|e| e.tree.clone())
+    }
+
+    fn insert(&mut self, key: (Grammar, u64), text: &str, tree: &Tree) {
+        let entry = Arc::new(Entry {
+            text: text.into(),
+            tree: tree.clone(),
+        });
+        if let Some(k) = root_key(entry.tree.root_node()) {
+            // an incremental parse shares the subtrees an edit left alone, the root's first
+            // child among them: a key two trees share answers for neither (a walk does)
+            if self.roots.contains_key(&k) || self.shared_roots.contains(&k) {
+                self.roots.remove(&k);
+                self.kinds.remove(&k);
+                self.shared_roots.insert(k);
+            } else {
+                self.roots.insert(k, entry.clone());
+            }
+        }
+        self.by_text.entry(key).or_default().push(entry);
+    }
+}
+
+/// A change of a text: the bytes `old` of the text before it became `new` (a plan's edits,
+/// in order, non-overlapping).
+#[derive(Debug, Clone)]
+pub struct Change<'a> {
+    pub old: std::ops::Range<usize>,
+    pub new: &'a str,
+}
+
+/// The tree of `new_text`, the text `old_text` after `changes`: the cached one, else an
+/// incremental parse from `old_text`'s cached tree (only what the changes touch is parsed
+/// again), else `parse(new_text, None)`; cached. `parse` is the language's parser given a
+/// previous tree already edited.
+pub fn reparse(
+    grammar: Grammar,
+    old_text: &str,
+    changes: &[Change],
+    new_text: &str,
+    parse: impl FnOnce(&str, Option<&Tree>) -> Tree,
+) -> Tree {
+    let key = text_hash(grammar, new_text);
+    let old = {
+        let c = cache().lock().expect("no poison");
+        if let Some(tree) = c.get(&key, new_text) {
+            return tree;
+        }
+        c.get(&text_hash(grammar, old_text), old_text)
+    };
+    let tree = match old {
+        Some(mut old) => {
+            for edit in input_edits(old_text, changes) {
+                old.edit(&edit);
+            }
+            parse(new_text, Some(&old))
+        }
+        None => parse(new_text, None),
+    };
+    let mut c = cache().lock().expect("no poison");
+    if let Some(tree) = c.get(&key, new_text) {
+        return tree; // another thread parsed it meanwhile
+    }
+    c.insert(key, new_text, &tree);
+    tree
+}
+
+/// tree-sitter's edits for `changes` of `old_text`, last first: each is then told in the
+/// coordinates of the text as the edits before it leave it (what precedes a change never
+/// moves).
+fn input_edits(old_text: &str, changes: &[Change]) -> Vec<tree_sitter::InputEdit> {
+    let point = |offset: usize| {
+        let before = &old_text.as_bytes()[..offset];
+        let row = memchr::memchr_iter(b'\n', before).count();
+        let column = offset - memchr::memrchr(b'\n', before).map_or(0, |i| i + 1);
+        tree_sitter::Point { row, column }
+    };
+    let mut sorted: Vec<&Change> = changes.iter().collect();
+    sorted.sort_by_key(|c| c.old.start);
+    sorted
+        .iter()
+        .rev()
+        .map(|c| {
+            let start = point(c.old.start);
+            let rows = memchr::memchr_iter(b'\n', c.new.as_bytes()).count();
+            let column = match memchr::memrchr(b'\n', c.new.as_bytes()) {
+                Some(i) => c.new.len() - i - 1,
+                None => start.column + c.new.len(),
+            };
+            tree_sitter::InputEdit {
+                start_byte: c.old.start,
+                old_end_byte: c.old.end,
+                new_end_byte: c.old.start + c.new.len(),
+                start_position: start,
+                old_end_position: point(c.old.end),
+                new_end_position: tree_sitter::Point {
+                    row: start.row + rows,
+                    column,
+                },
+            }
+        })
+        .collect()
 }
 
 /// Parses every text not cached yet, on all cores (the trees are then cache hits).
@@ -258,5 +362,46 @@ mod tests {
             crate::lang::tree::descendants(other.root_node(), "call").len(),
             2
         );
+    }
+
+    #[test]
+    fn an_incremental_parse_gives_the_tree_a_fresh_parse_gives() {
+        let old = "import acp\n\nclass A(acp.Agent):\n    async def prompt(self, p):\n        await self.conn.session_update(p)\n        return 1\n";
+        let plain = |t: &str| {
+            let mut parser = tree_sitter::Parser::new();
+            parser
+                .set_language(&tree_sitter_python::LANGUAGE.into())
+                .unwrap();
+            parser.parse(t, None).unwrap()
+        };
+        let changes = [
+            (0..0, "import acp_progress  # inserted\n".to_string()),
+            (56..56, "\n        acp_progress.start()\n".to_string()),
+            (old.len() - 9..old.len() - 1, "return 2 + 3".to_string()),
+        ];
+        let mut new = old.to_string();
+        for (range, text) in changes.iter().rev() {
+            new.replace_range(range.clone(), text);
+        }
+        crate::lang::python::syntax::parse(old);
+        let tree = crate::lang::python::syntax::reparse(old, &changes, &new);
+        assert_eq!(
+            tree.root_node().to_sexp(),
+            plain(&new).root_node().to_sexp()
+        );
+        assert_eq!(tree.root_node().end_byte(), new.len());
+        // the two trees share the subtrees the edits left alone: each still answers for
+        // itself
+        let before = crate::lang::python::syntax::parse(old);
+        for (root, text) in [(before.root_node(), old), (tree.root_node(), new.as_str())] {
+            for kind in ["call", "class_definition", "function_definition"] {
+                let want: Vec<_> = walked(root, kind).iter().map(|n| n.byte_range()).collect();
+                let got: Vec<_> = crate::lang::tree::descendants(root, kind)
+                    .iter()
+                    .map(|n| n.byte_range())
+                    .collect();
+                assert_eq!(got, want, "{kind} in {text:?}");
+            }
+        }
     }
 }
