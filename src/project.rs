@@ -71,7 +71,7 @@ struct Origin {
     derived: Derived,
     exts: Vec<String>,
     /// Path → the text there (`None`: no such file).
-    before: Vec<(PathBuf, Option<String>)>,
+    before: Vec<(PathBuf, Option<Arc<str>>)>,
 }
 
 /// Results a language computes once per tree state, by key (see [`Project::derived`]).
@@ -320,9 +320,9 @@ impl Project {
 
     /// Whether every file `origin`'s plan changed, and every file the plan that made this
     /// tree changed (`changed`), is here as it was in `origin`'s tree.
-    fn puts_back(&self, origin: &Origin, changed: &[(PathBuf, Option<String>)]) -> bool {
+    fn puts_back(&self, origin: &Origin, changed: &[(PathBuf, Option<Arc<str>>)]) -> bool {
         let here = |path: &Path| self.files.iter().find(|f| f.path == path).map(|f| &f.text);
-        let as_before = |path: &Path, was: &Option<String>| here(path) == was.as_ref();
+        let as_before = |path: &Path, was: &Option<Arc<str>>| here(path) == was.as_ref();
         origin.before.iter().all(|(path, was)| as_before(path, was))
             && changed.iter().all(|(path, _)| {
                 origin

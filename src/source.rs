@@ -23,8 +23,9 @@ pub struct SourceFile {
     pub path: PathBuf,
     /// Path relative to the project root, with `/` separators (used in diffs and reports).
     pub rel: String,
-    /// The text without a BOM; all offsets refer to it.
-    pub text: String,
+    /// The text without a BOM; all offsets refer to it. Shared by the file's copies (each
+    /// tree state a plan leaves holds every file it did not change).
+    pub text: std::sync::Arc<str>,
     /// Detected when first asked for: most files read are never patched.
     style: std::sync::OnceLock<Style>,
     bom: bool,
@@ -77,7 +78,7 @@ impl SourceFile {
         SourceFile {
             path,
             rel,
-            text,
+            text: text.into(),
             style: std::sync::OnceLock::new(),
             bom,
             cr_only,
@@ -91,7 +92,7 @@ impl SourceFile {
         SourceFile {
             path,
             rel,
-            text: String::new(),
+            text: "".into(),
             bom: style.bom,
             cr_only: style.cr_only,
             style: style.into(),
@@ -111,11 +112,14 @@ impl SourceFile {
 
     /// The same file holding `text` instead, in the style the original was written in.
     pub fn with_text(&self, text: String, exists: bool) -> SourceFile {
-        self.style();
         SourceFile {
-            text,
+            path: self.path.clone(),
+            rel: self.rel.clone(),
+            text: text.into(),
+            style: self.style().clone().into(),
+            bom: self.bom,
+            cr_only: self.cr_only,
             exists,
-            ..self.clone()
         }
     }
 
@@ -373,7 +377,7 @@ mod tests {
     fn cr_only_files_are_held_with_lf_and_written_back_with_cr() {
         let f = SourceFile::from_text("a".into(), "a".into(), "def f():\r    pass\r".into());
         assert!(f.style().cr_only);
-        assert_eq!(f.text, "def f():\n    pass\n");
+        assert_eq!(&*f.text, "def f():\n    pass\n");
         assert_eq!(f.line_of(10), 2);
         assert_eq!(f.original(), "def f():\r    pass\r");
         assert_eq!(f.to_disk("x = 1\ny = 2\n"), "x = 1\ry = 2\r");

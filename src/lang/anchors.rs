@@ -135,7 +135,7 @@ mod tests {
         parser
             .set_language(&tree_sitter_python::LANGUAGE.into())
             .unwrap();
-        let tree = parser.parse(&f.text, None).unwrap();
+        let tree = parser.parse(f.text.as_bytes(), None).unwrap();
         let mut all = Vec::new();
         crate::lang::tree::walk(tree.root_node(), &mut |n| {
             all.push(n);

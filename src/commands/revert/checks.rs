@@ -16,7 +16,7 @@ pub(super) fn check_no_leftovers(inventory: &Inventory, revert: &Plan) -> Result
         let text = match revert.files.iter().find(|fp| fp.file.path == f.path) {
             Some(fp) if fp.delete => continue,
             Some(fp) => fp.new_text(),
-            None => f.text.clone(),
+            None => f.text.to_string(),
         };
         if let Some(at) = find_marker(&text, inventory.marker) {
             let line = text[..at].matches('\n').count() + 1;
@@ -144,7 +144,11 @@ fn inventory_plan(inventory: &Inventory) -> Result<Plan> {
 /// The current (BOM-less) text of a file of the tree, if it exists.
 fn text_of(project: &Project, path: &Path) -> Option<String> {
     if let Some(f) = project.files.iter().find(|f| f.path == path) {
-        return Some(f.text.clone());
+        return Some(f.text.to_string());
     }
-    project.read_source(path).ok().flatten().map(|f| f.text)
+    project
+        .read_source(path)
+        .ok()
+        .flatten()
+        .map(|f| f.text.to_string())
 }

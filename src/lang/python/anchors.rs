@@ -26,7 +26,7 @@ const SEND_METHODS: &[&str] = &["session_update", "sessionUpdate"];
 fn sends<'a>(files: &'a [Parsed]) -> Vec<Send<'a>> {
     let mut out = Vec::new();
     for (i, p) in files.iter().enumerate() {
-        let src = p.file.text.as_str();
+        let src = p.file.text.as_ref();
         if !is_agent_file(p) || !SEND_METHODS.iter().any(|m| contains(src, m)) {
             continue;
         }
@@ -169,7 +169,7 @@ pub fn function_name(node: Node, src: &str) -> String {
 fn prompt_methods<'a>(files: &'a [Parsed]) -> Vec<(At<'a>, String)> {
     let mut out = Vec::new();
     for (i, p) in files.iter().enumerate() {
-        let src = p.file.text.as_str();
+        let src = p.file.text.as_ref();
         if !is_agent_file(p) || !contains(src, "acp") {
             continue;
         }

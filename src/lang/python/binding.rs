@@ -23,7 +23,7 @@ struct SdkNames {
 
 impl SdkNames {
     fn of(p: &Parsed) -> SdkNames {
-        let src = p.file.text.as_str();
+        let src = p.file.text.as_ref();
         let mut names = HashMap::new();
         let mut modules = HashSet::new();
         if !mentions_sdk(src) {
@@ -98,7 +98,7 @@ pub(super) fn bound_classes<'a>(files: &'a [Parsed], classes: &Classes<'a>) -> V
         if sdk.names.is_empty() && sdk.modules.is_empty() {
             continue; // nothing in it resolves to the SDK
         }
-        let src = p.file.text.as_str();
+        let src = p.file.text.as_ref();
         for c in descendants(p.tree().root_node(), "class_definition") {
             if superclasses(c)
                 .iter()
@@ -174,7 +174,7 @@ fn handed_classes(files: &[Parsed], file: usize, expr: Node) -> Vec<(usize, Stri
     let mut out = Vec::new();
     let mut todo = vec![(file, expr, 0)];
     while let Some((f, e, depth)) = todo.pop() {
-        let src = files[f].file.text.as_str();
+        let src = files[f].file.text.as_ref();
         out.extend(class_names_of(e, src, 0).into_iter().map(|n| (f, n)));
         if depth >= 3 || e.kind() != "identifier" {
             continue;
@@ -197,7 +197,7 @@ fn handed_classes(files: &[Parsed], file: usize, expr: Node) -> Vec<(usize, Stri
             k
         };
         for (j, p) in files.iter().enumerate() {
-            let psrc = p.file.text.as_str();
+            let psrc = p.file.text.as_ref();
             if !is_agent_file(p) || !psrc.contains(runner_name.as_str()) {
                 continue;
             }

@@ -274,7 +274,7 @@ impl<'a> Builder<'a> {
     ) {
         let f = &self.files[file];
         let root = f.tree().root_node();
-        let src = f.file.text.as_str();
+        let src = f.file.text.as_ref();
         let eol = f.file.style().eol;
         let text = format!("import {module}{ADDED_IMPORT}{eol}");
         if imports_module(root, src, module) {
@@ -308,7 +308,7 @@ impl<'a> Builder<'a> {
             return Ok(());
         }
         let f = &self.files[file];
-        let src = f.file.text.as_str();
+        let src = f.file.text.as_ref();
         let root = f.tree().root_node();
         let imports: Vec<Node> = descendants(root, "import_from_statement");
         let has = |name: &str| {
@@ -413,7 +413,7 @@ impl<'a> Builder<'a> {
     /// own line when the parameters are one per line.
     pub(super) fn param_after(&mut self, def: At, style: Option<Node>) {
         let f = &self.files[def.file];
-        let src = f.file.text.as_str();
+        let src = f.file.text.as_ref();
         let present = parameters(def.node, src)
             .iter()
             .find(|(n, _)| n == "agent_progress_callback")

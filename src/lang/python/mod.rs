@@ -132,7 +132,7 @@ impl Python {
             syntax::prefetch(
                 &fresh
                     .iter()
-                    .map(|&i| all[i].text.as_str())
+                    .map(|&i| all[i].text.as_ref())
                     .collect::<Vec<_>>(),
             );
             let (mut names, mut runners) = (HashSet::new(), Vec::new());
@@ -305,7 +305,7 @@ impl Python {
                 shift += e.text.len() as isize - e.replaces as isize;
             }
             let mut file = fp.file.clone();
-            file.text = fp.new_text();
+            file.text = fp.new_text().into();
             // parsed from the tree before the plan: only what the edits touch is new
             syntax::reparse(&files[i].file.text, &fp.changes(), &file.text);
             patched[i] = parsed(file);

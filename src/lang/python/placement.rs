@@ -49,7 +49,7 @@ pub fn findings_in(
         if !judged(i) || !is_agent_file(p) {
             continue;
         }
-        let src = p.file.text.as_str();
+        let src = p.file.text.as_ref();
         static STATEMENT: LazyLock<Needles> = LazyLock::new(|| Needles::new(STATEMENT_MARKERS));
         static DECORATOR: LazyLock<Needles> = LazyLock::new(|| Needles::new(DECORATOR_MARKERS));
         let statement_marks = Marks(STATEMENT.all_in(src));
@@ -310,7 +310,7 @@ impl Ctx<'_> {
 /// The start must run before the handler's first send: a start statement placed after it
 /// (a hand-placed or stale patch) leaves the client without a card until then.
 fn start_before_first_send(files: &[Parsed], file: usize, def: Node, out: &mut Vec<Finding>) {
-    let src = files[file].file.text.as_str();
+    let src = files[file].file.text.as_ref();
     let Some(body) = def.child_by_field_name("body") else {
         return;
     };
@@ -373,7 +373,7 @@ fn composers<'t>(files: &'t [Parsed], file: usize, class: Node<'t>) -> Vec<(usiz
             if !is_agent_file(p) {
                 continue;
             }
-            let src = p.file.text.as_str();
+            let src = p.file.text.as_ref();
             for d in descendants(p.tree().root_node(), "class_definition") {
                 if superclasses(d)
                     .into_iter()
@@ -411,7 +411,7 @@ fn class_has_attribute(
     if !seen.insert((file, class.id())) {
         return false;
     }
-    let src = files[file].file.text.as_str();
+    let src = files[file].file.text.as_ref();
     let body = class.child_by_field_name("body").expect("class body");
     for s in named_children(body) {
         let annotated = s.kind() == "expression_statement"
@@ -464,7 +464,7 @@ fn class_has_attribute(
 pub fn hook_calls(files: &[Parsed]) -> [Vec<(usize, usize)>; 3] {
     let mut out: [Vec<(usize, usize)>; 3] = Default::default();
     for (i, p) in files.iter().enumerate() {
-        let src = p.file.text.as_str();
+        let src = p.file.text.as_ref();
         if !crate::needles::contains(src, "agent_progress_callback") {
             continue;
         }

@@ -227,7 +227,7 @@ impl<'a> Builder<'a> {
         let existing = &self.files[file].file;
         let (replaces, present) = if !existing.exists {
             (0, None)
-        } else if existing.text == rendered {
+        } else if *existing.text == *rendered {
             (0, Some(1))
         } else if existing.text.starts_with(RUNTIME_MARKER) {
             (existing.text.len(), None) // an older runtime: brought up to date
@@ -292,7 +292,7 @@ impl<'a> Builder<'a> {
     /// (the runtime moved, e.g. by an older acp-patch beside the prompt handler) is replaced.
     fn import_runtime(&mut self, file: usize, runtime: &Runtime) {
         let p = &self.files[file];
-        let src = p.file.text.as_str();
+        let src = p.file.text.as_ref();
         let root = p.tree().root_node();
         let eol = p.file.style().eol;
         let place = self.packages.place(&p.file.rel);

@@ -187,7 +187,7 @@ impl Rust {
         let texts: Vec<&str> = files
             .iter()
             .filter(|p| !is_runtime_module(p))
-            .map(|p| p.file.text.as_str())
+            .map(|p| p.file.text.as_ref())
             .collect();
         let dialect =
             Dialect::of(manifest.sdk_version, &texts).map_err(|message| Error::Unsupported {

@@ -183,7 +183,7 @@ fn skip_turbofish(tokens: &[TokenTree], mut i: usize) -> usize {
 
 /// Every send and respond call in the text of `source`, file `file` of the crate.
 pub fn scan(file: usize, source: &SourceFile, send_method: &str) -> (Vec<Send>, Vec<RespondSite>) {
-    let text = source.text.as_str();
+    let text = source.text.as_ref();
     let mut sends = Vec::new();
     let mut responds = Vec::new();
     if let Ok(stream) = text.parse::<TokenStream>() {

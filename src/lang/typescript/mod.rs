@@ -81,7 +81,7 @@ impl TypeScript {
             let texts: Vec<&str> = wanted
                 .iter()
                 .filter(|f| is_tsx(&f.path) == tsx)
-                .map(|f| f.text.as_str())
+                .map(|f| f.text.as_ref())
                 .collect();
             syntax::prefetch(&texts, tsx);
         }
@@ -315,7 +315,7 @@ fn defined_names(block: &str) -> Vec<String> {
 pub fn hook_calls(files: &[Parsed]) -> [Vec<(usize, usize)>; 3] {
     let mut out: [Vec<(usize, usize)>; 3] = Default::default();
     for (i, p) in files.iter().enumerate() {
-        let src = p.file.text.as_str();
+        let src = p.file.text.as_ref();
         if !src.contains("agentProgressCallback") {
             continue;
         }
@@ -352,7 +352,7 @@ pub fn hook_calls(files: &[Parsed]) -> [Vec<(usize, usize)>; 3] {
 /// The files of the tree a file's relative `import` / `export ... from` specifiers may name
 /// (`./x.js` → `x.ts`, `./x` → `x.ts` or `x/index.ts`), as relative paths.
 fn relative_imports(p: &Parsed) -> Vec<String> {
-    let src = p.file.text.as_str();
+    let src = p.file.text.as_ref();
     let dir: Vec<&str> = {
         let mut parts: Vec<&str> = p.file.rel.split('/').collect();
         parts.pop();

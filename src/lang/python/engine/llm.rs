@@ -19,7 +19,7 @@ pub(super) fn locate_llm<'a>(
 ) -> Result<LlmSites<'a>> {
     let mut calls = Vec::new();
     for (i, p) in files.iter().enumerate() {
-        let src = p.file.text.as_str();
+        let src = p.file.text.as_ref();
         if !contains(src, "on_first_delta") || !contains(src, "_interruptible_streaming_api_call") {
             continue;
         }
@@ -44,7 +44,7 @@ pub(super) fn locate_llm<'a>(
         || "no `*_interruptible_streaming_api_call(..., on_first_delta=...)` call".into(),
     )?;
     let p = &files[call.file];
-    let src = p.file.text.as_str();
+    let src = p.file.text.as_ref();
     let err = |line: usize, message: &str| Error::Unsupported {
         file: p.file.rel.clone(),
         line,
@@ -172,7 +172,7 @@ pub(super) fn locate_callback_store<'a>(
     for anchor in order {
         let mut stores = Vec::new();
         for (i, p) in files.iter().enumerate() {
-            let src = p.file.text.as_str();
+            let src = p.file.text.as_ref();
             if !stores_attribute(src, anchor) {
                 continue;
             }
@@ -217,7 +217,7 @@ pub(super) fn locate_callback_store<'a>(
             .collect();
         let mut passers = Vec::new();
         for (i, p) in files.iter().enumerate() {
-            let src = p.file.text.as_str();
+            let src = p.file.text.as_ref();
             if !contains(src, anchor) || !store_names.iter().any(|s| contains(src, s)) {
                 continue;
             }

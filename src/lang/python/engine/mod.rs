@@ -87,7 +87,7 @@ fn callback_assignments<'t>(body: Node<'t>, src: &str) -> Vec<Node<'t>> {
 /// Whether the tree has an engine LLM call with a first-delta closure.
 fn has_engine_llm_call(files: &[Parsed]) -> bool {
     files.iter().any(|p| {
-        let src = p.file.text.as_str();
+        let src = p.file.text.as_ref();
         src.contains("on_first_delta")
             && src.contains("_interruptible_streaming_api_call")
             && descendants(p.tree().root_node(), "call").iter().any(|c| {
@@ -108,7 +108,7 @@ pub fn locate<'a>(
     pins: &PythonPins,
 ) -> Result<Option<CallbackSites<'a>>> {
     let p = &files[prompt.file];
-    let src = p.file.text.as_str();
+    let src = p.file.text.as_ref();
     let body = prompt
         .node
         .child_by_field_name("body")

@@ -47,7 +47,7 @@ fn in_inserted_decorator(node: Node, src: &str) -> bool {
 
 /// Every `session/update` message built in file `i`.
 pub fn origins<'a>(files: &'a [Parsed], i: usize, update: &Method<'a>) -> Vec<Origin<'a>> {
-    let src = files[i].file.text.as_str();
+    let src = files[i].file.text.as_ref();
     let mut out: Vec<Origin<'a>> = Vec::new();
     for m in update.mentions(i) {
         if in_inserted_decorator(m, src) {
@@ -159,7 +159,7 @@ pub fn follow<'a>(
             continue;
         }
         seen.push(key);
-        let src = files[file].file.text.as_str();
+        let src = files[file].file.text.as_ref();
         let mut cur = node;
         let parent = loop {
             let Some(parent) = cur.parent() else {
@@ -219,7 +219,7 @@ pub fn follow<'a>(
                         );
                         continue;
                     };
-                    let fsrc = files[f.file].file.text.as_str();
+                    let fsrc = files[f.file].file.text.as_ref();
                     let params = parameters(f.node, fsrc);
                     let skip = usize::from(
                         params.first().is_some_and(|(n, _)| n == "self")

@@ -44,7 +44,7 @@ impl<'a> Method<'a> {
         let mut module_constants: HashMap<usize, HashSet<&'a str>> = HashMap::new();
         let mut attributes = HashSet::new();
         for (i, p) in files.iter().enumerate() {
-            let src = p.file.text.as_str();
+            let src = p.file.text.as_ref();
             if !is_agent_file(p) || !src.contains(method) {
                 continue;
             }
@@ -104,7 +104,7 @@ impl<'a> Method<'a> {
             .get(&i)
             .map(|s| s.iter().map(|n| n.to_string()).collect())
             .unwrap_or_default();
-        let src = self.files[i].file.text.as_str();
+        let src = self.files[i].file.text.as_ref();
         if depth < 4 && self.names.iter().any(|a| mentions_word(src, a)) {
             for imp in descendants(self.files[i].tree().root_node(), "import_from_statement") {
                 for (orig, local) in imported_names(imp, src) {
@@ -124,7 +124,7 @@ impl<'a> Method<'a> {
 
     /// Whether a node of file `i` names the method.
     pub fn named_by(&self, i: usize, node: Node) -> bool {
-        let src = self.files[i].file.text.as_str();
+        let src = self.files[i].file.text.as_ref();
         match node.kind() {
             "string" => string_value(node, src) == Some(self.method),
             "identifier" => self.local_names(i, 0).contains(text(node, src)),
@@ -182,7 +182,7 @@ fn import_aliases<'a>(files: &'a [Parsed], constants: &HashSet<&'a str>) -> Hash
     for _ in 0..4 {
         let mut added = false;
         for p in files.iter().filter(|p| is_agent_file(p)) {
-            let src = p.file.text.as_str();
+            let src = p.file.text.as_ref();
             if !names.iter().any(|n| mentions_word(src, n)) {
                 continue;
             }

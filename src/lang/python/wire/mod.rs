@@ -31,7 +31,7 @@ use crate::lang::tree::line;
 
 /// Whether a file imports the ACP SDK (`import acp`, `from acp...`).
 pub fn imports_sdk(p: &Parsed) -> bool {
-    let src = p.file.text.as_str();
+    let src = p.file.text.as_ref();
     if !mentions_sdk(src) {
         return false;
     }
@@ -116,7 +116,7 @@ pub fn locate<'a>(
                 });
             }
             for sink in found {
-                let ssrc = files[sink.file].file.text.as_str();
+                let ssrc = files[sink.file].file.text.as_ref();
                 let Some((recv, wrapped)) = receiver(sink.call, ssrc) else {
                     continue;
                 };

@@ -16,7 +16,7 @@ const IMPORT_DEPTH: usize = 4;
 /// is read in), a function of the module or one it imports, `module.f` of an imported module
 /// of the tree, or the function a lambda calls (`lambda params: handle(self, params)`).
 pub fn resolve_callable<'a>(files: &'a [Parsed], file: usize, expr: Node<'a>) -> Option<At<'a>> {
-    let src = files[file].file.text.as_str();
+    let src = files[file].file.text.as_ref();
     match expr.kind() {
         "attribute" => {
             let obj = expr.child_by_field_name("object")?;
@@ -72,7 +72,7 @@ pub fn function_named<'a>(
     name: &str,
     depth: usize,
 ) -> Option<At<'a>> {
-    let src = files[file].file.text.as_str();
+    let src = files[file].file.text.as_ref();
     let root = files[file].tree().root_node();
     if let Some(f) = top_level_functions(root)
         .into_iter()
@@ -91,7 +91,7 @@ pub fn function_named<'a>(
 /// The files (and the names there) a module-level `from <module> import <orig> as <name>` of
 /// a file takes `name` from.
 pub fn imported_from(files: &[Parsed], file: usize, name: &str) -> Vec<(usize, String)> {
-    let src = files[file].file.text.as_str();
+    let src = files[file].file.text.as_ref();
     let mut out = Vec::new();
     for imp in descendants(files[file].tree().root_node(), "import_from_statement") {
         let Some(module) = imp.child_by_field_name("module_name").map(|m| text(m, src)) else {
@@ -113,7 +113,7 @@ pub fn imported_from(files: &[Parsed], file: usize, name: &str) -> Vec<(usize, S
 /// The files of the tree a name of a file stands for as a module: `from pkg import mod`,
 /// `from . import mod`, `import pkg.mod as mod`, `import mod`.
 fn imported_module(files: &[Parsed], file: usize, name: &str) -> Vec<usize> {
-    let src = files[file].file.text.as_str();
+    let src = files[file].file.text.as_ref();
     let root = files[file].tree().root_node();
     let mut out = Vec::new();
     for imp in descendants(root, "import_from_statement") {
@@ -182,7 +182,7 @@ pub fn module_files(files: &[Parsed], from: usize, module: &str) -> Vec<usize> {
 
 /// The reads of a name bound at `decl`, after it, in its function (or module).
 pub fn reads<'a>(files: &'a [Parsed], file: usize, decl: Node<'a>, name: &str) -> Vec<Node<'a>> {
-    let src = files[file].file.text.as_str();
+    let src = files[file].file.text.as_ref();
     let scope = enclosing_function(decl)
         .and_then(|f| f.child_by_field_name("body"))
         .unwrap_or_else(|| files[file].tree().root_node());

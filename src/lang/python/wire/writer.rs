@@ -98,7 +98,7 @@ fn template_reads(t: &str) -> Vec<String> {
 
 /// Names bound at module level in a file: imports, functions, classes, assignments.
 fn module_names(p: &Parsed) -> Vec<String> {
-    let src = p.file.text.as_str();
+    let src = p.file.text.as_ref();
     let mut out = Vec::new();
     for n in named_children(p.tree().root_node()) {
         match n.kind() {
@@ -142,7 +142,7 @@ pub fn card_writer<'a>(
     sinks: &[(Sink<'a>, String)],
     pins: &PythonPins,
 ) -> Result<(String, At<'a>)> {
-    let src = files[prompt.file].file.text.as_str();
+    let src = files[prompt.file].file.text.as_ref();
     let params: Vec<String> = parameters(prompt.node, src)
         .into_iter()
         .map(|(n, _)| n)

@@ -83,7 +83,7 @@ pub fn build(input: &Input) -> Result<Vec<Part>> {
     for &(_, mfile) in input.module_files {
         let f = &input.files[mfile].file;
         let body = module_body(input.module_text, f);
-        if f.exists && f.text == body {
+        if f.exists && *f.text == *body {
             b.push(CHECK_RUNTIME_MODULE, RUNTIME_LABEL, mfile, 0, body, Some(1));
         } else {
             let replaces = if f.exists { f.text.len() } else { 0 };

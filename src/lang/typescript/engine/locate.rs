@@ -140,7 +140,7 @@ pub fn locate<'a>(
     // 1. The emitter: a method that sends session updates and that its class calls.
     let mut emitters = Vec::new();
     for (i, p) in files.iter().enumerate() {
-        let src = p.file.text.as_str();
+        let src = p.file.text.as_ref();
         for class in classes(p.tree().root_node()) {
             for m in methods(class) {
                 let name = name_of(m, src);
@@ -173,7 +173,7 @@ pub fn locate<'a>(
         String::new,
     )?;
     let p = &files[file];
-    let src = p.file.text.as_str();
+    let src = p.file.text.as_ref();
     let class = class_of(emitter).expect("methods are in classes");
     let cname = class_name(class, src).to_string();
     let unsupported = |n: Node, message: String| Error::Unsupported {
@@ -390,7 +390,7 @@ pub fn probe(files: &[Parsed], pins: &TypeScriptPins) -> bool {
     }
     let mut shaped = 0;
     for p in files {
-        let src = p.file.text.as_str();
+        let src = p.file.text.as_ref();
         for class in classes(p.tree().root_node()) {
             let ms = methods(class);
             let emits = ms.iter().any(|m| {

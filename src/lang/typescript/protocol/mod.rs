@@ -273,7 +273,7 @@ mod tests {
                 let mut parts: Vec<&Part> = a.parts.iter().filter(|p| p.file == i).collect();
                 parts.sort_by_key(|p| std::cmp::Reverse(p.offset));
                 parts.dedup_by_key(|p| (p.offset, p.text.clone()));
-                let mut text = f.file.text.clone();
+                let mut text = f.file.text.to_string();
                 for p in parts {
                     assert!(p.present.is_some(), "{name}: {} not present", p.label);
                     let at =

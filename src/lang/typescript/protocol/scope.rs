@@ -168,7 +168,7 @@ pub fn reads<'t>(expr: Node<'t>, src: &str) -> (Vec<(String, Node<'t>)>, bool) {
 /// Where `name`, read at the entry of `func` in file `file`, is bound: a parameter of `func`
 /// (or of a function around it), a module-level name, or a global.
 pub fn bound_at_entry(files: &[Parsed], file: usize, func: Node, name: &str) -> Option<Binding> {
-    let src = files[file].file.text.as_str();
+    let src = files[file].file.text.as_ref();
     let mut cur = Some(func);
     while let Some(f) = cur {
         if is_function(f)
@@ -240,7 +240,7 @@ pub fn base_class<'t>(
     file: usize,
     class: Node<'t>,
 ) -> Option<(usize, Node<'t>)> {
-    let src = files[file].file.text.as_str();
+    let src = files[file].file.text.as_ref();
     let heritage = named_children(class)
         .into_iter()
         .find(|n| n.kind() == "class_heritage")?;
@@ -262,7 +262,7 @@ pub fn member<'t>(
 ) -> Option<(usize, Node<'t>)> {
     let (mut file, mut class) = (file, class);
     for _ in 0..8 {
-        let src = files[file].file.text.as_str();
+        let src = files[file].file.text.as_ref();
         if let Some(m) = class_members(class)
             .into_iter()
             .find(|m| member_name(*m, src) == name)
@@ -316,7 +316,7 @@ pub fn field_bound(
 ) -> Option<(Site, String)> {
     let (mut file, mut class) = (file, class);
     for _ in 0..8 {
-        let src = files[file].file.text.as_str();
+        let src = files[file].file.text.as_ref();
         for m in class_members(class) {
             if m.kind() == "public_field_definition"
                 && member_name(m, src) == name

@@ -27,7 +27,7 @@ pub(super) enum Built<'a> {
 pub(super) fn sdk_built<'a>(files: &'a [Parsed]) -> Vec<(Built<'a>, usize, usize)> {
     let mut out = Vec::new();
     for (i, p) in files.iter().enumerate() {
-        let src = p.file.text.as_str();
+        let src = p.file.text.as_ref();
         if !src.contains("AgentSideConnection") {
             continue;
         }
@@ -81,7 +81,7 @@ fn built_by<'a>(
         return out;
     }
     seen.push((file, func.start_byte()));
-    let src = files[file].file.text.as_str();
+    let src = files[file].file.text.as_ref();
     let Some((param, _)) = parameter_names(func, src).into_iter().nth(index) else {
         return out;
     };
@@ -228,7 +228,7 @@ fn resolve_function_depth<'t>(
     if depth > 4 {
         return None;
     }
-    let src = files[file].file.text.as_str();
+    let src = files[file].file.text.as_ref();
     let root = files[file].tree().root_node();
     if let Some(f) = function_named(root, src, name) {
         return Some((file, f));
@@ -311,7 +311,7 @@ pub(super) fn resolve_class<'t>(
     if let Some(here) = found.iter().find(|(f, _)| *f == file) {
         return vec![*here];
     }
-    let src = files[file].file.text.as_str();
+    let src = files[file].file.text.as_ref();
     for imp in named_children(files[file].tree().root_node())
         .into_iter()
         .filter(|n| n.kind() == "import_statement")
@@ -353,7 +353,7 @@ pub(super) fn resolve_class<'t>(
         if default.is_some_and(|d| text(d, src) == name)
             && let Some(t) = target
         {
-            let tsrc = files[t].file.text.as_str();
+            let tsrc = files[t].file.text.as_ref();
             for e in named_children(files[t].tree().root_node())
                 .into_iter()
                 .filter(|n| {

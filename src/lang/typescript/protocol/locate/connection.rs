@@ -13,7 +13,7 @@ pub(super) fn stored_connection(
 ) -> Option<Conn> {
     let (mut file, mut class, mut index) = (file, class, index);
     for _ in 0..8 {
-        let src = files[file].file.text.as_str();
+        let src = files[file].file.text.as_ref();
         let ctor = class_members(class)
             .into_iter()
             .find(|m| m.kind() == "method_definition" && member_name(*m, src) == "constructor");
@@ -83,7 +83,7 @@ pub(super) fn pinned_connection(
     let Some(pin) = pins.connection.as_ref().map(|p| Pin::parse(p)) else {
         return Ok(None);
     };
-    let src = files[file].file.text.as_str();
+    let src = files[file].file.text.as_ref();
     let cname = name_of(class, src);
     let Some(field) = pin
         .name
@@ -118,7 +118,7 @@ pub(super) fn pinned_connection(
 
 /// Fields of a class set before a prompt: what a `connection` pin may name.
 pub fn field_candidates(files: &[Parsed], file: usize, class: Node) -> Vec<String> {
-    let src = files[file].file.text.as_str();
+    let src = files[file].file.text.as_ref();
     let cname = name_of(class, src);
     let mut names: Vec<String> = Vec::new();
     for m in class_members(class) {
@@ -148,7 +148,7 @@ pub(super) fn used_connection(
     class: Node,
     sends: &[Send],
 ) -> Option<Conn> {
-    let src = files[file].file.text.as_str();
+    let src = files[file].file.text.as_ref();
     let mut fields: Vec<&str> = sends
         .iter()
         .filter(|s| s.file() == file && s.raw_template.is_none())
@@ -207,7 +207,7 @@ pub(super) fn raw_connection(
         }
     }
     // the writer the handler's own updates use: in the handler, or in a method it calls
-    let src = files[file].file.text.as_str();
+    let src = files[file].file.text.as_ref();
     let called: Vec<&str> = descendants(func, "call_expression")
         .into_iter()
         .filter_map(|c| match callee(c, src) {

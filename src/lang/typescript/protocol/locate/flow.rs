@@ -39,7 +39,7 @@ pub(super) fn follow<'a>(
             continue;
         }
         seen.push(key);
-        let src = files[file].file.text.as_str();
+        let src = files[file].file.text.as_ref();
         let mut cur = node;
         // what passes the value on unchanged (or as its JSON text)
         let parent = loop {
@@ -168,7 +168,7 @@ pub(super) fn follow<'a>(
 /// The reads of the name `decl` binds, in the function (or module) it is declared in: every
 /// identifier of that name after it, but not what is assigned to.
 fn reads<'a>(files: &'a [Parsed], file: usize, decl: Node<'a>, name: &str) -> Vec<Node<'a>> {
-    let src = files[file].file.text.as_str();
+    let src = files[file].file.text.as_ref();
     let scope = enclosing_function(decl)
         .and_then(|f| f.child_by_field_name("body"))
         .unwrap_or_else(|| files[file].tree().root_node());
@@ -191,7 +191,7 @@ pub(super) fn called_function<'a>(
     file: usize,
     call: Node<'a>,
 ) -> Option<(usize, Node<'a>)> {
-    let src = files[file].file.text.as_str();
+    let src = files[file].file.text.as_ref();
     let (obj, name) = callee(call, src);
     if name.is_empty() {
         return None;
@@ -233,7 +233,7 @@ fn methods_named<'a>(files: &'a [Parsed], name: &str) -> Vec<(usize, Node<'a>)> 
 
 /// Every call of a function of the tree, in any of the agent's files.
 fn calls_of<'a>(files: &'a [Parsed], file: usize, func: Node<'a>) -> Vec<(usize, Node<'a>)> {
-    let src = files[file].file.text.as_str();
+    let src = files[file].file.text.as_ref();
     let is_member = matches!(func.kind(), "method_definition")
         || func
             .parent()
@@ -261,7 +261,7 @@ fn calls_of<'a>(files: &'a [Parsed], file: usize, func: Node<'a>) -> Vec<(usize,
         if !is_agent_file(p) || !p.file.text.contains(name) {
             continue;
         }
-        let psrc = p.file.text.as_str();
+        let psrc = p.file.text.as_ref();
         for c in descendants(p.tree().root_node(), "call_expression") {
             if callee(c, psrc).1 != name {
                 continue;

@@ -10,7 +10,7 @@ pub(super) fn dispatched<'a>(files: &'a [Parsed], method: &str) -> Vec<(usize, N
         if !is_agent_file(p) {
             continue;
         }
-        let src = p.file.text.as_str();
+        let src = p.file.text.as_ref();
         let root = p.tree().root_node();
         let mut arms = Vec::new();
         for case in descendants(root, "switch_case") {
@@ -174,7 +174,7 @@ pub fn handlers<'a>(
         if let (Some(c), 1) = (&conn, bound.len())
             && let Some(field) = c.anchor.text.strip_prefix("this.")
         {
-            let src = files[file].file.text.as_str();
+            let src = files[file].file.text.as_ref();
             let at = if c.anchor.site.file == file {
                 c.anchor.site.line
             } else {
@@ -214,7 +214,7 @@ pub fn handlers<'a>(
         else {
             continue;
         };
-        let src = files[file].file.text.as_str();
+        let src = files[file].file.text.as_ref();
         let builder_name = qualified(files, file, builder);
         let conn = Conn {
             anchor: Connection {
@@ -253,7 +253,7 @@ pub fn handlers<'a>(
         if !is_agent_file(p) {
             continue;
         }
-        let src = p.file.text.as_str();
+        let src = p.file.text.as_ref();
         let root = p.tree().root_node();
         for c in descendants(root, "call_expression") {
             let (obj, name) = callee(c, src);
@@ -362,7 +362,7 @@ pub(super) fn prompt_methods<'a>(files: &'a [Parsed]) -> Vec<(usize, Node<'a>, N
         if !is_agent_file(p) {
             continue;
         }
-        let src = p.file.text.as_str();
+        let src = p.file.text.as_ref();
         for class in classes(p.tree().root_node()) {
             for m in class_members(class) {
                 if member_name(m, src) == "prompt"

@@ -142,7 +142,7 @@ pub fn is_agent_file(p: &Parsed) -> bool {
 /// (`class AgentSideConnection` with the SDK's `sessionUpdate`). It counts as the SDK: its
 /// dispatcher and writer are not the agent's, the agent's calls of its API are the sends.
 pub fn is_sdk_copy(p: &Parsed) -> bool {
-    let src = p.file.text.as_str();
+    let src = p.file.text.as_ref();
     src.contains("class AgentSideConnection")
         && classes(p.tree().root_node()).into_iter().any(|c| {
             name_of(c, src) == "AgentSideConnection"
@@ -200,7 +200,7 @@ pub fn unwrap_ns<'t>(node: Node<'t>, fun: &str, src: &str) -> Option<Node<'t>> {
 }
 
 pub(super) fn qualified(files: &[Parsed], file: usize, func: Node) -> String {
-    let src = files[file].file.text.as_str();
+    let src = files[file].file.text.as_ref();
     let member = {
         let mut cur = Some(func);
         let mut found = None;
@@ -275,7 +275,7 @@ pub(super) fn body_cover<'a>(
     func: Node<'a>,
     conn: Option<Conn>,
 ) -> Result<Cover<'a>> {
-    let src = files[file].file.text.as_str();
+    let src = files[file].file.text.as_ref();
     let session_id = session_id_of(func, src).ok_or_else(|| Error::Unsupported {
         file: files[file].file.rel.clone(),
         line: line(func),

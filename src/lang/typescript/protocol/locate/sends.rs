@@ -9,7 +9,7 @@ pub fn sends(files: &[Parsed]) -> Result<Vec<Send<'_>>> {
         if !is_agent_file(p) {
             continue;
         }
-        let src = p.file.text.as_str();
+        let src = p.file.text.as_ref();
         let root = p.tree().root_node();
         for c in descendants(root, "call_expression") {
             let Some(f) = c.child_by_field_name("function") else {
@@ -123,7 +123,7 @@ pub fn sends(files: &[Parsed]) -> Result<Vec<Send<'_>>> {
                 if out.iter().any(|s| s.call == sink.call) {
                     continue;
                 }
-                let ssrc = files[sink.file].file.text.as_str();
+                let ssrc = files[sink.file].file.text.as_ref();
                 let literal = crate::lang::typescript::style::restyle(
                     &format!(
                         "{{ jsonrpc: \"2.0\", method: \"session/update\", params: {RAW_PARAMS} }}"
@@ -217,7 +217,7 @@ fn writer_send<'a>(
     call: Node<'a>,
     template: Option<(Node<'a>, String)>,
 ) -> Send<'a> {
-    let src = files[file].file.text.as_str();
+    let src = files[file].file.text.as_ref();
     let f = call
         .child_by_field_name("function")
         .expect("calls have callees");

@@ -36,7 +36,7 @@ pub(super) fn ns_statement<'t>(
 /// The connection and session id the turn reads, checked where they are read: the entry of the
 /// handler, before any of its own code ran.
 pub(super) fn check_reads(b: &mut Builder, file: usize, func: Node, call: Node, what: &str) {
-    let src = b.files[file].file.text.as_str();
+    let src = b.files[file].file.text.as_ref();
     let args = arguments(call);
     for arg in args.iter().take(args.len().saturating_sub(1)) {
         let (names, uses_this) = reads(*arg, src);
@@ -123,7 +123,7 @@ pub(super) fn prompt_cover(
 ) -> Result<()> {
     let file = h.file();
     let p = &b.files[file];
-    let src = p.file.text.as_str();
+    let src = p.file.text.as_ref();
     let eol = p.file.style().eol;
     if func.kind().starts_with("generator") || text(func, src).trim_start().starts_with('*') {
         return Err(b.refuse(
@@ -341,7 +341,7 @@ pub(super) fn cancel_cover(
 ) -> Result<()> {
     let file = h.file();
     let p = &b.files[file];
-    let src = p.file.text.as_str();
+    let src = p.file.text.as_ref();
     let eol = p.file.style().eol;
     let Some(body) = body(func) else {
         return Ok(());

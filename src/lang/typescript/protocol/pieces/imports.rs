@@ -24,7 +24,7 @@ pub(super) fn relative_spec(from: &str, to: &str) -> String {
 
 /// The relative module specifiers a file imports (`./x.js`, `../y`).
 pub(super) fn relative_specifiers(p: &Parsed) -> Vec<String> {
-    let src = p.file.text.as_str();
+    let src = p.file.text.as_ref();
     let mut out = Vec::new();
     for n in named_children(p.tree().root_node()) {
         if let Some((_, spec)) = require_of(n, src)
@@ -93,7 +93,7 @@ pub(super) fn import_spec(files: &[Parsed], file: usize, module: &Module) -> Str
 /// `import * as acpProgress from "..."` (or `import acpProgress = require("...")`): the
 /// statement, and the specifier it names.
 pub(super) fn present_import<'t>(p: &'t Parsed) -> Option<(Node<'t>, String)> {
-    let src = p.file.text.as_str();
+    let src = p.file.text.as_ref();
     if let Some(found) = named_children(p.tree().root_node())
         .into_iter()
         .find_map(|n| {
@@ -148,7 +148,7 @@ pub(super) fn require_of(n: Node, src: &str) -> Option<(String, String)> {
 
 pub(super) fn import_part(b: &mut Builder, file: usize, module: &Module) -> Result<()> {
     let p = &b.files[file];
-    let src = p.file.text.as_str();
+    let src = p.file.text.as_ref();
     let spec = import_spec(b.files, file, module);
     let present = present_import(p);
     if present.is_none()

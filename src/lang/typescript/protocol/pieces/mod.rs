@@ -74,7 +74,7 @@ fn module_part(b: &mut Builder, module: &Module) -> Result<()> {
             message: "this file is not acp-patch's runtime module, but apply would write the module here; rename it".into(),
         });
     }
-    let current = m.file.text == module.text;
+    let current = *m.file.text == *module.text;
     let replaces = if current { 0 } else { m.file.text.len() };
     // an edited module is reported (and refused) by the shared runtime check instead
     let stale = m.file.exists
