@@ -106,6 +106,69 @@ pub struct RustPins {
     pub handoff: Option<String>,
 }
 
+impl PythonPins {
+    /// Whether no pin is set (a pin may name a file no prefilter word is in).
+    pub fn is_empty(&self) -> bool {
+        let PythonPins {
+            strategy,
+            prompt,
+            llm_call,
+            emitter,
+            connection,
+            handoff,
+            helpers,
+            factories,
+            callback_store,
+        } = self;
+        strategy.is_none()
+            && [
+                prompt,
+                llm_call,
+                emitter,
+                connection,
+                handoff,
+                helpers,
+                factories,
+                callback_store,
+            ]
+            .iter()
+            .all(|p| p.is_none())
+    }
+}
+
+impl TypeScriptPins {
+    /// Whether no pin is set.
+    pub fn is_empty(&self) -> bool {
+        let TypeScriptPins {
+            strategy,
+            prompt,
+            connection,
+            emitter,
+            handoff,
+            turn_end,
+        } = self;
+        strategy.is_none()
+            && [prompt, connection, emitter, handoff, turn_end]
+                .iter()
+                .all(|p| p.is_none())
+    }
+}
+
+impl RustPins {
+    /// Whether no pin is set.
+    pub fn is_empty(&self) -> bool {
+        let RustPins {
+            prompt,
+            connection,
+            emitter,
+            handoff,
+        } = self;
+        [prompt, connection, emitter, handoff]
+            .iter()
+            .all(|p| p.is_none())
+    }
+}
+
 /// A parsed pin: a file and, optionally, a qualified name in it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Pin {

@@ -37,8 +37,12 @@ pub struct Project {
     pub templates: Templates,
     /// The Python interpreter the user named (`--python`), for the toolchain checks.
     pub python: Option<PathBuf>,
-    /// Every source file of a known language, sorted by relative path.
+    /// Every source file of a known language a step may read, sorted by relative path.
     pub files: Vec<SourceFile>,
+    /// Source files read and found to hold nothing any language looks for (see
+    /// [`Project::load_keeping`]): listed by path, their text not kept; [`Project::source`]
+    /// and [`Project::dormant_sources`] read them again when a step asks.
+    pub dormant: Vec<Dormant>,
     /// Source files that are not UTF-8: never patched, named when they matter.
     pub not_utf8: Vec<NotUtf8>,
     /// Source files reached through a symbolic link (relative path → link target): read,
@@ -62,6 +66,20 @@ pub struct Project {
     /// What [`Project::after`] made this tree from (`None` for a tree read from disk).
     origin: Option<Origin>,
 }
+
+/// A source file whose text a run does not keep (see [`Project::dormant`]).
+#[derive(Debug, Clone)]
+pub struct Dormant {
+    pub path: PathBuf,
+    pub rel: String,
+}
+
+/// Which files' texts a run keeps: `(path, text)` → keep. A file turned down costs its
+/// read and this test, and no memory after.
+pub type Keep = dyn Fn(&Path, &str) -> bool + Sync;
+
+/// What decides [`Keep`] for a tree, given the tree as its config reads it (no files yet).
+pub type KeepFor<'a> = &'a dyn Fn(&Project) -> Box<Keep>;
 
 /// The tree a plan was laid over: its cache, and the files the plan changed as they were
 /// there. A plan that puts every one of them back (revert of what apply planned) leaves
@@ -177,11 +195,32 @@ impl Project {
         Self::load_with(root, opts, Limits::from_env(), extensions)
     }
 
+    /// [`Project::load`], keeping in memory only the texts `keep_for(the project as its config
+    /// reads it)` keeps: the others are listed in [`Project::dormant`].
+    pub fn load_keeping(
+        root: &Path,
+        opts: &Options,
+        extensions: &[&str],
+        keep_for: KeepFor,
+    ) -> Result<Project> {
+        Self::load_inner(root, opts, Limits::from_env(), extensions, Some(keep_for))
+    }
+
     pub fn load_with(
         root: &Path,
         opts: &Options,
         limits: Limits,
         extensions: &[&str],
+    ) -> Result<Project> {
+        Self::load_inner(root, opts, limits, extensions, None)
+    }
+
+    fn load_inner(
+        root: &Path,
+        opts: &Options,
+        limits: Limits,
+        extensions: &[&str],
+        keep_for: Option<KeepFor>,
     ) -> Result<Project> {
         if std::fs::symlink_metadata(root).is_err() {
             return Err(Error::MissingPath {
@@ -225,6 +264,7 @@ impl Project {
             templates,
             python: opts.python.clone(),
             files: Vec::new(),
+            dormant: Vec::new(),
             not_utf8: Vec::new(),
             symlinks: Vec::new(),
             skipped: Vec::new(),
@@ -234,7 +274,11 @@ impl Project {
             derived: Derived::default(),
             origin: None,
         };
-        read_sources(&mut project, limits, extensions)?;
+        let keep: Box<Keep> = match keep_for {
+            Some(f) => f(&project),
+            None => Box::new(|_: &Path, _: &str| true),
+        };
+        read_sources(&mut project, limits, extensions, &keep)?;
         Ok(project)
     }
 
@@ -261,6 +305,10 @@ impl Project {
             templates: self.templates.clone(),
             python: self.python.clone(),
             files: self.files_with_extension(exts).cloned().collect(),
+            dormant: (self.dormant.iter())
+                .filter(|d| has_extension(&d.path, exts))
+                .cloned()
+                .collect(),
             not_utf8: Vec::new(),
             symlinks: Vec::new(),
             skipped: Vec::new(),
@@ -277,6 +325,8 @@ impl Project {
                 before.push((fp.file.path.clone(), was.map(|f| f.text.clone())));
             }
             let path = &fp.file.path;
+            // a file the plan writes is one whose text the tree now holds
+            p.dormant.retain(|d| &d.path != path);
             let new = fp.file.with_text(fp.new_text(), !fp.delete);
             match p.files.iter().position(|f| &f.path == path) {
                 Some(i) if fp.delete => {
@@ -339,6 +389,62 @@ impl Project {
         self.files
             .iter()
             .filter(move |f| has_extension(&f.path, exts))
+    }
+
+    /// The source file at `rel` (of a known language): the text held, or for a dormant file
+    /// the disk's (`None` when there is no such file, or it is no longer readable as UTF-8).
+    pub fn source(&self, rel: &str) -> Option<SourceFile> {
+        if let Some(f) = self.files.iter().find(|f| f.rel == rel) {
+            return Some(f.clone());
+        }
+        let d = self.dormant.iter().find(|d| d.rel == rel)?;
+        SourceFile::read(&self.root, &d.path).ok().flatten()
+    }
+
+    /// [`Project::source`] by absolute path.
+    pub fn source_at(&self, path: &Path) -> Option<SourceFile> {
+        if let Some(f) = self.files.iter().find(|f| f.path == path) {
+            return Some(f.clone());
+        }
+        let d = self.dormant.iter().find(|d| d.path == path)?;
+        SourceFile::read(&self.root, &d.path).ok().flatten()
+    }
+
+    /// The dormant files of the endings `exts`, each read again when the iterator reaches it
+    /// (one text at a time; a file gone or no longer UTF-8 is passed over).
+    pub fn dormant_sources<'a>(
+        &'a self,
+        exts: &'a [&'a str],
+    ) -> impl Iterator<Item = SourceFile> + 'a {
+        self.dormant
+            .iter()
+            .filter(move |d| has_extension(&d.path, exts))
+            .filter_map(|d| SourceFile::read(&self.root, &d.path).ok().flatten())
+    }
+
+    /// Drops the texts of the files of the endings `exts`: they become dormant.
+    pub fn make_dormant(&mut self, exts: &[&str]) {
+        let (gone, kept): (Vec<SourceFile>, Vec<SourceFile>) = std::mem::take(&mut self.files)
+            .into_iter()
+            .partition(|f| has_extension(&f.path, exts));
+        if gone.is_empty() {
+            self.files = kept;
+            return;
+        }
+        self.files = kept;
+        self.dormant.extend(gone.into_iter().map(|f| Dormant {
+            path: f.path,
+            rel: f.rel,
+        }));
+        self.dormant.sort_by(|a, b| a.path.cmp(&b.path)); // the walk's order
+    }
+
+    /// The relative path of every source file read, its text kept or not.
+    pub fn rels(&self) -> impl Iterator<Item = &str> {
+        self.files
+            .iter()
+            .map(|f| f.rel.as_str())
+            .chain(self.dormant.iter().map(|d| d.rel.as_str()))
     }
 
     /// The link target when `rel` was read through a symbolic link.
@@ -459,6 +565,70 @@ mod tests {
             }],
             ..Default::default()
         }
+    }
+
+    #[test]
+    fn a_text_no_language_keeps_is_listed_and_read_again_when_asked() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join("pkg")).unwrap();
+        std::fs::write(dir.path().join("pkg/__init__.py"), "").unwrap();
+        std::fs::write(dir.path().join("pkg/agent.py"), "import acp\n").unwrap();
+        std::fs::write(dir.path().join("pkg/engine.py"), "class Engine: ...\n").unwrap();
+        std::fs::write(dir.path().join("b.ts"), "let y = 2;\n").unwrap();
+        let keep_for = |_: &Project| -> Box<Keep> {
+            Box::new(|path: &Path, text: &str| path.ends_with("b.ts") || text.contains("acp"))
+        };
+        let p = Project::load_keeping(dir.path(), &Options::default(), &EXTS, &keep_for).unwrap();
+        let kept: Vec<&str> = p.files.iter().map(|f| f.rel.as_str()).collect();
+        let dormant: Vec<&str> = p.dormant.iter().map(|d| d.rel.as_str()).collect();
+        assert_eq!(kept, ["b.ts", "pkg/agent.py"]);
+        assert_eq!(dormant, ["pkg/__init__.py", "pkg/engine.py"]);
+        // every file is still known by its path, and a dormant one is read when asked for
+        let mut rels: Vec<&str> = p.rels().collect();
+        rels.sort();
+        assert_eq!(
+            rels,
+            ["b.ts", "pkg/__init__.py", "pkg/agent.py", "pkg/engine.py"]
+        );
+        assert_eq!(
+            &*p.source("pkg/engine.py").unwrap().text,
+            "class Engine: ...\n"
+        );
+        assert_eq!(&*p.source("pkg/agent.py").unwrap().text, "import acp\n");
+        assert!(p.source("pkg/missing.py").is_none());
+        let woken: Vec<String> = p.dormant_sources(&["py"]).map(|f| f.rel).collect();
+        assert_eq!(woken, ["pkg/__init__.py", "pkg/engine.py"]);
+        // a plan that writes a dormant file makes its text the tree's
+        let file = p.source("pkg/engine.py").unwrap();
+        let plan = crate::plan::Plan {
+            files: vec![crate::plan::FilePlan {
+                file,
+                edits: vec![crate::plan::Edit {
+                    offset: 0,
+                    replaces: 0,
+                    text: "import acp_progress\n".into(),
+                    piece: "test".into(),
+                }],
+                delete: false,
+            }],
+            ..Default::default()
+        };
+        let after = p.after(&plan, &["py"]);
+        let kept: Vec<&str> = after.files.iter().map(|f| f.rel.as_str()).collect();
+        let dormant: Vec<&str> = after.dormant.iter().map(|d| d.rel.as_str()).collect();
+        assert_eq!(kept, ["pkg/agent.py", "pkg/engine.py"]);
+        assert_eq!(dormant, ["pkg/__init__.py"]);
+        assert_eq!(
+            &*after.source("pkg/engine.py").unwrap().text,
+            "import acp_progress\nclass Engine: ...\n"
+        );
+        // a language that holds no agent gives up its texts, in the walk's order
+        let mut p = p;
+        p.make_dormant(&["ts"]);
+        let kept: Vec<&str> = p.files.iter().map(|f| f.rel.as_str()).collect();
+        let dormant: Vec<&str> = p.dormant.iter().map(|d| d.rel.as_str()).collect();
+        assert_eq!(kept, ["pkg/agent.py"]);
+        assert_eq!(dormant, ["b.ts", "pkg/__init__.py", "pkg/engine.py"]);
     }
 
     #[test]

@@ -53,7 +53,7 @@ pub(super) fn startup(
         if planned.contains_key(&rel) {
             continue;
         }
-        if let Some(f) = project.files.iter().find(|f| f.rel == rel) {
+        if let Some(f) = project.source(&rel) {
             already.push(rel.clone());
             files.push(crate::toolchain::Patched {
                 rel,

@@ -21,6 +21,12 @@ pub trait Language: Sync {
     fn extensions(&self) -> &'static [&'static str];
     /// A cheap text test: could this file take part in an ACP agent? (saves parsing)
     fn worth_parsing(&self, text: &str) -> bool;
+    /// The words a file of this language must hold for any step to read its text (the
+    /// prefilter, detection, the markers of inserted code); `None`: every file's text is kept
+    /// (a pinned agent, whose pins may name any file). Files without them are read once and
+    /// only listed ([`Project::dormant`]); a step that follows the agent into one reads it
+    /// again.
+    fn keeps(&self, project: &Project) -> Option<&'static crate::needles::Needles>;
     /// The first syntax error of a text: (byte offset, message).
     fn syntax_error(&self, text: &str) -> Option<(usize, String)>;
     /// [`Language::syntax_error`] for the text of a file at `path` (a language whose grammar
@@ -82,9 +88,37 @@ pub fn extensions() -> Vec<&'static str> {
         .collect()
 }
 
-/// The tree at `root` as the languages read it (their files only).
+/// The tree at `root` as the languages read it (their files only), the texts no language
+/// keeps ([`Language::keeps`]) dropped once read, and those of a language that detects no
+/// agent in it.
 pub fn load(root: &std::path::Path, opts: &Options) -> Result<Project> {
-    Project::load(root, opts, &extensions())
+    let mut project = load_keeping_words(root, opts)?;
+    // a language that holds no agent here is never analysed: its texts are not kept either
+    for l in all() {
+        if !l.detect(&project) {
+            project.make_dormant(l.extensions());
+        }
+    }
+    Ok(project)
+}
+
+fn load_keeping_words(root: &std::path::Path, opts: &Options) -> Result<Project> {
+    Project::load_keeping(root, opts, &extensions(), &|project: &Project| {
+        let by_language: Vec<(
+            &'static [&'static str],
+            Option<&'static crate::needles::Needles>,
+        )> = all()
+            .iter()
+            .map(|l| (l.extensions(), l.keeps(project)))
+            .collect();
+        Box::new(move |path: &std::path::Path, text: &str| {
+            let ext = path.extension().and_then(|e| e.to_str()).unwrap_or("");
+            by_language
+                .iter()
+                .find(|(exts, _)| exts.contains(&ext))
+                .is_none_or(|(_, words)| words.is_none_or(|w| w.any_in(text)))
+        })
+    })
 }
 
 /// What apply and verify say when an engine-level refinement does not fit the agent (several

@@ -1,6 +1,6 @@
 //! The walk of a tree and the read of its sources, within the limits.
 
-use super::{Limits, MANIFESTS, Project, SKIP_DIRS, TEMP_PREFIX, has_extension};
+use super::{Dormant, Keep, Limits, MANIFESTS, Project, SKIP_DIRS, TEMP_PREFIX, has_extension};
 use crate::error::{Error, Result};
 use crate::source::{SourceFile, rel_path};
 use std::path::{Path, PathBuf};
@@ -42,10 +42,13 @@ fn ignored_by_parents(root: &Path) -> bool {
 /// Walks the tree in parallel (respecting .gitignore, skipping hidden and vendored
 /// folders, never following a folder link), reads every file of a known language, and
 /// sorts them so every later phase is deterministic. Stops and refuses at the limits.
+/// A file `keep` turns down is listed in [`Project::dormant`], its text dropped on the
+/// thread that read it.
 pub(super) fn read_sources(
     project: &mut Project,
     limits: Limits,
     extensions: &[&str],
+    keep: &Keep,
 ) -> Result<()> {
     let root = project.root.clone();
     let exts: Vec<String> = extensions.iter().map(|e| e.to_string()).collect();
@@ -202,11 +205,16 @@ pub(super) fn read_sources(
     let root = &project.root;
     let all = read_all(&sources, |path| {
         let bytes = std::fs::read(path).map_err(crate::error::io_err(path))?;
-        Ok(SourceFile::decode(
-            path.to_path_buf(),
-            rel_path(root, path),
-            bytes,
-        ))
+        Ok(
+            match SourceFile::decode(path.to_path_buf(), rel_path(root, path), bytes) {
+                Ok(f) if !keep(&f.path, &f.text) => Read::Dormant(Dormant {
+                    path: f.path,
+                    rel: f.rel,
+                }),
+                Ok(f) => Read::Kept(f),
+                Err(bad) => Read::NotUtf8(bad),
+            },
+        )
     });
     for ((path, target), file) in sources.into_iter().zip(all) {
         let file = file?;
@@ -216,8 +224,9 @@ pub(super) fn read_sources(
                 .push((rel_path(&project.root, &path), target));
         }
         match file {
-            Ok(f) => project.files.push(f),
-            Err(bad) => project.not_utf8.push(bad),
+            Read::Kept(f) => project.files.push(f),
+            Read::Dormant(d) => project.dormant.push(d),
+            Read::NotUtf8(bad) => project.not_utf8.push(bad),
         }
     }
     project.manifests = found.manifests.into_inner().expect("no poison");
@@ -227,6 +236,13 @@ pub(super) fn read_sources(
     project.leftovers = std::mem::take(&mut *leftovers.lock().expect("no poison"));
     project.leftovers.sort();
     Ok(())
+}
+
+/// What reading one file gave.
+enum Read {
+    Kept(SourceFile),
+    Dormant(Dormant),
+    NotUtf8(crate::source::NotUtf8),
 }
 
 /// `read` of every file, in order, by as many threads as there are cores.

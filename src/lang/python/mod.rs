@@ -40,6 +40,18 @@ pub struct Python;
 /// tree that still holds it once every piece is out.
 const MARKER: &str = "acp_progress";
 
+/// Words a file must hold to be parsed (see [`Language::worth_parsing`]).
+static WORTH: LazyLock<Needles> = LazyLock::new(|| {
+    Needles::new(&[
+        "acp",
+        "_callback",
+        "on_first_delta",
+        "session_update",
+        "sessionUpdate",
+        "session/", // a JSON-RPC loop of the agent's own
+    ])
+});
+
 /// Report rows of the engine-level shape beyond the shared ones: the placement proof.
 const ENGINE_EXTRA_CHECKS: &[&str] = &["bound"];
 
@@ -122,8 +134,12 @@ impl Python {
     /// names the SDK, its mixins' bases in turn) and the modules calling the agent's own
     /// runner (what it hands the SDK is the agent), until none is added.
     fn parse_all(&self, project: &Project) -> Vec<Parsed> {
-        let all: Vec<&SourceFile> = project.files_with_extension(self.extensions()).collect();
+        let mut all: Vec<SourceFile> = project
+            .files_with_extension(self.extensions())
+            .cloned()
+            .collect();
         let mut chosen: Vec<bool> = all.iter().map(|f| self.worth_parsing(&f.text)).collect();
+        let mut woken = false;
         let mut fresh: Vec<usize> = (0..all.len())
             .filter(|&i| chosen[i] && syntax::mentions_sdk(&all[i].text))
             .collect();
@@ -146,21 +162,36 @@ impl Python {
                 runners.extend(binding::runners_defined(tree.root_node(), &all[i].text));
             }
             from_sdk = false;
+            let wanted = |text: &str| {
+                syntax::defines_class(text, |n| names.contains(n))
+                    || runners.iter().any(|r| syntax::calls(text, r))
+            };
             fresh = (0..all.len())
-                .filter(|&i| {
-                    !chosen[i]
-                        && (syntax::defines_class(&all[i].text, |n| names.contains(n))
-                            || runners.iter().any(|r| syntax::calls(&all[i].text, r)))
-                })
+                .filter(|&i| !chosen[i] && wanted(&all[i].text))
                 .collect();
+            // a module that names nothing any prefilter looks for was not kept: read again
+            if !names.is_empty() || !runners.is_empty() {
+                for f in project.dormant_sources(self.extensions()) {
+                    if wanted(&f.text) && !all.iter().any(|a| a.path == f.path) {
+                        fresh.push(all.len());
+                        all.push(f);
+                        chosen.push(false);
+                        woken = true;
+                    }
+                }
+            }
             for &i in &fresh {
                 chosen[i] = true;
             }
         }
-        (0..all.len())
+        let mut out: Vec<Parsed> = (0..all.len())
             .filter(|&i| chosen[i])
             .map(|i| parsed(all[i].clone()))
-            .collect()
+            .collect();
+        if woken {
+            out.sort_by(|a, b| a.file.path.cmp(&b.file.path)); // the walk's order
+        }
+        out
     }
 
     /// The parsed files, plus an empty one for the runtime module when the protocol strategy
@@ -185,8 +216,8 @@ impl Python {
             };
         for (rel, mut style) in new_modules {
             // a file of that name that did not look worth parsing is still the one to judge
-            match project.files.iter().find(|f| f.rel == rel) {
-                Some(existing) => files.push(parsed(existing.clone())),
+            match project.source(&rel) {
+                Some(existing) => files.push(parsed(existing)),
                 None => {
                     style.bom = false;
                     let path = project.root.join(&rel);
@@ -372,17 +403,15 @@ impl Language for Python {
     }
 
     fn worth_parsing(&self, text: &str) -> bool {
-        static WORTH: LazyLock<Needles> = LazyLock::new(|| {
-            Needles::new(&[
-                "acp",
-                "_callback",
-                "on_first_delta",
-                "session_update",
-                "sessionUpdate",
-                "session/", // a JSON-RPC loop of the agent's own
-            ])
-        });
         WORTH.any_in(text)
+    }
+
+    /// The prefilter's words hold detection's (`import acp`, `session/prompt`) and the
+    /// marker of inserted code (`acp_progress`): a file without them is only ever read by
+    /// the search for the agent's classes and runners ([`Python::parse_all`]), which reads it
+    /// again.
+    fn keeps(&self, project: &Project) -> Option<&'static Needles> {
+        project.config.python.is_empty().then_some(&*WORTH)
     }
 
     fn syntax_error(&self, text: &str) -> Option<(usize, String)> {

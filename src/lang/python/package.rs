@@ -22,9 +22,8 @@ pub struct Packages {
 impl Packages {
     pub fn new(project: &Project, files: &[Parsed]) -> Packages {
         let init_dirs = project
-            .files
-            .iter()
-            .filter_map(|f| f.rel.strip_suffix("__init__.py"))
+            .rels()
+            .filter_map(|rel| rel.strip_suffix("__init__.py"))
             .map(|d| d.trim_end_matches('/').to_string())
             .collect();
         // a line scan, not the trees: the files are parsed only where an anchor may be

@@ -395,6 +395,23 @@ impl Language for Rust {
         true // module declarations matter in every file
     }
 
+    /// Every file of a crate at the root (the one place an agent is looked for, see
+    /// [`Language::detect`]: module declarations matter in every file); elsewhere only what
+    /// names ACP or holds inserted code.
+    fn keeps(&self, project: &Project) -> Option<&'static crate::needles::Needles> {
+        static KEEP: std::sync::LazyLock<crate::needles::Needles> =
+            std::sync::LazyLock::new(|| {
+                crate::needles::Needles::new(&[
+                    "agent_client_protocol",
+                    "acp",
+                    "session/prompt",
+                    runtime::MARKER,
+                ])
+            });
+        let a_crate = project.root.join("Cargo.toml").is_file();
+        (!a_crate && project.config.rust.is_empty()).then_some(&*KEEP)
+    }
+
     /// Rust source, or (for the dependency edit) a Cargo manifest. Kept per text: apply
     /// checks each planned text, then revert's refusal checks the same texts again.
     fn syntax_error(&self, text: &str) -> Option<(usize, String)> {

@@ -99,11 +99,11 @@ impl TypeScript {
                 if parsed.iter().any(|p| p.file.rel == rel) {
                     continue;
                 }
-                if let Some(f) = project
-                    .files_with_extension(exts)
-                    .find(|f| f.rel == rel && !f.rel.ends_with(".d.ts"))
+                if rel.rsplit('.').next().is_some_and(|e| exts.contains(&e))
+                    && !rel.ends_with(".d.ts")
+                    && let Some(f) = project.source(&rel)
                 {
-                    parsed.push(parse(f));
+                    parsed.push(parse(&f));
                 }
             }
         }
@@ -176,6 +176,15 @@ impl Language for TypeScript {
         static WORTH: std::sync::LazyLock<crate::needles::Needles> =
             std::sync::LazyLock::new(|| crate::needles::Needles::new(WORDS));
         WORTH.any_in(text)
+    }
+
+    /// The prefilter's words (they hold `session/prompt` and the markers of inserted code)
+    /// and the SDKs' names (detection): a module without them is read again when an agent
+    /// of its own JSON-RPC imports it ([`TypeScript::parse_all`]).
+    fn keeps(&self, project: &Project) -> Option<&'static crate::needles::Needles> {
+        static KEEP: std::sync::LazyLock<crate::needles::Needles> =
+            std::sync::LazyLock::new(|| crate::needles::Needles::new(&[WORDS, SDKS].concat()));
+        project.config.typescript.is_empty().then_some(&*KEEP)
     }
 
     fn syntax_error(&self, text: &str) -> Option<(usize, String)> {

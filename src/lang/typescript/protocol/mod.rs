@@ -159,7 +159,7 @@ pub fn analyze(
         let file = match files.iter().position(|p| p.file.rel == module_rel) {
             Some(i) => i,
             None => {
-                let parsed = match project.files.iter().find(|f| f.rel == module_rel) {
+                let parsed = match project.source(&module_rel) {
                     // a file of the agent (not one it was worth parsing) where the module would go
                     Some(f) => Parsed::new(
                         f.clone(),
