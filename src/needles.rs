@@ -3,37 +3,52 @@
 //! text once for all its needles, fast even in a debug build (it is built optimised).
 
 use aho_corasick::{AhoCorasick, MatchKind};
+use std::sync::OnceLock;
 
 /// A fixed set of literal strings.
 pub struct Needles {
-    automaton: AhoCorasick,
+    needles: Vec<String>,
+    /// For "is any there": a leftmost automaton, which may scan with a vectorised searcher
+    /// (Teddy) several times faster than a standard one (a first match is a match all the same).
+    first: AhoCorasick,
+    /// For every occurrence, overlapping ones included (a standard automaton), built on the
+    /// first such search: most sets are only asked whether any is there.
+    every: OnceLock<AhoCorasick>,
 }
 
 impl Needles {
     pub fn new(needles: &[&str]) -> Needles {
-        let automaton = AhoCorasick::builder()
-            .match_kind(MatchKind::Standard)
-            .build(needles)
-            .expect("literal needles build an automaton");
-        Needles { automaton }
+        Needles {
+            needles: needles.iter().map(|n| n.to_string()).collect(),
+            first: automaton(needles, MatchKind::LeftmostFirst),
+            every: OnceLock::new(),
+        }
     }
 
     /// Whether `text` holds any of the needles.
     pub fn any_in(&self, text: &str) -> bool {
-        self.automaton.is_match(text)
+        self.first.is_match(text)
     }
 
     /// Every occurrence of every needle in `text` as (start, end) byte offsets, by start,
     /// overlapping ones included (a needle inside another is found too).
     pub fn all_in(&self, text: &str) -> Vec<(usize, usize)> {
         let mut at: Vec<(usize, usize)> = self
-            .automaton
+            .every
+            .get_or_init(|| automaton(&self.needles, MatchKind::Standard))
             .find_overlapping_iter(text)
             .map(|m| (m.start(), m.end()))
             .collect();
         at.sort_unstable();
         at
     }
+}
+
+fn automaton<S: AsRef<str>>(needles: &[S], kind: MatchKind) -> AhoCorasick {
+    AhoCorasick::builder()
+        .match_kind(kind)
+        .build(needles.iter().map(|n| n.as_ref()))
+        .expect("literal needles build an automaton")
 }
 
 /// Whether `text` holds `needle` (a single literal, searched with an optimised searcher).
@@ -62,6 +77,37 @@ mod tests {
             vec![(0, 21), (7, 21)],
             "the inner needle is found inside the outer one"
         );
+    }
+
+    #[test]
+    fn any_in_says_what_a_search_for_each_needle_says() {
+        let sets: [&[&str]; 4] = [
+            &["acp", "_callback", "session/"],
+            &["install_acp_text_hold", "_acp_text_hold"],
+            &["ab", "abc", "bcd", "d"],
+            &["x"],
+        ];
+        let texts = [
+            "",
+            "import acp",
+            "a_callbac",
+            "session",
+            "session/prompt",
+            "xinstall_acp_text_holdx",
+            "_acp_text_hol",
+            "abd",
+            "zzbcdzz",
+            "ac",
+            "no needle at all",
+        ];
+        for set in sets {
+            let n = Needles::new(set);
+            for text in texts {
+                let want = set.iter().any(|needle| text.contains(needle));
+                assert_eq!(n.any_in(text), want, "{set:?} in {text:?}");
+                assert_eq!(!n.all_in(text).is_empty(), want, "{set:?} in {text:?}");
+            }
+        }
     }
 
     #[test]
