@@ -99,6 +99,15 @@ impl Python {
         self.surveyed(project).map_err(|s| s.error)
     }
 
+    /// The tree's package map (module names, import roots), from the files its analysis read
+    /// (kept per tree state), else from a fresh read of them.
+    fn packages(&self, project: &Project) -> package::Packages {
+        match self.analyzed(project) {
+            Ok(a) => package::Packages::new(project, &a.files),
+            Err(_) => package::Packages::new(project, &self.parse_all(project)),
+        }
+    }
+
     /// [`Python::analyzed`], or why it stopped with the sites decided before the stop.
     fn surveyed(
         &self,

@@ -5,7 +5,6 @@
 //! dependency that interpreter lacks) is a note; what fails only patched is the patch's fault.
 
 use super::interpreter::{self, Found};
-use super::package::Packages;
 use crate::error::{Error, Result, StartFailure};
 use crate::project::Project;
 use crate::toolchain::{Failure, Patched, Startup, Unpatched};
@@ -362,8 +361,7 @@ fn others(found: &Found, used: &Path) -> String {
 /// The modules of the patched files, with the roots to import them from; and a note for each
 /// file that is not imported (a `__main__` runs the agent; a path that is no module name).
 fn modules(project: &Project, files: &[Patched]) -> (Vec<Module>, Vec<String>, Vec<String>) {
-    let parsed = super::Python.parse_all(project);
-    let packages = Packages::new(project, &parsed);
+    let packages = super::Python.packages(project);
     // a root above the tree: `..` once per package the tree sits in
     let root_of = |folder: &[&str], depth: usize| {
         if depth > folder.len() {
