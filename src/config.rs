@@ -40,7 +40,7 @@ pub enum StrategyPin {
 }
 
 /// Each pin is `path/to/file.py` or `path/to/file.py:Qualified.name`, relative to the agent root.
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct PythonPins {
     /// `"protocol"` or `"engine"`; the engine-level pins (`llm_call`, `handoff`, `helpers`,
@@ -68,7 +68,7 @@ pub struct PythonPins {
 }
 
 /// `[typescript]` pins, each `path/to/file.ts:Class.method` relative to the agent root.
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct TypeScriptPins {
     /// `"protocol"` or `"engine"`; the engine-level pins (`emitter`, `handoff`, `turn_end`)
@@ -91,7 +91,7 @@ pub struct TypeScriptPins {
 
 /// `[rust]` pins, each `path/to/file.rs:Name` relative to the agent root, `Name` as the
 /// candidate lists of acp-patch's errors spell it.
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RustPins {
     /// The one prompt handler to patch, e.g. `src/agent.rs:StreamAgent::prompt` (a method),
@@ -106,68 +106,18 @@ pub struct RustPins {
     pub handoff: Option<String>,
 }
 
-impl PythonPins {
-    /// Whether no pin is set (a pin may name a file no prefilter word is in).
-    pub fn is_empty(&self) -> bool {
-        let PythonPins {
-            strategy,
-            prompt,
-            llm_call,
-            emitter,
-            connection,
-            handoff,
-            helpers,
-            factories,
-            callback_store,
-        } = self;
-        strategy.is_none()
-            && [
-                prompt,
-                llm_call,
-                emitter,
-                connection,
-                handoff,
-                helpers,
-                factories,
-                callback_store,
-            ]
-            .iter()
-            .all(|p| p.is_none())
-    }
+/// Whether a `[<language>]` section sets no pin (a pin may name a file no prefilter word is in,
+/// so a pinned language keeps every file's text).
+macro_rules! no_pin_set {
+    ($($pins:ty),*) => {$(
+        impl $pins {
+            pub fn is_empty(&self) -> bool {
+                *self == Self::default()
+            }
+        }
+    )*};
 }
-
-impl TypeScriptPins {
-    /// Whether no pin is set.
-    pub fn is_empty(&self) -> bool {
-        let TypeScriptPins {
-            strategy,
-            prompt,
-            connection,
-            emitter,
-            handoff,
-            turn_end,
-        } = self;
-        strategy.is_none()
-            && [prompt, connection, emitter, handoff, turn_end]
-                .iter()
-                .all(|p| p.is_none())
-    }
-}
-
-impl RustPins {
-    /// Whether no pin is set.
-    pub fn is_empty(&self) -> bool {
-        let RustPins {
-            prompt,
-            connection,
-            emitter,
-            handoff,
-        } = self;
-        [prompt, connection, emitter, handoff]
-            .iter()
-            .all(|p| p.is_none())
-    }
-}
+no_pin_set!(PythonPins, TypeScriptPins, RustPins);
 
 /// A parsed pin: a file and, optionally, a qualified name in it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -308,6 +258,10 @@ mod tests {
         assert!(toml::from_str::<Config>("[python]\npromt = \"x\"\n").is_err());
         let cfg: Config = toml::from_str("[python]\nstrategy = \"protocol\"\n").unwrap();
         assert_eq!(cfg.python.strategy, Some(StrategyPin::Protocol));
+        // a section with any pin set is not empty (that language keeps every file's text)
+        assert!(!cfg.python.is_empty() && cfg.typescript.is_empty() && cfg.rust.is_empty());
+        let cfg: Config = toml::from_str("[rust]\nconnection = \"src/a.rs:A::conn\"\n").unwrap();
+        assert!(cfg.python.is_empty() && !cfg.rust.is_empty());
         let bad = toml::from_str::<Config>("[typescript]\nstrategy = \"engin\"\n").unwrap_err();
         assert!(
             bad.to_string().contains("expected `protocol` or `engine`"),
