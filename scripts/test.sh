@@ -63,6 +63,10 @@ if ! command -v chromium >/dev/null 2>&1 && [ "$(id -u)" = 0 ] && command -v apt
     || echo "could not install chromium: the browser test will be skipped" >&2
 fi
 
+# The start-up check's answers (see src/toolchain/cache.rs) go under target/, never into the
+# user's ~/.cache (a run would evict their entries); a value given by the caller stands.
+export ACP_PATCH_CACHE_DIR="${ACP_PATCH_CACHE_DIR-$PWD/target/cache}"
+
 # Most tests wait (smoke runs on their scripted model, agents starting): more test threads than
 # cores. The tests that burn CPU take turns with the smoke runs (tests/it/support.rs cpu_lock).
 export RUST_TEST_THREADS="${RUST_TEST_THREADS:-4}"
