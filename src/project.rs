@@ -401,15 +401,6 @@ impl Project {
         SourceFile::read(&self.root, &d.path).ok().flatten()
     }
 
-    /// [`Project::source`] by absolute path.
-    pub fn source_at(&self, path: &Path) -> Option<SourceFile> {
-        if let Some(f) = self.files.iter().find(|f| f.path == path) {
-            return Some(f.clone());
-        }
-        let d = self.dormant.iter().find(|d| d.path == path)?;
-        SourceFile::read(&self.root, &d.path).ok().flatten()
-    }
-
     /// The dormant files of the endings `exts`, each read again when the iterator reaches it
     /// (one text at a time; a file gone or no longer UTF-8 is passed over).
     pub fn dormant_sources<'a>(

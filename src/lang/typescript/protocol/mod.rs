@@ -161,12 +161,12 @@ pub fn analyze(
             None => {
                 let parsed = match project.source(&module_rel) {
                     // a file of the agent (not one it was worth parsing) where the module would go
-                    Some(f) => Parsed::new(
-                        f.clone(),
-                        crate::lang::typescript::syntax::parser(crate::lang::typescript::is_js(
-                            &f.rel,
-                        )),
-                    ),
+                    Some(f) => {
+                        let parser = crate::lang::typescript::syntax::parser(
+                            crate::lang::typescript::is_js(&f.rel),
+                        );
+                        Parsed::new(f, parser)
+                    }
                     None => {
                         let style = crate::source::Style {
                             bom: false,
