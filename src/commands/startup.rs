@@ -44,13 +44,10 @@ pub(super) fn startup(
     report: &Report,
 ) -> Result<crate::toolchain::Startup> {
     let mut files = patched_files(plan);
-    let planned: std::collections::HashMap<String, Option<String>> = files
-        .iter()
-        .map(|f| (f.rel.clone(), f.before.clone()))
-        .collect();
+    let planned = files.len();
     let mut already = Vec::new();
     for rel in holding(report) {
-        if planned.contains_key(&rel) {
+        if files.iter().any(|f| f.rel == rel) {
             continue;
         }
         if let Some(f) = project.source(&rel) {
@@ -62,8 +59,12 @@ pub(super) fn startup(
             });
         }
     }
+    // the texts as they are now, copied only when something fails
     let unpatched = || {
-        let mut map = planned.clone();
+        let mut map: std::collections::HashMap<String, Option<String>> = files[..planned]
+            .iter()
+            .map(|f| (f.rel.clone(), f.before.clone()))
+            .collect();
         if !already.is_empty() {
             let reverted = crate::commands::revert::unpatched_texts(lang, project)?;
             for rel in &already {

@@ -205,16 +205,18 @@ pub(super) fn read_sources(
     let root = &project.root;
     let all = read_all(&sources, |path| {
         let bytes = std::fs::read(path).map_err(crate::error::io_err(path))?;
-        Ok(
-            match SourceFile::decode(path.to_path_buf(), rel_path(root, path), bytes) {
-                Ok(f) if !keep(&f.path, &f.text) => Read::Dormant(Dormant {
-                    path: f.path,
-                    rel: f.rel,
-                }),
-                Ok(f) => Read::Kept(f),
-                Err(bad) => Read::NotUtf8(bad),
-            },
-        )
+        let rel = rel_path(root, path);
+        // a text no step reads is dropped as read: never copied into a shared text
+        if std::str::from_utf8(&bytes).is_ok_and(|text| !keep(path, text)) {
+            return Ok(Read::Dormant(Dormant {
+                path: path.to_path_buf(),
+                rel,
+            }));
+        }
+        Ok(match SourceFile::decode(path.to_path_buf(), rel, bytes) {
+            Ok(f) => Read::Kept(f),
+            Err(bad) => Read::NotUtf8(bad),
+        })
     });
     for ((path, target), file) in sources.into_iter().zip(all) {
         let file = file?;

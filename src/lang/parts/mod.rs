@@ -17,7 +17,8 @@ use tree_sitter::Tree;
 /// How a language parses a text and finds its first syntax error.
 #[derive(Clone, Copy)]
 pub struct Parser {
-    pub parse: fn(&str) -> Tree,
+    /// Given the file's own text: the tree cache keeps it instead of a copy.
+    pub parse: fn(&std::sync::Arc<str>) -> Tree,
     pub first_error: fn(&Tree) -> Option<(usize, String)>,
 }
 

@@ -15,19 +15,54 @@ use crate::config::{Pin, PythonPins};
 use crate::error::{Candidate, Error, Result};
 use crate::lang::anchors::PromptHandler;
 use crate::lang::parts::Parsed;
-use crate::needles::contains;
+use crate::needles::{contains, positions};
 use std::collections::BTreeMap;
 use tree_sitter::Node;
 
 /// SDK methods that put a session update on the wire (>= 0.7, <= 0.6).
 const SEND_METHODS: &[&str] = &["session_update", "sessionUpdate"];
 
+/// Whether a text may hold a send (a literal test that spares the parse): the method as an
+/// attribute that is called (`conn.session_update(..)`) or is the whole right side of an
+/// assignment (`send = conn.session_update`), or named in a string inside a `getattr(` call
+/// (a key `"session_update"` of some dict, a field `x.session_update is None`, are none).
+fn may_send(src: &str) -> bool {
+    SEND_METHODS.iter().any(|m| {
+        positions(src, &format!(".{m}")).any(|i| {
+            let after = src[i + 1 + m.len()..].trim_start_matches([' ', '\t']);
+            after.is_empty() || after.starts_with(['(', '\n', '\r', ';', '#', '\\'])
+        }) || ['"', '\'']
+            .iter()
+            .any(|q| positions(src, &format!("{q}{m}{q}")).any(|i| inside_getattr(&src[..i])))
+    })
+}
+
+/// Whether the text ends inside the arguments of a `getattr(` call: the parentheses after its
+/// last `getattr(` never close it.
+fn inside_getattr(before: &str) -> bool {
+    let Some(start) = before.rfind("getattr(") else {
+        return false;
+    };
+    let mut depth = 1;
+    for b in before[start + "getattr(".len()..].bytes() {
+        match b {
+            b'(' => depth += 1,
+            b')' => depth -= 1,
+            _ => {}
+        }
+        if depth == 0 {
+            return false;
+        }
+    }
+    true
+}
+
 /// Every SDK send of a session update in the agent's files.
 fn sends<'a>(files: &'a [Parsed]) -> Vec<Send<'a>> {
     let mut out = Vec::new();
     for (i, p) in files.iter().enumerate() {
         let src = p.file.text.as_ref();
-        if !is_agent_file(p) || !SEND_METHODS.iter().any(|m| contains(src, m)) {
+        if !is_agent_file(p) || !may_send(src) {
             continue;
         }
         for call in descendants(p.tree().root_node(), "call") {
@@ -398,4 +433,38 @@ fn send_kwargs(files: &[Parsed], class: At, sends: &[Send]) -> Vec<(String, Stri
                 .map(|(v, _)| (k, v))
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::may_send;
+
+    #[test]
+    fn a_text_may_send_when_the_method_is_an_attribute_or_a_string_given_to_getattr() {
+        assert!(may_send(
+            "await self._conn.session_update(session_id=s, update=u)"
+        ));
+        assert!(may_send("send = conn.sessionUpdate\n"));
+        assert!(may_send("s = getattr(conn, \"session_update\", None)"));
+        assert!(may_send(
+            "s = getattr(\n    self.clients[(a, b)],\n    'session_update',\n)"
+        ));
+        // a key of some dict, a string after a closed getattr call
+        assert!(!may_send(
+            "ROUTES = {\"session_update\": {\"method\": \"PATCH\"}}"
+        ));
+        assert!(!may_send(
+            "x = getattr(a, 'b')\nROUTES = {'session_update': 1}"
+        ));
+        assert!(!may_send("def session_update(self): ..."));
+        assert!(may_send("await conn.session_update (u)"));
+        assert!(may_send(
+            "send = conn.session_update  # bound once\nawait send(u)"
+        ));
+        assert!(may_send("send = conn.session_update"));
+        assert!(!may_send(
+            "if out.session_update is not None:\n    f(out.session_update)\n"
+        ));
+        assert!(!may_send("x.session_updated = 1"));
+    }
 }

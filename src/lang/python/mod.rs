@@ -6,6 +6,7 @@
 
 mod anchors;
 mod binding;
+mod classes;
 mod connection;
 mod engine;
 mod found;
@@ -30,7 +31,7 @@ use crate::plan::Plan;
 use crate::project::Project;
 use crate::report::{Report, Status};
 use crate::source::SourceFile;
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::sync::LazyLock;
 
 pub struct Python;
@@ -153,35 +154,34 @@ impl Python {
             .filter(|&i| chosen[i] && syntax::mentions_sdk(&all[i].text))
             .collect();
         let mut from_sdk = true;
+        let above = package::packages_around(&project.root);
         while !fresh.is_empty() {
-            syntax::prefetch(
-                &fresh
-                    .iter()
-                    .map(|&i| all[i].text.as_ref())
-                    .collect::<Vec<_>>(),
-            );
-            let (mut names, mut runners) = (HashSet::new(), Vec::new());
+            syntax::prefetch(&fresh.iter().map(|&i| &all[i].text).collect::<Vec<_>>());
+            let (mut names, mut runners) = (HashMap::<String, Vec<_>>::new(), Vec::new());
             for &i in &fresh {
                 let tree = syntax::parse(&all[i].text);
-                names.extend(syntax::classes_it_needs(
-                    tree.root_node(),
-                    &all[i].text,
-                    from_sdk,
-                ));
+                for (name, source) in
+                    classes::needed(tree.root_node(), &all[i].text, &all[i].rel, from_sdk)
+                {
+                    names.entry(name).or_default().push(source);
+                }
                 runners.extend(binding::runners_defined(tree.root_node(), &all[i].text));
             }
             from_sdk = false;
-            let wanted = |text: &str| {
-                syntax::defines_class(text, |n| names.contains(n))
-                    || runners.iter().any(|r| syntax::calls(text, r))
+            let wanted = |rel: &str, text: &str| {
+                syntax::class_names(text).any(|class| {
+                    names
+                        .get(class)
+                        .is_some_and(|from| from.iter().any(|m| m.admits(rel, &above)))
+                }) || runners.iter().any(|r| syntax::calls(text, r))
             };
             fresh = (0..all.len())
-                .filter(|&i| !chosen[i] && wanted(&all[i].text))
+                .filter(|&i| !chosen[i] && wanted(&all[i].rel, &all[i].text))
                 .collect();
             // a module that names nothing any prefilter looks for was not kept: read again
             if !names.is_empty() || !runners.is_empty() {
                 for f in project.dormant_sources(self.extensions()) {
-                    if wanted(&f.text) && !all.iter().any(|a| a.path == f.path) {
+                    if wanted(&f.rel, &f.text) && !all.iter().any(|a| a.path == f.path) {
                         fresh.push(all.len());
                         all.push(f);
                         chosen.push(false);

@@ -146,7 +146,7 @@ pub struct Place {
 
 /// The names of `root` and of each folder above it while it holds `__init__.py`, outermost
 /// first; empty when `root` is no package.
-fn packages_around(root: &std::path::Path) -> Vec<String> {
+pub(super) fn packages_around(root: &std::path::Path) -> Vec<String> {
     let mut names = Vec::new();
     let mut dir = root.canonicalize().ok();
     while let Some(d) = dir {

@@ -47,12 +47,18 @@ pub fn reparse(
 
 /// Python's parser for a lazily parsed file.
 pub const PARSER: crate::lang::parts::Parser = crate::lang::parts::Parser {
-    parse,
+    parse: |text| {
+        crate::lang::tree::cache::parse_shared(
+            crate::lang::tree::cache::Grammar::Python,
+            text,
+            parse_uncached,
+        )
+    },
     first_error: |tree| first_error(tree),
 };
 
 /// Parses every text not parsed yet in this run, on all cores.
-pub fn prefetch(texts: &[&str]) {
+pub fn prefetch(texts: &[&std::sync::Arc<str>]) {
     crate::lang::tree::cache::prefetch(
         crate::lang::tree::cache::Grammar::Python,
         texts,
@@ -440,45 +446,6 @@ pub fn absolute_imports(text: &str) -> impl Iterator<Item = &str> {
     })
 }
 
-/// Class names a module takes from elsewhere: the bases of its classes, and (`imports`) the
-/// capitalised names it imports (`from m import Agent, Mixin as M` gives `Agent`, `Mixin`).
-pub fn classes_it_needs(root: Node, src: &str, imports: bool) -> Vec<String> {
-    let mut out = Vec::new();
-    if imports {
-        for imp in descendants(root, "import_from_statement") {
-            let module = imp.child_by_field_name("module_name").map(|m| m.id());
-            for n in named_children(imp) {
-                let name = match n.kind() {
-                    _ if Some(n.id()) == module => None,
-                    "dotted_name" => Some(n),
-                    "aliased_import" => n.child_by_field_name("name"),
-                    _ => None,
-                };
-                if let Some(name) = name.map(|n| text(n, src))
-                    && name.starts_with(|c: char| c.is_ascii_uppercase())
-                {
-                    out.push(name.to_string());
-                }
-            }
-        }
-    }
-    for class in descendants(root, "class_definition") {
-        out.extend(
-            superclasses(class)
-                .into_iter()
-                .filter_map(|b| base_name(b, src))
-                .map(str::to_string),
-        );
-    }
-    out
-}
-
-/// Whether a text defines a class of one of these names (a literal scan: `class Name`
-/// followed by `(`, `:` or `[`).
-pub fn defines_class(text: &str, is_name: impl Fn(&str) -> bool) -> bool {
-    class_names(text).any(is_name)
-}
-
 /// Whether `word` occurs in a text as a whole word (a literal scan).
 pub fn mentions_word(text: &str, word: &str) -> bool {
     positions(text, word).any(|i| {
@@ -539,22 +506,9 @@ mod tests {
     }
 
     #[test]
-    fn the_classes_a_module_needs_are_its_bases_and_capitalised_imports() {
-        let src = "from acp import run_agent\nfrom .adapter import Adapter as A, helper\nimport os\n\nclass B(Mixin[T], mod.Base, metaclass=M):\n    pass\n";
-        let tree = parse(src);
-        assert_eq!(
-            classes_it_needs(tree.root_node(), src, true),
-            ["Adapter", "Mixin", "Base"]
-        );
-        assert_eq!(
-            classes_it_needs(tree.root_node(), src, false),
-            ["Mixin", "Base"]
-        );
-    }
-
-    #[test]
     fn class_definitions_and_calls_are_found_as_whole_words() {
         let is = |n: &str| n == "Adapter";
+        let defines_class = |text: &str, is: fn(&str) -> bool| class_names(text).any(is);
         assert!(defines_class("class\tAdapter (Base):\n", is));
         assert!(defines_class("class  Adapter(Base):\n", is));
         assert!(defines_class("x = 1\nclass Adapter(Base):\n", is));

@@ -21,7 +21,8 @@ pub enum Grammar {
 }
 
 struct Entry {
-    text: Box<str>,
+    /// The file's own text where the caller shares it (no copy), else a copy.
+    text: Arc<str>,
     tree: Tree,
 }
 
@@ -57,26 +58,30 @@ fn root_key(node: Node) -> Option<usize> {
 /// The tree of `text` in `grammar`: the cached one (a cheap copy), else `parse(text)`,
 /// cached.
 pub fn parse(grammar: Grammar, text: &str, parse: impl FnOnce(&str) -> Tree) -> Tree {
+    parse_kept(grammar, text, || Arc::from(text), parse)
+}
+
+/// [`parse`] of a text the caller shares: the cache keeps that text, not a copy of it.
+pub fn parse_shared(grammar: Grammar, text: &Arc<str>, parse: impl FnOnce(&str) -> Tree) -> Tree {
+    parse_kept(grammar, text, || text.clone(), parse)
+}
+
+fn parse_kept(
+    grammar: Grammar,
+    text: &str,
+    kept: impl FnOnce() -> Arc<str>,
+    parse: impl FnOnce(&str) -> Tree,
+) -> Tree {
     let key = text_hash(grammar, text);
-    if let Some(e) = cache()
-        .lock()
-        .expect("no poison")
-        .by_text
-        .get(&key)
-        .and_then(|list| list.iter().find(|e| &*e.text == text))
-    {
-        return e.tree.clone();
+    if let Some(tree) = cache().lock().expect("no poison").get(&key, text) {
+        return tree;
     }
     let tree = parse(text);
     let mut c = cache().lock().expect("no poison");
-    if let Some(e) = c
-        .by_text
-        .get(&key)
-        .and_then(|list| list.iter().find(|e| &*e.text == text))
-    {
-        return e.tree.clone(); // another thread parsed it meanwhile
+    if let Some(tree) = c.get(&key, text) {
+        return tree; // another thread parsed it meanwhile
     }
-    c.insert(key, text, &tree);
+    c.insert(key, kept(), &tree);
     tree
 }
 
@@ -88,9 +93,9 @@ impl Cache {
             .map(|e| e.tree.clone())
     }
 
-    fn insert(&mut self, key: (Grammar, u64), text: &str, tree: &Tree) {
+    fn insert(&mut self, key: (Grammar, u64), text: Arc<str>, tree: &Tree) {
         let entry = Arc::new(Entry {
-            text: text.into(),
+            text,
             tree: tree.clone(),
         });
         if let Some(k) = root_key(entry.tree.root_node()) {
@@ -148,7 +153,7 @@ pub fn reparse(
     if let Some(tree) = c.get(&key, new_text) {
         return tree; // another thread parsed it meanwhile
     }
-    c.insert(key, new_text, &tree);
+    c.insert(key, new_text.into(), &tree);
     tree
 }
 
@@ -190,8 +195,8 @@ fn input_edits(old_text: &str, changes: &[Change]) -> Vec<tree_sitter::InputEdit
 }
 
 /// Parses every text not cached yet, on all cores (the trees are then cache hits).
-pub fn prefetch(grammar: Grammar, texts: &[&str], parse: fn(&str) -> Tree) {
-    let missing: Vec<&str> = {
+pub fn prefetch(grammar: Grammar, texts: &[&Arc<str>], parse: fn(&str) -> Tree) {
+    let missing: Vec<&Arc<str>> = {
         let c = cache().lock().expect("no poison");
         texts
             .iter()
@@ -199,7 +204,7 @@ pub fn prefetch(grammar: Grammar, texts: &[&str], parse: fn(&str) -> Tree) {
             .filter(|t| {
                 !c.by_text
                     .get(&text_hash(grammar, t))
-                    .is_some_and(|list| list.iter().any(|e| &*e.text == *t))
+                    .is_some_and(|list| list.iter().any(|e| *e.text == ***t))
             })
             .collect()
     };
@@ -216,7 +221,7 @@ pub fn prefetch(grammar: Grammar, texts: &[&str], parse: fn(&str) -> Tree) {
                 loop {
                     let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                     let Some(text) = missing.get(i) else { break };
-                    self::parse(grammar, text, parse);
+                    parse_shared(grammar, text, parse);
                 }
             });
         }

@@ -78,10 +78,10 @@ impl TypeScript {
             |f: &crate::source::SourceFile| Parsed::new(f.clone(), syntax::parser(is_tsx(&f.path)));
         let wanted: Vec<&crate::source::SourceFile> = sources(exts).collect();
         for tsx in [false, true] {
-            let texts: Vec<&str> = wanted
+            let texts: Vec<&std::sync::Arc<str>> = wanted
                 .iter()
                 .filter(|f| is_tsx(&f.path) == tsx)
-                .map(|f| f.text.as_ref())
+                .map(|f| &f.text)
                 .collect();
             syntax::prefetch(&texts, tsx);
         }

@@ -12,12 +12,12 @@ use tree_sitter::{Node, Parser, Tree};
 pub fn parser(tsx: bool) -> crate::lang::parts::Parser {
     if tsx {
         crate::lang::parts::Parser {
-            parse: |t| parse(t, true),
+            parse: |t| parse_shared(t, true),
             first_error: |tree| first_error(tree),
         }
     } else {
         crate::lang::parts::Parser {
-            parse: |t| parse(t, false),
+            parse: |t| parse_shared(t, false),
             first_error: |tree| first_error(tree),
         }
     }
@@ -32,8 +32,18 @@ pub fn parse(text: &str, tsx: bool) -> Tree {
     }
 }
 
+/// [`parse`] of a file's own text (kept by the cache, not copied).
+fn parse_shared(text: &std::sync::Arc<str>, tsx: bool) -> Tree {
+    use crate::lang::tree::cache::{self, Grammar};
+    if tsx {
+        cache::parse_shared(Grammar::Tsx, text, |t| parse_uncached(t, true))
+    } else {
+        cache::parse_shared(Grammar::TypeScript, text, |t| parse_uncached(t, false))
+    }
+}
+
 /// Parses every text not parsed yet in this run, on all cores.
-pub fn prefetch(texts: &[&str], tsx: bool) {
+pub fn prefetch(texts: &[&std::sync::Arc<str>], tsx: bool) {
     use crate::lang::tree::cache::{self, Grammar};
     if tsx {
         cache::prefetch(Grammar::Tsx, texts, |t| parse_uncached(t, true));

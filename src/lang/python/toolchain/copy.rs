@@ -76,7 +76,7 @@ impl<'p> TreeCopy<'p> {
     fn key(
         &mut self,
         python: &Path,
-        texts: &[(String, String)],
+        texts: &[(&str, &str)],
         modules: &[Module],
         user_home: Option<&Path>,
     ) -> String {
@@ -134,7 +134,7 @@ pub(super) fn write_over(tree: &Path, rel: &str, text: Option<&str>) -> Result<(
 pub(super) fn run(
     python: &Path,
     copy: &mut TreeCopy,
-    texts: &[(String, String)],
+    texts: &[(&str, &str)],
     modules: &[Module],
 ) -> std::result::Result<Answer, String> {
     use crate::toolchain::cache;
@@ -163,7 +163,7 @@ pub(super) fn run(
 pub(super) fn run_check(
     python: &Path,
     tree: &Path,
-    texts: &[(String, String)],
+    texts: &[(&str, &str)],
     modules: &[Module],
     user_home: Option<PathBuf>,
 ) -> std::result::Result<Answer, String> {

@@ -100,9 +100,9 @@ pub fn startup(project: &Project, files: &[Patched], unpatched: Unpatched) -> Re
     for f in files {
         copy.put(&f.rel, Some(&f.after))?;
     }
-    let texts: Vec<(String, String)> = files
+    let texts: Vec<(&str, &str)> = files
         .iter()
-        .map(|f| (f.rel.clone(), f.after.clone()))
+        .map(|f| (f.rel.as_str(), f.after.as_str()))
         .collect();
     let answer = match run(&python, &mut copy, &texts, &modules) {
         Ok(a) => a,
@@ -179,9 +179,9 @@ pub fn startup(project: &Project, files: &[Patched], unpatched: Unpatched) -> Re
         .copied()
         .filter(|&i| !matches!(before.get(&modules[i].rel), Some(None)))
         .collect();
-    let texts: Vec<(String, String)> = recompile
+    let texts: Vec<(&str, &str)> = recompile
         .iter()
-        .map(|(i, t)| (files[*i].rel.clone(), t.clone()))
+        .map(|(i, t)| (files[*i].rel.as_str(), t.as_str()))
         .collect();
     let retry: Vec<Module> = reimport.iter().map(|&i| modules[i].clone()).collect();
     let base = run(&python, &mut copy, &texts, &retry)
