@@ -8,9 +8,10 @@ use std::sync::OnceLock;
 /// A fixed set of literal strings.
 pub struct Needles {
     needles: Vec<String>,
-    /// For "is any there": a leftmost automaton, which may scan with a vectorised searcher
-    /// (Teddy) several times faster than a standard one (a first match is a match all the same).
-    first: AhoCorasick,
+    /// For "is any there" and where the first one starts: the vectorised searcher (Teddy)
+    /// where the machine has it — the automaton's own heuristic picks a rare-byte scan for
+    /// some sets, which `_` (every Python name) makes several times slower.
+    first: First,
     /// For every occurrence, overlapping ones included (a standard automaton), built on the
     /// first such search: most sets are only asked whether any is there.
     every: OnceLock<AhoCorasick>,
@@ -20,14 +21,14 @@ impl Needles {
     pub fn new(needles: &[&str]) -> Needles {
         Needles {
             needles: needles.iter().map(|n| n.to_string()).collect(),
-            first: automaton(needles, MatchKind::LeftmostFirst),
+            first: First::new(needles),
             every: OnceLock::new(),
         }
     }
 
     /// Whether `text` holds any of the needles.
     pub fn any_in(&self, text: &str) -> bool {
-        self.first.is_match(text)
+        self.first.find(text).is_some()
     }
 
     /// Every occurrence of every needle in `text` as (start, end) byte offsets, by start,
@@ -38,7 +39,7 @@ impl Needles {
         let Some(first) = self.first.find(text) else {
             return Vec::new();
         };
-        let from = aho_corasick::Input::new(text).span(first.start()..text.len());
+        let from = aho_corasick::Input::new(text).span(first..text.len());
         let mut at: Vec<(usize, usize)> = self
             .every
             .get_or_init(|| automaton(&self.needles, MatchKind::Standard))
@@ -47,6 +48,33 @@ impl Needles {
             .collect();
         at.sort_unstable();
         at
+    }
+}
+
+enum First {
+    Packed(aho_corasick::packed::Searcher),
+    Automaton(AhoCorasick),
+}
+
+impl First {
+    fn new(needles: &[&str]) -> First {
+        let packed = aho_corasick::packed::Config::new()
+            .match_kind(aho_corasick::packed::MatchKind::LeftmostFirst)
+            .builder()
+            .extend(needles)
+            .build();
+        match packed {
+            Some(searcher) if !needles.iter().any(|n| n.is_empty()) => First::Packed(searcher),
+            _ => First::Automaton(automaton(needles, MatchKind::LeftmostFirst)),
+        }
+    }
+
+    /// Where the leftmost occurrence of any needle starts.
+    fn find(&self, text: &str) -> Option<usize> {
+        match self {
+            First::Packed(s) => s.find(text).map(|m| m.start()),
+            First::Automaton(a) => a.find(text).map(|m| m.start()),
+        }
     }
 }
 
