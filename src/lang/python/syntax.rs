@@ -160,16 +160,17 @@ pub fn except_blocks(try_stmt: Node) -> Vec<Node> {
 /// Descendants of a kind that are not inside a nested function or class.
 pub fn descendants_same_scope<'t>(node: Node<'t>, kind: &str) -> Vec<Node<'t>> {
     let mut out = Vec::new();
+    let names = [kind, "function_definition", "class_definition", "lambda"];
+    let mut kinds = crate::lang::tree::Kinds::new(&names);
     let mut cursor = node.walk();
     for child in node.children(&mut cursor) {
         walk(child, &mut |n| {
-            if n.kind() == kind {
+            let k = kinds.of(n);
+            if k == Some(0) {
                 out.push(n);
             }
-            !matches!(
-                n.kind(),
-                "function_definition" | "class_definition" | "lambda"
-            )
+            // a new scope is not entered (the kind asked for may be one: it is kept)
+            !k.is_some_and(|i| names[1..].contains(&names[i]))
         });
     }
     out
@@ -503,6 +504,39 @@ mod tests {
 
     fn sexp(tree: &Tree) -> String {
         tree.root_node().to_sexp().replace(" (comment)", "")
+    }
+
+    /// The walk that learns kinds by id finds what one comparing names finds.
+    #[test]
+    fn descendants_in_the_same_scope_are_those_a_walk_by_name_finds() {
+        let src = "def f(a):\n    x = g(1)\n    def inner():\n        y = h(2)\n    k = lambda: m(3)\n    class C:\n        z = n(4)\n    w = (p(5) if a else q(6))\n    ) = broken(7)\n";
+        let tree = parse(src);
+        let body = descendants(tree.root_node(), "function_definition")[0]
+            .child_by_field_name("body")
+            .unwrap();
+        for kind in [
+            "call",
+            "assignment",
+            "function_definition",
+            "lambda",
+            "ERROR",
+        ] {
+            let mut want = Vec::new();
+            let mut cursor = body.walk();
+            for child in body.children(&mut cursor) {
+                walk(child, &mut |n| {
+                    if n.kind() == kind {
+                        want.push(n);
+                    }
+                    !matches!(
+                        n.kind(),
+                        "function_definition" | "class_definition" | "lambda"
+                    )
+                });
+            }
+            assert_eq!(descendants_same_scope(body, kind), want, "{kind}");
+        }
+        assert_eq!(descendants_same_scope(body, "call").len(), 4); // g, p, q, broken
     }
 
     #[test]

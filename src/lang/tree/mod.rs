@@ -95,13 +95,51 @@ pub fn descendants<'t>(node: Node<'t>, kind: &str) -> Vec<Node<'t>> {
         return found;
     }
     let mut out = Vec::new();
+    let names = [kind];
+    let mut kinds = Kinds::new(&names);
     walk(node, &mut |n| {
-        if n.kind() == kind {
+        if kinds.of(n).is_some() {
             out.push(n);
         }
         true
     });
     out
+}
+
+/// Which of some kind names a node has, learnt once per kind id: a walk then compares a
+/// number per node, not a name (a node's name is looked up from its id, so the two agree).
+pub struct Kinds<'k> {
+    names: &'k [&'k str],
+    /// kind id → 0: not learnt yet, 1: none of the names, i + 2: `names[i]`.
+    learnt: Vec<u8>,
+}
+
+impl<'k> Kinds<'k> {
+    pub fn new(names: &'k [&'k str]) -> Self {
+        Kinds {
+            names,
+            learnt: Vec::new(),
+        }
+    }
+
+    /// The index in the names of the node's kind, if it is one of them.
+    pub fn of(&mut self, n: Node) -> Option<usize> {
+        let id = n.kind_id() as usize;
+        let find = |names: &[&str]| names.iter().position(|k| *k == n.kind());
+        if id >= 4096 {
+            return find(self.names); // the error symbol's id: rare, not learnt
+        }
+        if id >= self.learnt.len() {
+            self.learnt.resize(id + 1, 0);
+        }
+        if self.learnt[id] == 0 {
+            self.learnt[id] = find(self.names).map_or(1, |i| i as u8 + 2);
+        }
+        match self.learnt[id] {
+            1 => None,
+            v => Some(v as usize - 2),
+        }
+    }
 }
 
 pub fn text<'a>(node: Node, src: &'a str) -> &'a str {
