@@ -51,6 +51,13 @@ pub struct CallbackSites<'a> {
     pub worker_body: Option<At<'a>>,
 }
 
+/// What a scoped thread returned (its panic goes on in the caller).
+fn joined<T>(thread: std::thread::ScopedJoinHandle<'_, T>) -> T {
+    thread
+        .join()
+        .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+}
+
 pub struct LlmSites<'a> {
     /// `agent` / `self`: the object the LLM call is made on.
     pub receiver: String,
@@ -252,33 +259,46 @@ pub fn locate<'a>(
         })
         .map(|n| text(n, wsrc).to_string())
         .collect();
-    let llm = locate_llm(decisions, files, pins)?;
-    let (anchor_callback, stores, passers) = locate_callback_store(files, &wired, pins)?;
-    let builders = locate_module_def(
-        files,
-        pins.helpers.as_ref(),
-        "tool-call builders",
-        "helpers",
-        &["start_tool_call", "update_tool_call"],
-        |def, src| {
-            descendants_same_scope(def, "call")
-                .iter()
-                .any(|c| matches!(callee_name(*c, src), "start_tool_call" | "update_tool_call"))
-        },
-    )?;
-    let factories = locate_module_def(
-        files,
-        pins.factories.as_ref(),
-        "callback factories",
-        "factories",
-        &["def make_"],
-        |def, src| {
-            let params: Vec<String> = parameters(def, src).into_iter().map(|(n, _)| n).collect();
-            name_of(def, src).starts_with("make_")
-                && params.iter().any(|n| n == "conn")
-                && params.iter().any(|n| n == "loop")
-        },
-    )?;
+    // the engine's sites lie in modules of their own (the LLM call, the callback store, the
+    // builders and factories): located side by side, each parsing what it reads; the first
+    // error in this order is the one told
+    let (llm, store, (builders, factories)) = std::thread::scope(|s| {
+        let store = s.spawn(|| locate_callback_store(files, &wired, pins));
+        let modules = s.spawn(|| {
+            let builders = locate_module_def(
+                files,
+                pins.helpers.as_ref(),
+                "tool-call builders",
+                "helpers",
+                &["start_tool_call", "update_tool_call"],
+                |def, src| {
+                    descendants_same_scope(def, "call").iter().any(|c| {
+                        matches!(callee_name(*c, src), "start_tool_call" | "update_tool_call")
+                    })
+                },
+            );
+            let factories = locate_module_def(
+                files,
+                pins.factories.as_ref(),
+                "callback factories",
+                "factories",
+                &["def make_"],
+                |def, src| {
+                    let params: Vec<String> =
+                        parameters(def, src).into_iter().map(|(n, _)| n).collect();
+                    name_of(def, src).starts_with("make_")
+                        && params.iter().any(|n| n == "conn")
+                        && params.iter().any(|n| n == "loop")
+                },
+            );
+            (builders, factories)
+        });
+        let llm = locate_llm(decisions, files, pins);
+        (llm, joined(store), joined(modules))
+    });
+    let llm = llm?;
+    let (anchor_callback, stores, passers) = store?;
+    let (builders, factories) = (builders?, factories?);
     let sender = {
         let fp = &files[factories.file];
         top_level_functions(fp.tree().root_node())
