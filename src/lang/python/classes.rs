@@ -73,6 +73,32 @@ pub fn needed(root: Node, src: &str, rel: &str, imports: bool) -> Vec<(String, S
     out
 }
 
+/// The classes among `searched` that the module at `rel` imports rather than defines (a module
+/// re-exporting them: `from .impl import Base` in `compat.py`), each with where it imports it
+/// from: the search goes on there.
+pub fn reexported(
+    root: Node,
+    src: &str,
+    rel: &str,
+    searched: impl Fn(&str) -> bool,
+) -> Vec<(String, Source)> {
+    let defined: Vec<&str> = class_names(src).collect();
+    let mut out: Vec<(String, Source)> = Imports::of(root, src, rel)
+        .names
+        .into_iter()
+        .filter(|(local, _)| searched(local) && !defined.contains(&local.as_str()))
+        .map(|(_, from)| from)
+        .collect();
+    out.sort();
+    out
+}
+
+/// Whether a text may import `name` (a literal test: it imports something and names it as a
+/// word; an import spans lines inside parentheses).
+pub fn may_import(text: &str, name: &str) -> bool {
+    crate::needles::contains(text, "import") && mentions_word(text, name)
+}
+
 /// What a module's imports bind: a local name → (the name in its module, that module), and
 /// a local name → the module it is (`import a.b as m`), with the star-imported modules.
 #[derive(Default)]
@@ -252,6 +278,22 @@ mod tests {
             ]
         );
         assert_eq!(needs(src, rel, false)[0], ("Adapter".to_string(), local));
+    }
+
+    #[test]
+    fn a_module_that_imports_a_searched_class_passes_the_search_on() {
+        let src = "from .impl import Base, Other as O\nfrom x import Mine\nclass Mine: pass\n";
+        assert_eq!(
+            reexported(parse(src).root_node(), src, "pkg/compat.py", |n| n != "O"),
+            [("Base".to_string(), Source::Relative("pkg/impl".into()))]
+        );
+        assert!(may_import(src, "Base"));
+        assert!(may_import(
+            "from a import (\n    X,\n    Base,\n)\n",
+            "Base"
+        ));
+        assert!(!may_import("class Base: pass\n", "Base"));
+        assert!(!may_import("from a import BaseX\n", "Base"));
     }
 
     #[test]

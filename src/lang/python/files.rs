@@ -26,25 +26,36 @@ impl Python {
             .collect();
         let mut from_sdk = true;
         let above = package::packages_around(&project.root);
+        let mut searched = HashMap::<String, Vec<classes::Source>>::new();
         while !fresh.is_empty() {
             syntax::prefetch(&fresh.iter().map(|&i| &all[i].text).collect::<Vec<_>>());
             let (mut names, mut runners) = (HashMap::<String, Vec<_>>::new(), Vec::new());
             for &i in &fresh {
-                let tree = syntax::parse(&all[i].text);
-                for (name, source) in
-                    classes::needed(tree.root_node(), &all[i].text, &all[i].rel, from_sdk)
+                let (src, rel) = (&all[i].text, &all[i].rel);
+                let tree = syntax::parse(src);
+                let root = tree.root_node();
+                // a module woken for a class it only imports passes the search on
+                let passed = classes::reexported(root, src, rel, |n| searched.contains_key(n));
+                for (name, source) in classes::needed(root, src, rel, from_sdk)
+                    .into_iter()
+                    .chain(passed)
                 {
                     names.entry(name).or_default().push(source);
                 }
-                runners.extend(binding::runners_defined(tree.root_node(), &all[i].text));
+                runners.extend(binding::runners_defined(root, src));
             }
             from_sdk = false;
+            let admitted = |name: &str, rel: &str| {
+                names
+                    .get(name)
+                    .is_some_and(|from| from.iter().any(|m| m.admits(rel, &above)))
+            };
             let wanted = |rel: &str, text: &str| {
-                syntax::class_names(text).any(|class| {
-                    names
-                        .get(class)
-                        .is_some_and(|from| from.iter().any(|m| m.admits(rel, &above)))
-                }) || runners.iter().any(|r| syntax::calls(text, r))
+                syntax::class_names(text).any(|class| admitted(class, rel))
+                    || names
+                        .keys()
+                        .any(|n| admitted(n, rel) && classes::may_import(text, n))
+                    || runners.iter().any(|r| syntax::calls(text, r))
             };
             fresh = (0..all.len())
                 .filter(|&i| !chosen[i] && wanted(&all[i].rel, &all[i].text))
@@ -63,6 +74,7 @@ impl Python {
             for &i in &fresh {
                 chosen[i] = true;
             }
+            searched = names;
         }
         let mut out: Vec<Parsed> = (0..all.len())
             .filter(|&i| chosen[i])
@@ -72,5 +84,43 @@ impl Python {
             out.sort_by(|a, b| a.file.path.cmp(&b.file.path)); // the walk's order
         }
         out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A mixin imported through a module that re-exports it is found where it is defined;
+    /// a class of the same name in another package of the tree is never read.
+    #[test]
+    fn a_class_is_followed_through_re_exports_and_never_into_another_package() {
+        let dir = tempfile::tempdir().unwrap();
+        let write = |rel: &str, text: &str| {
+            let path = dir.path().join(rel);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(path, text).unwrap();
+        };
+        write("pkg/__init__.py", "");
+        write(
+            "pkg/server.py",
+            "import acp\nfrom typing import List\nfrom pkg.compat import UpdatesMixin\n\nclass Agent(UpdatesMixin, acp.Agent):\n    pass\n",
+        );
+        write("pkg/compat.py", "from pkg.impl.updates import UpdatesMixin\n");
+        write("pkg/impl/__init__.py", "");
+        write("pkg/impl/updates.py", "class UpdatesMixin(Base):\n    pass\n");
+        write("vendor/other/updates.py", "class UpdatesMixin:\n    pass\n");
+        write("vendor/other/typing.py", "class Unrelated:\n    pass\n");
+        write("vendor/listlib/core.py", "class List:\n    pass\n");
+        let project = crate::lang::load(dir.path(), &Default::default()).unwrap();
+        let parsed: Vec<String> = Python
+            .parse_all(&project)
+            .iter()
+            .map(|p| p.file.rel.clone())
+            .collect();
+        assert_eq!(
+            parsed,
+            ["pkg/compat.py", "pkg/impl/updates.py", "pkg/server.py"]
+        );
     }
 }
