@@ -106,9 +106,15 @@ mod tests {
             "pkg/server.py",
             "import acp\nfrom typing import List\nfrom pkg.compat import UpdatesMixin\n\nclass Agent(UpdatesMixin, acp.Agent):\n    pass\n",
         );
-        write("pkg/compat.py", "from pkg.impl.updates import UpdatesMixin\n");
+        write(
+            "pkg/compat.py",
+            "from pkg.impl.updates import UpdatesMixin\n",
+        );
         write("pkg/impl/__init__.py", "");
-        write("pkg/impl/updates.py", "class UpdatesMixin(Base):\n    pass\n");
+        write(
+            "pkg/impl/updates.py",
+            "class UpdatesMixin(Base):\n    pass\n",
+        );
         write("vendor/other/updates.py", "class UpdatesMixin:\n    pass\n");
         write("vendor/other/typing.py", "class Unrelated:\n    pass\n");
         write("vendor/listlib/core.py", "class List:\n    pass\n");
