@@ -413,6 +413,27 @@ impl Project {
             .filter_map(|d| SourceFile::read(&self.root, &d.path).ok().flatten())
     }
 
+    /// [`Project::dormant_sources`], read only where `by_path` admits the relative path and
+    /// decoded only where `by_bytes` admits the bytes read: a search for a few names passes
+    /// over most files unread, the rest undecoded.
+    pub fn dormant_sources_where<'a>(
+        &'a self,
+        exts: &'a [&'a str],
+        by_path: impl Fn(&str) -> bool + 'a,
+        by_bytes: impl Fn(&str, &[u8]) -> bool + 'a,
+    ) -> impl Iterator<Item = SourceFile> + 'a {
+        self.dormant
+            .iter()
+            .filter(move |d| has_extension(&d.path, exts) && by_path(&d.rel))
+            .filter_map(move |d| {
+                let bytes = std::fs::read(&d.path).ok()?;
+                if !by_bytes(&d.rel, &bytes) {
+                    return None;
+                }
+                SourceFile::decode(d.path.clone(), rel_path(&self.root, &d.path), bytes).ok()
+            })
+    }
+
     /// Drops the texts of the files of the endings `exts`: they become dormant.
     pub fn make_dormant(&mut self, exts: &[&str]) {
         let (gone, kept): (Vec<SourceFile>, Vec<SourceFile>) = std::mem::take(&mut self.files)

@@ -157,7 +157,7 @@ pub fn apply(root: &Path, opts: &ApplyOptions) -> Result<ApplyOutcome> {
     };
     let project = crate::lang::load(root, &opts.common)?;
     let mut notes = tree_notes(&project);
-    let patched = each_agent(&project, &mut notes, |lang| {
+    let patched = each_agent(&project, &mut notes, super::Startup::Checked, |lang| {
         let (plan, mut said) = plan_checked(lang, &project)?;
         if opts.check_build {
             said.extend(check_build(&project, lang, &patched_files(&plan))?);

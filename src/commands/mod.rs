@@ -111,15 +111,38 @@ pub(crate) fn in_agent(e: Error, lang: &dyn Language, several: bool) -> Error {
 /// agent, in order. A language whose files import its SDK but hold no agent, beside another
 /// agent, is noted ("left alone") and skipped; when none holds an agent that is the error;
 /// any other failure refuses the whole run, naming the language when there are several.
+/// `starts`: `each` runs the start-up check, whose needs are prefetched meanwhile.
 pub(crate) fn each_agent<T>(
     project: &Project,
     notes: &mut Vec<String>,
-    mut each: impl FnMut(&'static dyn Language) -> Result<T>,
+    starts: Startup,
+    each: impl FnMut(&'static dyn Language) -> Result<T>,
 ) -> Result<Vec<(&'static dyn Language, T)>> {
     let langs = agents(project)?;
-    for lang in &langs {
-        lang.prefetch_toolchain(project);
+    if starts == Startup::Checked {
+        for lang in &langs {
+            lang.prefetch_toolchain(project);
+        }
     }
+    let done = each_language(project, notes, langs, each);
+    // what was prefetched holds for this command only: the next may follow a write
+    crate::toolchain::forget_prefetched(&project.root);
+    done
+}
+
+/// Whether a command's per-agent step runs the start-up check.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Startup {
+    Checked,
+    NotRun,
+}
+
+fn each_language<T>(
+    project: &Project,
+    notes: &mut Vec<String>,
+    langs: Vec<&'static dyn Language>,
+    mut each: impl FnMut(&'static dyn Language) -> Result<T>,
+) -> Result<Vec<(&'static dyn Language, T)>> {
     let several = langs.len() > 1;
     let mut done = Vec::new();
     let mut no_agent = None;

@@ -29,7 +29,7 @@ impl VerifyOutcome {
 pub fn verify(root: &Path, opts: &Options) -> Result<VerifyOutcome> {
     let project = crate::lang::load(root, opts)?;
     let mut notes = tree_notes(&project);
-    let per_agent = each_agent(&project, &mut notes, |lang| {
+    let per_agent = each_agent(&project, &mut notes, super::Startup::Checked, |lang| {
         let mut said = Vec::new();
         let mut reports = judged(lang, &project)?;
         for report in &mut reports {

@@ -59,8 +59,8 @@ pub trait Language: Sync {
         Ok(crate::toolchain::Startup::default())
     }
     /// Starts, on threads of its own, what the start-up check will need and can be found
-    /// before the analysis (the interpreter): called once the tree is known to hold an agent
-    /// of this language.
+    /// before the analysis (the interpreter, the fingerprint of the tree): called once the
+    /// tree is known to hold an agent of this language, by a command that runs the check.
     fn prefetch_toolchain(&self, _project: &Project) {}
     /// The command `--check-build` runs in a copy of the tree at `dir` (e.g. `tsc --noEmit`):
     /// `None` when the language has none, `Some(Err(why))` when its tool is not at hand.

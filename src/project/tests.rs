@@ -78,6 +78,26 @@ fn a_text_no_language_keeps_is_listed_and_read_again_when_asked() {
     assert!(p.source("pkg/missing.py").is_none());
     let woken: Vec<String> = p.dormant_sources(&["py"]).map(|f| f.rel).collect();
     assert_eq!(woken, ["pkg/__init__.py", "pkg/engine.py"]);
+    // read only where the path is admitted, decoded only where the bytes are
+    let read = std::cell::RefCell::new(Vec::new());
+    let woken: Vec<String> = p
+        .dormant_sources_where(
+            &["py"],
+            |rel| rel.starts_with("pkg/"),
+            |rel, bytes| {
+                read.borrow_mut().push(rel.to_string());
+                bytes.starts_with(b"class")
+            },
+        )
+        .map(|f| f.rel)
+        .collect();
+    assert_eq!(woken, ["pkg/engine.py"]);
+    assert_eq!(*read.borrow(), ["pkg/__init__.py", "pkg/engine.py"]);
+    let none: Vec<String> = p
+        .dormant_sources_where(&["py"], |rel| rel.ends_with("__init__.py"), |_, _| true)
+        .map(|f| f.rel)
+        .collect();
+    assert_eq!(none, ["pkg/__init__.py"]);
     // a plan that writes a dormant file makes its text the tree's
     let file = p.source("pkg/engine.py").unwrap();
     let plan = crate::plan::Plan {

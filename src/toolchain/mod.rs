@@ -9,6 +9,7 @@ pub mod cache;
 use crate::error::Result;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, OnceLock};
 
 /// One file as apply would leave it.
 #[derive(Debug, Clone)]
@@ -196,9 +197,61 @@ pub fn copy_tree(from: &Path, to: &Path, mode: CopyMode) -> Result<()> {
     Ok(())
 }
 
+/// Fingerprints of trees taken ahead, on threads of their own, while the analysis runs.
+type Prefetched = Vec<(PathBuf, Arc<OnceLock<String>>)>;
+
+fn prefetched() -> &'static Mutex<Prefetched> {
+    static PREFETCHED: OnceLock<Mutex<Prefetched>> = OnceLock::new();
+    PREFETCHED.get_or_init(Default::default)
+}
+
+/// Starts taking [`tree_fingerprint`] of the tree at `from` on a thread of its own (a walk
+/// of the whole tree, which the analysis never waits for); valid until
+/// [`forget_prefetched`], which a command calls before it may write.
+pub fn prefetch_fingerprint(from: &Path) {
+    let slot: Arc<OnceLock<String>> = Arc::default();
+    prefetched()
+        .lock()
+        .expect("no poison")
+        .push((from.to_path_buf(), slot.clone()));
+    let from = from.to_path_buf();
+    std::thread::spawn(move || {
+        slot.get_or_init(|| fingerprint_of(&from));
+    });
+}
+
+/// Forgets the fingerprints prefetched for the tree at `from`.
+pub fn forget_prefetched(from: &Path) {
+    prefetched()
+        .lock()
+        .expect("no poison")
+        .retain(|(p, _)| p != from);
+}
+
+/// The cache key of what a copy of the tree at `from` would hold (the prefetched one,
+/// waited for when still being taken).
+pub fn tree_fingerprint(from: &Path) -> String {
+    let slot = prefetched()
+        .lock()
+        .expect("no poison")
+        .iter()
+        .find(|(p, _)| p == from)
+        .map(|(_, s)| s.clone());
+    match slot {
+        Some(slot) => slot.get_or_init(|| fingerprint_of(from)).clone(),
+        None => fingerprint_of(from),
+    }
+}
+
+fn fingerprint_of(from: &Path) -> String {
+    let mut k = cache::Key::new("tree");
+    fingerprint_tree(from, &mut k);
+    k.finish()
+}
+
 /// Feeds `key` what a copy of the tree at `from` would hold: each entry's place and kind,
 /// a file's size and mtime, a link's target, the linked package folders.
-pub fn fingerprint_tree(from: &Path, key: &mut cache::Key) {
+fn fingerprint_tree(from: &Path, key: &mut cache::Key) {
     if let Some(up) = node_modules_above(from) {
         key.text("above").text(&up.display().to_string());
     }
@@ -221,5 +274,29 @@ pub fn fingerprint_tree(from: &Path, key: &mut cache::Key) {
             let target = std::fs::read_link(entry.path()).unwrap_or_default();
             key.text("link").text(&target.display().to_string());
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A prefetched fingerprint is the one taken on the spot, and once forgotten a change
+    /// of the tree shows.
+    #[test]
+    fn a_prefetched_fingerprint_holds_until_forgotten() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().to_path_buf();
+        std::fs::write(root.join("a.py"), "x = 1\n").unwrap();
+        let before = fingerprint_of(&root);
+        prefetch_fingerprint(&root);
+        assert_eq!(tree_fingerprint(&root), before);
+        std::fs::write(root.join("b.py"), "y = 2\n").unwrap();
+        // still the prefetched one: valid for the command that took it
+        assert_eq!(tree_fingerprint(&root), before);
+        forget_prefetched(&root);
+        let after = tree_fingerprint(&root);
+        assert_ne!(after, before);
+        assert_eq!(after, fingerprint_of(&root));
     }
 }

@@ -65,17 +65,22 @@ pub fn revert(root: &Path, opts: &RevertOptions) -> Result<RevertOutcome> {
     let project = crate::lang::load(root, &opts.common)?;
     // every agent of the tree (a Python one and a TypeScript one, say): their files differ
     let mut notes = Vec::new();
-    let per_agent = crate::commands::each_agent(&project, &mut notes, |lang| {
-        let inventory = lang.inventory(&project)?;
-        let (mine, taken) = removal_plan_of(lang, &inventory)?;
-        if !mine.is_empty() {
-            check_current_parses(lang, &inventory)?;
-            crate::commands::check_parses(lang, &mine)?;
-            check_no_leftovers(&inventory, &mine)?;
-            check_round_trip(lang, &project, &inventory, &mine)?;
-        }
-        Ok((mine, taken))
-    })?;
+    let per_agent = crate::commands::each_agent(
+        &project,
+        &mut notes,
+        crate::commands::Startup::NotRun,
+        |lang| {
+            let inventory = lang.inventory(&project)?;
+            let (mine, taken) = removal_plan_of(lang, &inventory)?;
+            if !mine.is_empty() {
+                check_current_parses(lang, &inventory)?;
+                crate::commands::check_parses(lang, &mine)?;
+                check_no_leftovers(&inventory, &mine)?;
+                check_round_trip(lang, &project, &inventory, &mine)?;
+            }
+            Ok((mine, taken))
+        },
+    )?;
     let mut plan = Plan::default();
     let mut removed = Vec::new();
     let mut langs = Vec::new();

@@ -37,6 +37,13 @@ impl Source {
                         .is_some_and(|rest| rest.starts_with('/'))
             }
             Source::Absolute(module) => {
+                // the module's first name is a folder around the tree or in the path
+                let Some(first) = module.first() else {
+                    return false;
+                };
+                if !above.contains(first) && !stem.contains(first.as_str()) {
+                    return false;
+                }
                 let path: Vec<&str> = above
                     .iter()
                     .map(String::as_str)

@@ -61,8 +61,16 @@ impl Python {
                 .filter(|&i| !chosen[i] && wanted(&all[i].rel, &all[i].text))
                 .collect();
             // a module that names nothing any prefilter looks for was not kept: read again
+            // where `wanted` can hold (its path admitted for a name, or a runner's name in it)
             if !names.is_empty() || !runners.is_empty() {
-                for f in project.dormant_sources(self.extensions()) {
+                let admits_any = |rel: &str| names.keys().any(|n| admitted(n, rel));
+                let by_path = |rel: &str| !runners.is_empty() || admits_any(rel);
+                let by_bytes = |rel: &str, bytes: &[u8]| {
+                    let holds = |name: &str| memchr::memmem::find(bytes, name.as_bytes()).is_some();
+                    runners.iter().any(|r| holds(r))
+                        || names.keys().any(|n| holds(n) && admitted(n, rel))
+                };
+                for f in project.dormant_sources_where(self.extensions(), by_path, by_bytes) {
                     if wanted(&f.rel, &f.text) && !all.iter().any(|a| a.path == f.path) {
                         fresh.push(all.len());
                         all.push(f);

@@ -412,6 +412,7 @@ impl Language for Python {
 
     fn prefetch_toolchain(&self, project: &Project) {
         interpreter::prefetch(project);
+        crate::toolchain::prefetch_fingerprint(&project.root);
     }
 
     fn startup_check(

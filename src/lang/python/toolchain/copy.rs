@@ -13,7 +13,7 @@ pub(super) struct TreeCopy<'p> {
     /// Files written over the agent's (`None`: removed).
     overrides: std::collections::BTreeMap<String, Option<String>>,
     made: Option<(tempfile::TempDir, PathBuf)>,
-    /// [`crate::toolchain::fingerprint_tree`] of the agent's tree, taken once.
+    /// [`crate::toolchain::tree_fingerprint`] of the agent's tree, taken once.
     fingerprint: Option<String>,
 }
 
@@ -84,11 +84,7 @@ impl<'p> TreeCopy<'p> {
         let root = &self.project.root;
         let fingerprint = self
             .fingerprint
-            .get_or_insert_with(|| {
-                let mut k = Key::new("tree");
-                crate::toolchain::fingerprint_tree(root, &mut k);
-                k.finish()
-            })
+            .get_or_insert_with(|| crate::toolchain::tree_fingerprint(root))
             .clone();
         let mut k = Key::new("python-startup");
         k.text(CHECK)
