@@ -265,6 +265,18 @@ impl Python {
         let mut patched: Vec<Parsed> = files.to_vec();
         // (file, byte range in the patched text, the part inserted there)
         let mut inserted: Vec<(usize, std::ops::Range<usize>, &Part)> = Vec::new();
+        // each patched text parsed from the tree before the plan (only what the edits touch
+        // is new), the files side by side, the longest first
+        let mut jobs: Vec<(&str, Changes, String)> = Vec::new();
+        for fp in plan.files.iter().filter(|f| !f.delete) {
+            if let Some(i) = files.iter().position(|p| p.file.path == fp.file.path) {
+                jobs.push((&files[i].file.text, fp.changes(), fp.new_text()));
+            }
+        }
+        jobs.sort_by_key(|(_, _, new)| std::cmp::Reverse(new.len()));
+        crate::lang::tree::cache::on_all_cores(&jobs, |(old, changes, new)| {
+            syntax::reparse(old, changes, new);
+        });
         for fp in plan.files.iter().filter(|f| !f.delete) {
             let Some(i) = files.iter().position(|p| p.file.path == fp.file.path) else {
                 continue;
@@ -283,8 +295,7 @@ impl Python {
             }
             let mut file = fp.file.clone();
             file.text = fp.new_text().into();
-            // parsed from the tree before the plan: only what the edits touch is new
-            syntax::reparse(&files[i].file.text, &fp.changes(), &file.text);
+            syntax::reparse(&files[i].file.text, &fp.changes(), &file.text); // cached above
             patched[i] = parsed(file);
         }
         let ours = defined_by(parts);
@@ -314,6 +325,9 @@ impl Python {
         Ok(out)
     }
 }
+
+/// A file's changes: each byte range of the old text and what replaces it.
+type Changes = Vec<(std::ops::Range<usize>, String)>;
 
 fn parsed(file: SourceFile) -> Parsed {
     Parsed::new(file, syntax::PARSER)

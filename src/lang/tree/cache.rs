@@ -208,11 +208,25 @@ pub fn prefetch(grammar: Grammar, texts: &[&Arc<str>], parse: fn(&str) -> Tree) 
             })
             .collect()
     };
-    let threads = std::thread::available_parallelism()
-        .map_or(1, |n| n.get())
-        .min(missing.len());
-    if threads < 2 {
+    if cores().min(missing.len()) < 2 {
         return; // parsed on demand
+    }
+    on_all_cores(&missing, |text| {
+        parse_shared(grammar, text, parse);
+    });
+}
+
+fn cores() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
+}
+
+/// `f` of every item, on all cores: each thread takes the next item not taken yet, so the
+/// first items (put the longest first) start first.
+pub fn on_all_cores<T: Sync>(items: &[T], f: impl Fn(&T) + Sync) {
+    let threads = cores().min(items.len());
+    if threads < 2 {
+        items.iter().for_each(f);
+        return;
     }
     let next = std::sync::atomic::AtomicUsize::new(0);
     std::thread::scope(|s| {
@@ -220,8 +234,8 @@ pub fn prefetch(grammar: Grammar, texts: &[&Arc<str>], parse: fn(&str) -> Tree) 
             s.spawn(|| {
                 loop {
                     let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                    let Some(text) = missing.get(i) else { break };
-                    parse_shared(grammar, text, parse);
+                    let Some(item) = items.get(i) else { break };
+                    f(item);
                 }
             });
         }
