@@ -197,30 +197,35 @@ pub fn copy_tree(from: &Path, to: &Path, mode: CopyMode) -> Result<()> {
     Ok(())
 }
 
-/// Fingerprints of trees taken ahead, on threads of their own, while the analysis runs.
-type Prefetched = Vec<(PathBuf, Arc<OnceLock<String>>)>;
+/// What a copy of a tree would hold, entry by entry: each entry's path relative to the tree
+/// and what it is (a file's size and mtime, a link's target, a folder and its linked package
+/// folders).
+type Listing = Vec<(String, Vec<String>)>;
+
+/// Listings of trees taken ahead, on threads of their own, while the analysis runs.
+type Prefetched = Vec<(PathBuf, Arc<OnceLock<Listing>>)>;
 
 fn prefetched() -> &'static Mutex<Prefetched> {
     static PREFETCHED: OnceLock<Mutex<Prefetched>> = OnceLock::new();
     PREFETCHED.get_or_init(Default::default)
 }
 
-/// Starts taking [`tree_fingerprint`] of the tree at `from` on a thread of its own (a walk
+/// Starts listing the tree at `from` for [`tree_fingerprint`] on a thread of its own (a walk
 /// of the whole tree, which the analysis never waits for); valid until
 /// [`forget_prefetched`], which a command calls before it may write.
 pub fn prefetch_fingerprint(from: &Path) {
-    let slot: Arc<OnceLock<String>> = Arc::default();
+    let slot: Arc<OnceLock<Listing>> = Arc::default();
     prefetched()
         .lock()
         .expect("no poison")
         .push((from.to_path_buf(), slot.clone()));
     let from = from.to_path_buf();
     std::thread::spawn(move || {
-        slot.get_or_init(|| fingerprint_of(&from));
+        slot.get_or_init(|| listing(&from));
     });
 }
 
-/// Forgets the fingerprints prefetched for the tree at `from`.
+/// Forgets the listings prefetched for the tree at `from`.
 pub fn forget_prefetched(from: &Path) {
     prefetched()
         .lock()
@@ -228,75 +233,120 @@ pub fn forget_prefetched(from: &Path) {
         .retain(|(p, _)| p != from);
 }
 
-/// The cache key of what a copy of the tree at `from` would hold (the prefetched one,
-/// waited for when still being taken).
-pub fn tree_fingerprint(from: &Path) -> String {
+/// The cache key of what a copy of the folder `scope` (relative, `/`-separated; empty: the
+/// whole tree) of the tree at `from` would hold: from the prefetched listing of the tree
+/// (waited for when still being taken), else from a walk of that folder alone.
+pub fn tree_fingerprint(from: &Path, scope: &str) -> String {
     let slot = prefetched()
         .lock()
         .expect("no poison")
         .iter()
         .find(|(p, _)| p == from)
         .map(|(_, s)| s.clone());
-    match slot {
-        Some(slot) => slot.get_or_init(|| fingerprint_of(from)).clone(),
-        None => fingerprint_of(from),
-    }
-}
-
-fn fingerprint_of(from: &Path) -> String {
+    let folder = if scope.is_empty() {
+        from.to_path_buf()
+    } else {
+        from.join(scope)
+    };
     let mut k = cache::Key::new("tree");
-    fingerprint_tree(from, &mut k);
+    if let Some(up) = node_modules_above(&folder) {
+        k.text("above").text(&up.display().to_string());
+    }
+    let mut feed = |entries: &mut dyn Iterator<Item = (&str, &[String])>| {
+        for (rel, what) in entries {
+            k.text(rel);
+            for w in what {
+                k.text(w);
+            }
+        }
+    };
+    match slot {
+        Some(slot) => {
+            let all = slot.get_or_init(|| listing(from));
+            let prefix = format!("{scope}/");
+            feed(&mut all.iter().filter_map(|(rel, what)| {
+                let rel = if scope.is_empty() {
+                    rel.as_str()
+                } else if rel == scope {
+                    ""
+                } else {
+                    rel.strip_prefix(&prefix)?
+                };
+                Some((rel, what.as_slice()))
+            }));
+        }
+        None => feed(
+            &mut listing(&folder)
+                .iter()
+                .map(|(rel, what)| (rel.as_str(), what.as_slice())),
+        ),
+    }
     k.finish()
 }
 
-/// Feeds `key` what a copy of the tree at `from` would hold: each entry's place and kind,
-/// a file's size and mtime, a link's target, the linked package folders.
-fn fingerprint_tree(from: &Path, key: &mut cache::Key) {
-    if let Some(up) = node_modules_above(from) {
-        key.text("above").text(&up.display().to_string());
-    }
+/// The entries a copy of the tree at `from` would hold ([`copied_entries`]), in order.
+fn listing(from: &Path) -> Listing {
+    let mut out = Vec::new();
     for entry in copied_entries(from) {
         let rel = entry.path().strip_prefix(from).unwrap_or(entry.path());
-        key.text(&rel.display().to_string());
+        let rel = rel.display().to_string();
         let Some(kind) = entry.file_type() else {
+            out.push((rel, Vec::new()));
             continue;
         };
-        if kind.is_dir() {
-            key.text("dir");
+        let what = if kind.is_dir() {
+            let mut what = vec!["dir".to_string()];
             for linked in LINKED {
                 if entry.path().join(linked).is_dir() {
-                    key.text(linked);
+                    what.push(linked.to_string());
                 }
             }
+            what
         } else if kind.is_file() {
-            key.stamp_of(entry.path());
+            let stamp = match cache::stamp(entry.path()) {
+                Some((ns, len)) => format!("{ns}:{len}"),
+                None => "-".to_string(),
+            };
+            vec![entry.path().display().to_string(), stamp]
         } else if kind.is_symlink() {
             let target = std::fs::read_link(entry.path()).unwrap_or_default();
-            key.text("link").text(&target.display().to_string());
-        }
+            vec!["link".to_string(), target.display().to_string()]
+        } else {
+            Vec::new()
+        };
+        out.push((rel, what));
     }
+    out
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    /// A prefetched fingerprint is the one taken on the spot, and once forgotten a change
-    /// of the tree shows.
+    /// A prefetched listing gives the fingerprint a walk on the spot gives, of the whole tree
+    /// or of one folder; once forgotten, a change of the tree shows.
     #[test]
     fn a_prefetched_fingerprint_holds_until_forgotten() {
         let dir = tempfile::tempdir().unwrap();
         let root = dir.path().to_path_buf();
+        std::fs::create_dir_all(root.join("pkg/sub")).unwrap();
         std::fs::write(root.join("a.py"), "x = 1\n").unwrap();
-        let before = fingerprint_of(&root);
+        std::fs::write(root.join("pkg/b.py"), "y = 1\n").unwrap();
+        std::fs::write(root.join("pkg/sub/c.py"), "z = 1\n").unwrap();
+        let (whole, pkg) = (tree_fingerprint(&root, ""), tree_fingerprint(&root, "pkg"));
+        assert_ne!(whole, pkg);
         prefetch_fingerprint(&root);
-        assert_eq!(tree_fingerprint(&root), before);
-        std::fs::write(root.join("b.py"), "y = 2\n").unwrap();
+        assert_eq!(tree_fingerprint(&root, ""), whole);
+        assert_eq!(tree_fingerprint(&root, "pkg"), pkg);
+        std::fs::write(root.join("pkg/d.py"), "w = 2\n").unwrap();
         // still the prefetched one: valid for the command that took it
-        assert_eq!(tree_fingerprint(&root), before);
+        assert_eq!(tree_fingerprint(&root, "pkg"), pkg);
         forget_prefetched(&root);
-        let after = tree_fingerprint(&root);
-        assert_ne!(after, before);
-        assert_eq!(after, fingerprint_of(&root));
+        let after = tree_fingerprint(&root, "pkg");
+        assert_ne!(after, pkg);
+        // a file outside the folder does not change the folder's fingerprint
+        std::fs::write(root.join("e.py"), "v = 3\n").unwrap();
+        assert_eq!(tree_fingerprint(&root, "pkg"), after);
+        assert_ne!(tree_fingerprint(&root, ""), whole);
     }
 }

@@ -10,6 +10,8 @@ pub(super) struct TreeCopy<'p> {
     /// The package names the tree sits in (an installed `site-packages/vibe`): the copy is
     /// made under them, so `import vibe.…` finds it.
     above: Vec<String>,
+    /// The folder of the tree copied (relative; empty: the whole tree): see [`copied_scope`].
+    scope: String,
     /// Files written over the agent's (`None`: removed).
     overrides: std::collections::BTreeMap<String, Option<String>>,
     made: Option<(tempfile::TempDir, PathBuf)>,
@@ -18,10 +20,11 @@ pub(super) struct TreeCopy<'p> {
 }
 
 impl<'p> TreeCopy<'p> {
-    pub(super) fn new(project: &'p Project, above: Vec<String>) -> Self {
+    pub(super) fn new(project: &'p Project, above: Vec<String>, scope: String) -> Self {
         TreeCopy {
             project,
             above,
+            scope,
             overrides: Default::default(),
             made: None,
             fingerprint: None,
@@ -60,11 +63,14 @@ impl<'p> TreeCopy<'p> {
                 std::fs::write(&init, "").map_err(crate::error::io_err(&init))?;
             }
         }
-        crate::toolchain::copy_tree(
-            &self.project.root,
-            &tree,
-            crate::toolchain::CopyMode::ReadOnly(&["py"]),
-        )?;
+        let (from, to) = if self.scope.is_empty() {
+            (self.project.root.clone(), tree.clone())
+        } else {
+            let to = tree.join(&self.scope);
+            std::fs::create_dir_all(&to).map_err(crate::error::io_err(&to))?;
+            (self.project.root.join(&self.scope), to)
+        };
+        crate::toolchain::copy_tree(&from, &to, crate::toolchain::CopyMode::ReadOnly(&["py"]))?;
         for (rel, text) in &self.overrides {
             write_over(&tree, rel, text.as_deref())?;
         }
@@ -84,13 +90,14 @@ impl<'p> TreeCopy<'p> {
         let root = &self.project.root;
         let fingerprint = self
             .fingerprint
-            .get_or_insert_with(|| crate::toolchain::tree_fingerprint(root))
+            .get_or_insert_with(|| crate::toolchain::tree_fingerprint(root, &self.scope))
             .clone();
         let mut k = Key::new("python-startup");
         k.text(CHECK)
             .text(&python.display().to_string())
             .stamp_of(python)
             .text(&fingerprint)
+            .text(&self.scope)
             .text(&self.above.join("/"));
         for (rel, text) in &self.overrides {
             k.text(rel).text(text.as_deref().unwrap_or("\0removed"));
@@ -112,6 +119,46 @@ impl<'p> TreeCopy<'p> {
             .environment();
         k.finish()
     }
+}
+
+/// The folder of the tree a check copies: the agent's own project — the nearest folder at
+/// or above each import root that holds a Python project's manifest, else the import root
+/// (what `import` reaches from there, and what its own modules read beside themselves) —
+/// never the rest of a monorepo around it. The whole tree when an import root is the tree
+/// or above it, or there is none.
+pub(super) fn copied_scope(project: &Project, modules: &[Module]) -> String {
+    const MANIFESTS: &[&str] = &["pyproject.toml", "setup.py", "setup.cfg"];
+    let holds_manifest = |dir: &str| {
+        MANIFESTS
+            .iter()
+            .any(|m| project.root.join(dir).join(m).is_file())
+    };
+    let mut scope: Option<Vec<&str>> = None;
+    for m in modules {
+        if m.root.is_empty() || m.root.split('/').any(|s| s == "..") {
+            return String::new();
+        }
+        let mut dirs: Vec<&str> = m.root.split('/').collect();
+        match (1..=dirs.len())
+            .rev()
+            .find(|&n| holds_manifest(&dirs[..n].join("/")))
+        {
+            Some(own) => dirs.truncate(own),
+            // the tree itself is the project (`src/` beside its `pyproject.toml`)
+            None if holds_manifest("") => return String::new(),
+            None => {}
+        }
+        scope = Some(match scope {
+            None => dirs,
+            Some(s) => s
+                .iter()
+                .zip(&dirs)
+                .take_while(|(a, b)| a == b)
+                .map(|(a, _)| *a)
+                .collect(),
+        });
+    }
+    scope.map(|s| s.join("/")).unwrap_or_default()
 }
 
 pub(super) fn write_over(tree: &Path, rel: &str, text: Option<&str>) -> Result<()> {
@@ -219,5 +266,50 @@ pub(super) fn path_of(tree: &Path, rel: &str) -> String {
         tree.display().to_string()
     } else {
         tree.join(rel).display().to_string()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn module(root: &str) -> Module {
+        Module {
+            rel: format!("{root}/pkg/agent.py"),
+            name: "pkg.agent".into(),
+            root: root.into(),
+        }
+    }
+
+    /// The check copies the agent's own project out of a monorepo, and the whole tree when
+    /// the tree is the project or an import root is the tree or above it.
+    #[test]
+    fn the_copy_is_the_agents_own_project() {
+        let dir = tempfile::tempdir().unwrap();
+        let write = |rel: &str| {
+            let path = dir.path().join(rel);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(path, "").unwrap();
+        };
+        write("python/bare/pkg/agent.py");
+        write("python/proj/pyproject.toml");
+        write("python/proj/src/pkg/agent.py");
+        let project = crate::lang::load(dir.path(), &Default::default()).unwrap();
+        let scope = |roots: &[&str]| {
+            let modules: Vec<Module> = roots.iter().map(|r| module(r)).collect();
+            copied_scope(&project, &modules)
+        };
+        assert_eq!(scope(&["python/bare"]), "python/bare");
+        assert_eq!(scope(&["python/proj/src"]), "python/proj");
+        assert_eq!(scope(&["python/bare", "python/proj/src"]), "python");
+        assert_eq!(scope(&[""]), "");
+        assert_eq!(scope(&["../.."]), "");
+        assert_eq!(scope(&[]), "");
+        write("pyproject.toml");
+        let project = crate::lang::load(dir.path(), &Default::default()).unwrap();
+        let modules = [module("python/bare")];
+        assert_eq!(copied_scope(&project, &modules), "");
+        let modules = [module("python/proj/src")];
+        assert_eq!(copied_scope(&project, &modules), "python/proj");
     }
 }

@@ -96,7 +96,8 @@ pub fn startup(project: &Project, files: &[Patched], unpatched: Unpatched) -> Re
     let python = choice.python.clone();
     let (modules, skipped, above) = modules(project, files);
     out.notes.extend(skipped);
-    let mut copy = TreeCopy::new(project, above);
+    let scope = copy::copied_scope(project, &modules);
+    let mut copy = TreeCopy::new(project, above, scope);
     for f in files {
         copy.put(&f.rel, Some(&f.after))?;
     }
