@@ -30,6 +30,16 @@ pub struct SessionText {
 pub fn sessions_isolated(lines: &[RawLine], sessions: &[SessionText]) -> Check {
     let known: BTreeSet<&str> = sessions.iter().map(|s| s.session_id.as_str()).collect();
     let mut problems: Vec<String> = Vec::new();
+    // An agent that names two sessions alike (an id from the clock, two `session/new` in one
+    // millisecond) mixes them up at the source; said first, the crossings below follow from it.
+    for (i, s) in sessions.iter().enumerate() {
+        if let Some(o) = sessions[..i].iter().find(|o| o.session_id == s.session_id) {
+            problems.push(format!(
+                "session/new answered sessions {} and {} with the same id {:?}: their updates cannot be told apart (make the agent's session ids unique, e.g. a counter or a random UUID)",
+                o.number, s.number, s.session_id
+            ));
+        }
+    }
     let mut started: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
     let all = updates_with_session(lines);
     for (sid, u) in &all {

@@ -433,4 +433,17 @@ fn sessions_isolated_catches_foreign_ids_and_crossed_text() {
         "{:?}",
         c.evidence
     );
+
+    // two sessions the agent named alike: said as the cause, before the crossings it brings
+    let twins = [echo(1, "You said: hi [smoke session 1]"), {
+        let mut s = echo(2, "You said: hi [smoke session 2]");
+        s.session_id = "a".into();
+        s
+    }];
+    let c = sessions_isolated(&lines[..1], &twins);
+    assert!(!c.passed);
+    assert_eq!(
+        c.evidence[0],
+        "session/new answered sessions 1 and 2 with the same id \"a\": their updates cannot be told apart (make the agent's session ids unique, e.g. a counter or a random UUID)"
+    );
 }
