@@ -30,14 +30,14 @@ struct Entry {
 struct Cache {
     /// (grammar, hash of the text) → entries with that hash.
     by_text: HashMap<(Grammar, u64), Vec<Arc<Entry>>>,
-    /// The id of a cached tree's root's first child → its entry. Children live in the tree's
-    /// shared subtree memory (every copy of the tree has the same ids) and cached trees are
-    /// never freed, so an id is never reused for another tree during the run.
-    roots: HashMap<usize, Arc<Entry>>,
-    /// Root keys two cached trees share (see [`Cache::insert`]).
-    shared_roots: std::collections::HashSet<usize>,
+    /// The id of a cached tree's root's first child → the cached trees with that first child,
+    /// each with its [`RootKey`]. Children live in the tree's shared subtree memory (every copy
+    /// of the tree has the same ids) and cached trees are never freed, so an id is never
+    /// reused for another tree during the run; an incremental parse shares the subtrees its
+    /// edits left alone, so two trees may share a first child, never all their children.
+    roots: HashMap<usize, Vec<(RootKey, Arc<Entry>)>>,
     /// root key → kind → the nodes of that kind, in pre-order, from the cached tree.
-    kinds: HashMap<usize, HashMap<Box<str>, Arc<Vec<Node<'static>>>>>,
+    kinds: HashMap<RootKey, HashMap<Box<str>, Arc<Vec<Node<'static>>>>>,
 }
 
 fn cache() -> &'static Mutex<Cache> {
@@ -51,7 +51,25 @@ fn text_hash(grammar: Grammar, text: &str) -> (Grammar, u64) {
     (grammar, h.finish())
 }
 
-fn root_key(node: Node) -> Option<usize> {
+/// A cached tree's root, told apart from every other tree's: the ids of all its children.
+/// Two trees with the same children are the same tree (same nodes at the same bytes), so
+/// they may share answers; a tree an incremental parse made from another differs in the
+/// children its edits touched.
+type RootKey = u64;
+
+/// The id of the node's first child, to find candidate roots by, and the node's [`RootKey`].
+fn root_key(node: Node) -> Option<(usize, RootKey)> {
+    let first = node.child(0)?.id();
+    let mut h = DefaultHasher::new();
+    let mut cursor = node.walk();
+    for child in node.children(&mut cursor) {
+        child.id().hash(&mut h);
+    }
+    Some((first, h.finish()))
+}
+
+/// The first child's id alone, to rule out a node no cached tree has as its root cheaply.
+fn first_child_id(node: Node) -> Option<usize> {
     node.child(0).map(|c| c.id())
 }
 
@@ -98,15 +116,11 @@ impl Cache {
             text,
             tree: tree.clone(),
         });
-        if let Some(k) = root_key(entry.tree.root_node()) {
-            // an incremental parse shares the subtrees an edit left alone, the root's first
-            // child among them: a key two trees share answers for neither (a walk does)
-            if self.roots.contains_key(&k) || self.shared_roots.contains(&k) {
-                self.roots.remove(&k);
-                self.kinds.remove(&k);
-                self.shared_roots.insert(k);
-            } else {
-                self.roots.insert(k, entry.clone());
+        if let Some((first, k)) = root_key(entry.tree.root_node()) {
+            let same_first = self.roots.entry(first).or_default();
+            // the same children again (another text parsed to the same tree): the first stays
+            if !same_first.iter().any(|(other, _)| *other == k) {
+                same_first.push((k, entry.clone()));
             }
         }
         self.by_text.entry(key).or_default().push(entry);
@@ -263,15 +277,18 @@ const INDEXED: &[&str] = &[
 /// pre-order, as [`crate::lang::tree::descendants`] finds them; `None` when `node` is not
 /// the root of a cached tree.
 pub fn descendants_of_root<'t>(node: Node<'t>, kind: &str) -> Option<Vec<Node<'t>>> {
-    let key = root_key(node)?;
+    let first = first_child_id(node)?;
     let entry = {
         let c = cache().lock().expect("no poison");
-        let entry = c.roots.get(&key)?.clone();
+        let candidates = c.roots.get(&first)?;
+        let (_, key) = root_key(node)?;
+        let entry = candidates.iter().find(|(k, _)| *k == key)?.1.clone();
         if let Some(found) = c.kinds.get(&key).and_then(|k| k.get(kind)) {
             return Some(found.iter().copied().collect());
         }
-        entry
+        (key, entry)
     };
+    let (key, entry) = entry;
     let root = entry.tree.root_node();
     if root.kind() == kind || root.byte_range() != node.byte_range() {
         return None; // the root itself (its id differs per copy), or not this tree's root
@@ -410,7 +427,7 @@ mod tests {
         );
         assert_eq!(tree.root_node().end_byte(), new.len());
         // the two trees share the subtrees the edits left alone: each still answers for
-        // itself
+        // itself, from its own kept index (not a walk per question)
         let before = crate::lang::python::syntax::parse(old);
         for (root, text) in [(before.root_node(), old), (tree.root_node(), new.as_str())] {
             for kind in ["call", "class_definition", "function_definition"] {
@@ -421,6 +438,34 @@ mod tests {
                     .collect();
                 assert_eq!(got, want, "{kind} in {text:?}");
             }
+        }
+    }
+
+    #[test]
+    fn trees_sharing_their_first_statement_each_keep_their_own_index() {
+        // an edit below the first statement: the two trees share the root's first child
+        let old = "import acp\n\ndef f():\n    g(1)\n";
+        let at = old.find("g(1)").unwrap();
+        let changes = [(at..at, "h()\n    ".to_string())];
+        let mut new = old.to_string();
+        new.insert_str(at, &changes[0].1);
+        let before = crate::lang::python::syntax::parse(old);
+        let after = crate::lang::python::syntax::reparse(old, &changes, &new);
+        assert_eq!(
+            before.root_node().child(0).map(|c| c.id()),
+            after.root_node().child(0).map(|c| c.id()),
+            "the edit was meant to leave the first statement shared"
+        );
+        for (root, calls) in [(before.root_node(), 1), (after.root_node(), 2)] {
+            let kept = descendants_of_root(root, "call").expect("answered from the index");
+            assert_eq!(kept.len(), calls);
+            assert_eq!(
+                kept.iter().map(|n| n.byte_range()).collect::<Vec<_>>(),
+                walked(root, "call")
+                    .iter()
+                    .map(|n| n.byte_range())
+                    .collect::<Vec<_>>()
+            );
         }
     }
 }
