@@ -6,7 +6,7 @@
 use super::binding::bound_classes;
 use super::connection::connection;
 pub use super::found::{
-    Anchors, Connection, Handler, RUNTIME_FILE, RUNTIME_MARKER, RUNTIME_NAME, Send, is_agent_file,
+    Anchors, Handler, RUNTIME_FILE, RUNTIME_MARKER, RUNTIME_NAME, Send, is_agent_file,
 };
 use super::found::{Classes, prompt_anchor};
 use super::locate::{At, pin_mismatch};

@@ -3,7 +3,7 @@
 //! nowhere readable), else the `__init__` parameter its sends use, else the one
 //! `self.<attr>` its own sends go through; a `connection` pin picks among the same candidates.
 
-use super::found::{Classes, Connection, Send};
+use super::found::{Classes, Conn, Reach, Send};
 use super::locate::{At, candidate, pin_mismatch};
 use super::syntax::*;
 use crate::config::{Pin, PythonPins};
@@ -22,17 +22,13 @@ pub(super) fn connection<'a>(
     class: At<'a>,
     sends: &[Send<'a>],
     pins: &PythonPins,
-) -> Result<Connection<'a>> {
+) -> Result<Conn<'a>> {
     let src = &files[class.file].file.text;
     let class_name = name_of(class.node, src).to_string();
-    let mut found: Vec<(Connection<'a>, Candidate)> = Vec::new();
-    let push = |c: Connection<'a>, found: &mut Vec<(Connection<'a>, Candidate)>| {
-        let (at, name) = match &c {
-            Connection::Attribute { attr, at, .. } => (*at, format!("{class_name}.{attr}")),
-            Connection::Bind { method, .. } => (*method, format!("{class_name}.on_connect")),
-            Connection::Wire { at, .. } => (*at, class_name.clone()),
-        };
-        let cand = candidate(files, at, name);
+    let mut found: Vec<(Conn<'a>, Candidate)> = Vec::new();
+    let push = |c: Conn<'a>, found: &mut Vec<(Conn<'a>, Candidate)>| {
+        let name = c.anchor.pin.clone().unwrap_or_else(|| class_name.clone());
+        let cand = candidate(files, c.at, name);
         if !found.iter().any(|(_, c)| c.name == cand.name) {
             found.push((c, cand));
         }
@@ -62,17 +58,18 @@ pub(super) fn connection<'a>(
                 .unwrap_or_default();
             match stored_as(m.node, &me, &param, msrc) {
                 Some((attr, at)) => push(
-                    Connection::Attribute {
-                        attr,
-                        at: At {
+                    Conn::attribute(
+                        At {
                             file: m.file,
                             node: at,
                         },
-                        how: "from on_connect",
-                    },
+                        &class_name,
+                        attr,
+                        "from on_connect",
+                    ),
                     &mut found,
                 ),
-                None => push(Connection::Bind { method: m, param }, &mut found),
+                None => push(Conn::bind(m, &class_name, param), &mut found),
             }
         }
     }
@@ -85,14 +82,15 @@ pub(super) fn connection<'a>(
                 && own_receivers.iter().any(|(a, _)| *a == attr)
             {
                 push(
-                    Connection::Attribute {
-                        attr,
-                        at: At {
+                    Conn::attribute(
+                        At {
                             file: init.file,
                             node: at,
                         },
-                        how: "from __init__",
-                    },
+                        &class_name,
+                        attr,
+                        "from __init__",
+                    ),
                     &mut found,
                 );
             }
@@ -106,30 +104,19 @@ pub(super) fn connection<'a>(
     }
     for (attr, at) in &distinct {
         push(
-            Connection::Attribute {
-                attr: attr.clone(),
-                at: *at,
-                how: "used by the agent's sends",
-            },
+            Conn::attribute(*at, &class_name, attr.clone(), "used by the agent's sends"),
             &mut found,
         );
     }
     let auto_ok = !found.is_empty()
-        && (matches!(found[0].0, Connection::Bind { .. })
-            || matches!(found[0].0, Connection::Attribute { how, .. } if how != "used by the agent's sends")
+        && (matches!(found[0].0.reach, Reach::Bind { .. })
+            || matches!(found[0].0.reach, Reach::Attribute { how, .. } if how != "used by the agent's sends")
             || distinct.len() == 1);
     let pin = pins.connection.as_ref().map(|p| Pin::parse(p));
     if let Some(pin) = pin {
         let seen: Vec<(At, String)> = found
             .iter()
-            .map(|(c, cand)| {
-                let at = match c {
-                    Connection::Attribute { at, .. } => *at,
-                    Connection::Bind { method, .. } => *method,
-                    Connection::Wire { at, .. } => *at,
-                };
-                (at, cand.name.clone())
-            })
+            .map(|(c, cand)| (c.at, cand.name.clone()))
             .collect();
         return found
             .into_iter()

@@ -4,7 +4,7 @@
 
 use super::locate::At;
 use super::syntax::*;
-use crate::lang::anchors::{PromptHandler, SendSite, Site};
+use crate::lang::anchors::{Connection, PromptHandler, SendSite, Site};
 use crate::lang::parts::{AgentFiles, Parsed, TestFiles};
 use std::cell::{OnceCell, RefCell};
 use std::collections::{HashMap, HashSet};
@@ -25,7 +25,7 @@ pub struct Handler<'a> {
     pub anchor: PromptHandler,
     pub prompt: Node<'a>,
     pub cancel: Option<At<'a>>,
-    pub connection: Connection<'a>,
+    pub connection: Conn<'a>,
     /// Extra keyword arguments the agent's sends pass with a literal value (`source="x"`).
     pub send_kwargs: Vec<(String, String)>,
 }
@@ -103,20 +103,71 @@ pub fn is_agent_file(p: &Parsed) -> bool {
     AGENT_FILES.holds(p)
 }
 
-/// Where the card's connection comes from.
+/// The connection the card goes out on (anchor 3): the shared anchor (where it is taken
+/// from, the expression the handler reads it with, the name a `connection` pin uses) and how
+/// the handler reaches it.
 #[derive(Clone)]
-pub enum Connection<'a> {
-    /// `self.<attr>`, assigned from what the SDK hands over (or what the agent's sends use).
-    Attribute {
-        attr: String,
-        at: At<'a>,
-        how: &'static str,
-    },
-    /// `on_connect(self, conn)` keeps it nowhere we can read: bind it there.
-    Bind { method: At<'a>, param: String },
-    /// No SDK: the agent's own writer of `session/update` messages, as a lambda of the
-    /// handler's arguments (`wire=` of the decorator); `at` is the function it is taken from.
-    Wire { lambda: String, at: At<'a> },
+pub struct Conn<'a> {
+    pub anchor: Connection,
+    /// The statement or function it is taken from (the anchor's site, as a node).
+    pub at: At<'a>,
+    pub reach: Reach,
+}
+
+/// How the prompt handler reaches its connection.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Reach {
+    /// `self.<attr>`, assigned from what the SDK hands over (or what the agent's sends use);
+    /// `how` says which.
+    Attribute { attr: String, how: &'static str },
+    /// `on_connect(self, <param>)` keeps it nowhere the handler can read: bound there (`at`
+    /// is the method).
+    Bind { param: String },
+    /// No SDK: the agent's own writer of `session/update` messages, the anchor's text a
+    /// lambda of the handler's arguments (`wire=` of the decorator); `at` is the function it
+    /// is taken from.
+    Wire,
+}
+
+impl<'a> Conn<'a> {
+    /// `self.<attr>` of class `class_name`, taken from the statement `at`.
+    pub fn attribute(at: At<'a>, class_name: &str, attr: String, how: &'static str) -> Self {
+        Conn {
+            anchor: Connection {
+                site: Site::of_node(at.file, at.node),
+                text: format!("self.{attr}"),
+                pin: Some(format!("{class_name}.{attr}")),
+            },
+            at,
+            reach: Reach::Attribute { attr, how },
+        }
+    }
+
+    /// Bound in `on_connect` (`method`) from its parameter `param`.
+    pub fn bind(method: At<'a>, class_name: &str, param: String) -> Self {
+        Conn {
+            anchor: Connection {
+                site: Site::of_node(method.file, method.node),
+                text: param.clone(),
+                pin: Some(format!("{class_name}.on_connect")),
+            },
+            at: method,
+            reach: Reach::Bind { param },
+        }
+    }
+
+    /// The agent's own writer, `lambda`, taken from the function `at`.
+    pub fn wire(at: At<'a>, lambda: String) -> Self {
+        Conn {
+            anchor: Connection {
+                site: Site::of_node(at.file, at.node),
+                text: lambda,
+                pin: None,
+            },
+            at,
+            reach: Reach::Wire,
+        }
+    }
 }
 
 /// The class definitions of the agent's files, found by name: a file is parsed and indexed

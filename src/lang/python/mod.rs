@@ -197,10 +197,10 @@ impl Python {
         // the protocol strategy patches the agent and a note says why
         let mut note = None;
         if let [h] = anchors.handlers.as_slice() {
-            let attr = match &h.connection {
-                anchors::Connection::Attribute { attr, .. } => Some(attr.as_str()),
-                anchors::Connection::Bind { .. } => None,
-                anchors::Connection::Wire { .. } => return Ok(Strategy::Protocol(anchors, None)),
+            let attr = match &h.connection.reach {
+                found::Reach::Attribute { attr, .. } => Some(attr.as_str()),
+                found::Reach::Bind { .. } => None,
+                found::Reach::Wire => return Ok(Strategy::Protocol(anchors, None)),
             };
             match engine::locate(decisions, files, h.prompt_at(), h.class, attr, pins) {
                 Ok(Some(cb)) => return Ok(Strategy::Engine(cb)),

@@ -3,7 +3,8 @@
 //! and cancel, every SDK send wrapped as `acp_progress.emitter(<receiver>)`, and a connection
 //! binding where the agent keeps the connection nowhere the decorator can read it.
 
-use super::anchors::{Anchors, Connection, RUNTIME_FILE, RUNTIME_MARKER, RUNTIME_NAME};
+use super::anchors::{Anchors, RUNTIME_FILE, RUNTIME_MARKER, RUNTIME_NAME};
+use super::found::Reach;
 use super::insert::{Builder, line};
 use super::locate::At;
 use super::package::Packages;
@@ -39,8 +40,8 @@ pub fn importers(anchors: &Anchors) -> Vec<usize> {
     for h in &anchors.handlers {
         out.push(h.anchor.site.file);
         out.extend(h.cancel.map(|c| c.file));
-        if let Connection::Bind { method, .. } = &h.connection {
-            out.push(method.file);
+        if let Reach::Bind { .. } = &h.connection.reach {
+            out.push(h.connection.at.file);
         }
     }
     out.extend(anchors.sends.iter().map(|s| s.anchor.site.file));
@@ -151,21 +152,23 @@ impl<'a> Builder<'a> {
                 .map(|(n, _)| n.clone())
                 .unwrap_or_else(|| "self".into());
             let mut args: Vec<String> = Vec::new();
-            match &h.connection {
-                Connection::Attribute { attr, at, how } => {
+            let (at, site) = (h.connection.at, &h.connection.anchor.site);
+            match &h.connection.reach {
+                Reach::Attribute { attr, how } => {
                     args.push(format!("lambda {me}: {me}.{attr}"));
                     let detail = format!("`{}.{attr}` {how}", h.class_name);
-                    self.finding("connection", Status::Ok, at.file, line(at.node), detail);
+                    self.finding("connection", Status::Ok, site.file, site.line, detail);
                 }
-                Connection::Wire { lambda, at } => {
-                    args.push(format!("wire={lambda}"));
+                Reach::Wire => {
+                    args.push(format!("wire={}", h.connection.anchor.text));
                     let detail = format!(
                         "the agent's own writer of `session/update` messages, as {} calls it",
                         qualified_name(at.node, self.src(at.file))
                     );
-                    self.finding("connection", Status::Ok, at.file, line(at.node), detail);
+                    self.finding("connection", Status::Ok, site.file, site.line, detail);
                 }
-                Connection::Bind { method, param } => {
+                Reach::Bind { param } => {
+                    let method = at;
                     let msrc = self.src(method.file);
                     let mself = parameters(method.node, msrc)
                         .first()

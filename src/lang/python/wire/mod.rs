@@ -14,7 +14,7 @@ mod methods;
 mod resolve;
 mod writer;
 
-use super::found::{Anchors, Connection, Handler, Send, is_agent_file};
+use super::found::{Anchors, Conn, Handler, Send, is_agent_file};
 use super::locate::At;
 use super::syntax::*;
 use crate::config::PythonPins;
@@ -163,7 +163,7 @@ pub fn locate<'a>(
             class_name: name,
             prompt: prompt.node,
             cancel,
-            connection: Connection::Wire { lambda, at },
+            connection: Conn::wire(at, lambda),
             send_kwargs: Vec::new(),
         });
     }
@@ -207,9 +207,9 @@ mod tests {
             panic!("one handler")
         };
         assert_eq!(handler.class_name, "Agent.prompt");
-        match &handler.connection {
-            super::Connection::Wire { lambda, .. } => assert_eq!(
-                lambda,
+        match &handler.connection.reach {
+            crate::lang::python::found::Reach::Wire => assert_eq!(
+                handler.connection.anchor.text,
                 "lambda acp_params, *_, **__: sys.stdout.write(json.dumps({\"jsonrpc\": \"2.0\", \"method\": \"session/update\", \"params\": acp_params}))"
             ),
             _ => panic!("the agent's own writer"),
