@@ -8,23 +8,26 @@ use super::handlers::Handler;
 use super::modules::Modules;
 use super::sdk::Dialect;
 use crate::config::Pin;
-use crate::error::{Candidate, Error, Location, Result};
+use crate::error::{Candidate, Error, Result};
+use crate::lang::anchors::{Connection, Site};
 use crate::lang::parts;
 use syn::spanned::Spanned;
 
-fn line(span: proc_macro2::Span) -> usize {
-    span.start().line
+/// The site of a name's span in file `file`.
+fn site_of(file: usize, span: proc_macro2::Span) -> Site {
+    Site {
+        file,
+        range: span.byte_range(),
+        line: span.start().line,
+    }
 }
 
-/// A candidate for a sink (the trait API's connection for the card).
+/// A candidate for a sink (the trait API's connection for the card): the connection anchor
+/// (the field or static, the expression the turn reads it with — `&self.field`,
+/// `&crate::STATIC` — and its pin name, `Type::field` or `STATIC`).
 #[derive(Debug, Clone)]
 pub struct SinkCandidate {
-    pub file: usize,
-    pub line: usize,
-    /// Pin name: `Type::field` or `STATIC`.
-    pub name: String,
-    /// The expression the turn reads: `&self.field`, `&crate::STATIC`.
-    pub expr: String,
+    pub anchor: Connection,
     /// The agent's own sends go through it.
     pub used_by_sends: bool,
 }
@@ -41,7 +44,6 @@ fn is_sink_type(ty: &str) -> bool {
 /// Every field of `self_ty` and every reachable static that can carry the card (the same
 /// list the `connection` pin picks from).
 pub fn sink_candidates(
-    files: &[Parsed],
     c: &Collected,
     self_ty: &str,
     module_path: &dyn Fn(usize) -> Option<Vec<String>>,
@@ -56,10 +58,11 @@ pub fn sink_candidates(
             let Some(name) = &f.ident else { continue };
             if is_sink_type(&c.expand(&type_text(&f.ty))) {
                 out.push(SinkCandidate {
-                    file: *file,
-                    line: line(name.span()),
-                    name: format!("{self_ty}::{name}"),
-                    expr: format!("&self.{name}"),
+                    anchor: Connection {
+                        site: site_of(*file, name.span()),
+                        text: format!("&self.{name}"),
+                        pin: Some(format!("{self_ty}::{name}")),
+                    },
                     used_by_sends: used_fields.contains(&name.to_string()),
                 });
             }
@@ -80,25 +83,30 @@ pub fn sink_candidates(
         full.extend(path);
         full.push(s.ident.to_string());
         out.push(SinkCandidate {
-            file: *file,
-            line: line(s.ident.span()),
-            name: s.ident.to_string(),
-            expr: format!("&{}", full.join("::")),
+            anchor: Connection {
+                site: site_of(*file, s.ident.span()),
+                text: format!("&{}", full.join("::")),
+                pin: Some(s.ident.to_string()),
+            },
             used_by_sends: used_fields.contains(&s.ident.to_string()),
         });
-        let _ = files;
     }
     out
 }
 
 impl SinkCandidate {
+    /// The pin name: every candidate has one.
+    fn name(&self) -> &str {
+        self.anchor.pin.as_deref().unwrap_or_default()
+    }
+
     pub fn candidate(&self, files: &[Parsed]) -> Candidate {
         Candidate {
-            location: Location {
-                file: files[self.file].file.rel.clone(),
-                line: self.line,
-            },
-            name: self.name.clone(),
+            location: self
+                .anchor
+                .site
+                .location(&files[self.anchor.site.file].file.rel),
+            name: self.name().to_string(),
         }
     }
 }
@@ -146,7 +154,7 @@ pub(super) fn wrap_sink(
     dialect: Dialect,
     h: &Handler,
     pin: Option<&str>,
-) -> Result<(String, String)> {
+) -> Result<(Connection, String)> {
     let ty = h.self_ty.clone().unwrap_or_default();
     if !dialect.local() {
         // a builder-API method: its connection parameter
@@ -168,10 +176,12 @@ pub(super) fn wrap_sink(
                     && let syn::Pat::Ident(id) = &*t.pat
                 {
                     // a clone: the body moves the parameter into its `async move` block
-                    return Ok((
-                        format!("&{}.clone()", id.ident),
-                        format!("the handler's connection `{}`", id.ident),
-                    ));
+                    let param = Connection {
+                        site: site_of(h.anchor.site.file, id.ident.span()),
+                        text: format!("&{}.clone()", id.ident),
+                        pin: None,
+                    };
+                    return Ok((param, format!("the handler's connection `{}`", id.ident)));
                 }
             }
         }
@@ -186,19 +196,19 @@ pub(super) fn wrap_sink(
     }
     let used = fields_used_by_sends(files, c, &ty, dialect.send_method());
     let path_of = |f: usize| modules.path_of(f).map(<[String]>::to_vec);
-    let found = sink_candidates(files, c, &ty, &path_of, &used);
+    let mut found = sink_candidates(c, &ty, &path_of, &used);
     let listed: Vec<Candidate> = found.iter().map(|s| s.candidate(files)).collect();
     let describe = |s: &SinkCandidate| {
-        if s.expr.starts_with("&self.") {
-            format!("the agent's field `{}`", s.name)
+        if s.anchor.text.starts_with("&self.") {
+            format!("the agent's field `{}`", s.name())
         } else {
-            format!("the static `{}`", s.name)
+            format!("the static `{}`", s.name())
         }
     };
     if let Some(pin) = pin {
         let pin = Pin::parse_rust(pin);
         return match found.iter().find(|s| pin.takes(&s.candidate(files))) {
-            Some(s) => Ok((s.expr.clone(), describe(s))),
+            Some(s) => Ok((s.anchor.clone(), describe(s))),
             None => Err(Error::NotFound {
                 site: "connection for the think card",
                 detail: format!(
@@ -225,7 +235,7 @@ pub(super) fn wrap_sink(
             &all,
             Some(&s.candidate(files)),
         );
-        return Ok((s.expr.clone(), describe(s)));
+        return Ok((s.anchor.clone(), describe(s)));
     }
     if found.is_empty() {
         return Err(Error::NotFound {
@@ -238,18 +248,22 @@ pub(super) fn wrap_sink(
             candidates: Vec::new(),
         });
     }
-    let found: Vec<(usize, Candidate)> = found
-        .iter()
-        .enumerate()
-        .map(|(i, s)| (i, s.candidate(files)))
+    // several, none preferred: the choice refuses, listing them
+    let found: Vec<(SinkCandidate, Candidate)> = found
+        .drain(..)
+        .map(|s| {
+            let c = s.candidate(files);
+            (s, c)
+        })
         .collect();
-    parts::choose(
+    let s = parts::choose(
         decisions,
         found,
         None,
         "connection for the think card",
         "rust.connection",
         String::new,
-    )
-    .map(|_| (String::new(), String::new()))
+    )?;
+    let from = describe(&s);
+    Ok((s.anchor, from))
 }

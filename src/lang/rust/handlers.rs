@@ -7,7 +7,7 @@ use super::collect::{
     Collected, body_of, ident_of, is_prompt_responder, session_of, type_name, type_text,
 };
 use super::sdk::Dialect;
-use crate::lang::anchors::{PromptHandler, Site};
+use crate::lang::anchors::{Connection, PromptHandler, Site};
 use std::collections::HashMap;
 use std::ops::Range;
 use syn::spanned::Spanned;
@@ -18,8 +18,9 @@ pub enum Style {
     /// The body runs as one turn (`turn(sink, session, async move { .. }).await`): a method
     /// whose return value is the prompt's response (trait API, or a pinned method).
     Wrap {
-        /// The sink expression, e.g. `&self.conn`.
-        sink: String,
+        /// The connection anchor the card goes out on (its text the sink expression, e.g.
+        /// `&self.conn`); found once every handler is (`None` until then).
+        sink: Option<Connection>,
         /// Where the sink came from, for the report.
         sink_from: String,
     },
@@ -274,7 +275,7 @@ fn entry_fn(
 }
 
 /// A method whose return value is the prompt response: its body becomes one turn. The sink
-/// is filled in later (`Style::Wrap.sink` empty until then).
+/// is filled in later (`Style::Wrap.sink` is `None` until then).
 pub fn method_handler(
     files: &[Parsed],
     file: usize,
@@ -330,7 +331,7 @@ pub fn method_handler(
         session,
         params,
         style: Style::Wrap {
-            sink: String::new(),
+            sink: None,
             sink_from: String::new(),
         },
         self_ty: Some(ty.to_string()),

@@ -134,7 +134,10 @@ pub(super) fn locate(
             h,
             pins.connection.as_deref(),
         )?;
-        h.style = Style::Wrap { sink, sink_from };
+        h.style = Style::Wrap {
+            sink: Some(sink),
+            sink_from,
+        };
     }
 
     // every SDK send in the crate's own modules

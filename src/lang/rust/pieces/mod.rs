@@ -186,7 +186,10 @@ pub fn build(input: &Input) -> Result<Vec<Part>> {
     for (k, h) in input.handlers.iter().enumerate() {
         let path = module_path(input.modules, h.anchor.site.file, input.lib_shared);
         match &h.style {
-            Style::Wrap { sink, .. } => wrap_handler(&mut b, h, &path, sink)?,
+            Style::Wrap { sink, .. } => {
+                let sink = sink.as_ref().expect("each wrapped handler's sink is found");
+                wrap_handler(&mut b, h, &path, &sink.text)?
+            }
             Style::Entry { cx, .. } => {
                 let lexical = input.turn_ends.iter().any(|t| t.handler == Some(k));
                 let binding = if lexical { "acp_turn" } else { "_acp_turn" };
