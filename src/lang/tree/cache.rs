@@ -281,8 +281,17 @@ pub fn descendants_of_root<'t>(node: Node<'t>, kind: &str) -> Option<Vec<Node<'t
     let entry = {
         let c = cache().lock().expect("no poison");
         let candidates = c.roots.get(&first)?;
-        let (_, key) = root_key(node)?;
-        let entry = candidates.iter().find(|(k, _)| *k == key)?.1.clone();
+        // one tree with that first child (no re-parse of it): that one, as cheap as the
+        // first child's id (the byte range is checked below); several (a file and its
+        // planned text): told apart by all the children, read only then
+        let (key, entry) = match candidates.as_slice() {
+            [(key, entry)] => (*key, entry.clone()),
+            _ => {
+                let (_, key) = root_key(node)?;
+                let (_, entry) = candidates.iter().find(|(k, _)| *k == key)?;
+                (key, entry.clone())
+            }
+        };
         if let Some(found) = c.kinds.get(&key).and_then(|k| k.get(kind)) {
             return Some(found.iter().copied().collect());
         }
