@@ -23,6 +23,31 @@ impl Status {
     }
 }
 
+/// How the patch meets the agent: on the protocol's anchors (with the SDK's API generation
+/// where the language tells them apart, e.g. `trait API ≤ 0.10`), or on an engine's callbacks
+/// (the engine-level refinement, `strategy = "engine"` in `acp-patch.toml`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Shape {
+    Protocol(Option<&'static str>),
+    Engine,
+}
+
+impl std::fmt::Display for Shape {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Shape::Protocol(None) => f.write_str("protocol"),
+            Shape::Protocol(Some(api)) => write!(f, "protocol ({api})"),
+            Shape::Engine => f.write_str("engine"),
+        }
+    }
+}
+
+impl Serialize for Shape {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
 #[derive(Debug, Clone, Serialize)]
 pub struct Check {
     /// Stable id, e.g. `hook.start`.
@@ -119,8 +144,7 @@ impl Serialize for Location {
 pub struct Report {
     pub root: String,
     pub language: String,
-    /// `callback` (engine object with callbacks, e.g. Hermes) or `emitter` (SDK agent).
-    pub shape: String,
+    pub shape: Shape,
     pub checks: Vec<Check>,
     /// What is worth a word beside the checks (which strategy patched the agent, and why);
     /// the command prints them as notes.

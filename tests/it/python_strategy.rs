@@ -124,7 +124,7 @@ fn a_strategy_pin_chooses_either_strategy() {
     );
     assert_eq!(shape(dir.path()), "protocol");
     let dir = tree("python/callback_agent", "[python]\nstrategy = \"engine\"\n");
-    assert_eq!(shape(dir.path()), "callback");
+    assert_eq!(shape(dir.path()), "engine");
     // an agent that is not engine-shaped: the pin is refused, naming what to change
     let dir = tree(
         "python/asyncio_agent",

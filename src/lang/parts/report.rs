@@ -3,6 +3,7 @@
 
 use super::{HookCalls, Parsed, ParsedSource, Part, STATES, parse_error, runtime_edited};
 use crate::error::{Error, Result};
+use crate::report::Shape;
 use crate::report::{Check, Location, Report, Status};
 
 /// A placement fact verify established beyond the parts themselves: an SDK send that
@@ -21,7 +22,7 @@ pub struct Finding {
 /// How a language names things in the report.
 pub struct Naming<'a> {
     pub language: &'static str,
-    pub shape: String,
+    pub shape: Shape,
     /// The report's rows, in order: [`engine_checks`] or [`PROTOCOL_CHECKS`].
     pub checks: &'a [&'static str],
     /// `agent_progress_callback` / `agentProgressCallback`.
@@ -209,7 +210,7 @@ pub fn report_any<P: ParsedSource>(
     Ok(Report {
         root: root.to_string(),
         language: naming.language.into(),
-        shape: naming.shape.clone(),
+        shape: naming.shape,
         checks,
         notes: Vec::new(),
         edited_runtime,

@@ -30,6 +30,7 @@ use crate::lang::survey::{Decisions, Site, Stopped};
 use crate::needles::Needles;
 use crate::plan::Plan;
 use crate::project::Project;
+use crate::report::Shape;
 use crate::report::{Report, Status};
 use crate::source::SourceFile;
 use std::collections::HashSet;
@@ -59,7 +60,7 @@ const ENGINE_EXTRA_CHECKS: &[&str] = &["bound"];
 
 #[allow(clippy::large_enum_variant)] // one per run: boxing buys nothing
 enum Strategy<'a> {
-    Engine(engine::CallbackSites<'a>),
+    Engine(engine::EngineSites<'a>),
     /// With the note saying why the engine-level refinement was not used, if it was tried.
     Protocol(anchors::Anchors<'a>, Option<String>),
 }
@@ -67,7 +68,7 @@ enum Strategy<'a> {
 /// What one analysis of the tree gives: the shape, every part, the placement facts
 /// established on the way, and the prompt handlers (file, def).
 struct Analysis<'a> {
-    shape: &'static str,
+    shape: Shape,
     parts: Vec<Part>,
     findings: Vec<Finding>,
     prompts: Vec<(usize, tree_sitter::Node<'a>)>,
@@ -229,8 +230,12 @@ impl Python {
         let mut note = None;
         let (shape, prompts, runtimes) = match self.strategy(decisions, project, files)? {
             Strategy::Engine(cb) => {
-                b.callback_shape(&cb)?;
-                ("callback", vec![(cb.prompt.file, cb.prompt.node)], vec![])
+                b.engine_shape(&cb)?;
+                (
+                    Shape::Engine,
+                    vec![(cb.prompt.file, cb.prompt.node)],
+                    vec![],
+                )
             }
             Strategy::Protocol(a, why) => {
                 note = why;
@@ -240,7 +245,7 @@ impl Python {
                     .iter()
                     .map(|h| (h.anchor.site.file, h.prompt))
                     .collect();
-                ("protocol", prompts, runtimes)
+                (Shape::Protocol(None), prompts, runtimes)
             }
         };
         let stale = protocol::stale_runtimes(files, &runtimes, &b.packages);
@@ -461,12 +466,12 @@ impl Language for Python {
         let engine_checks = parts::engine_checks(ENGINE_EXTRA_CHECKS);
         let naming = Naming {
             language: self.name(),
-            checks: if analysis.shape == "protocol" {
-                parts::PROTOCOL_CHECKS
-            } else {
+            checks: if analysis.shape == Shape::Engine {
                 &engine_checks
+            } else {
+                parts::PROTOCOL_CHECKS
             },
-            shape: analysis.shape.to_string(),
+            shape: analysis.shape,
             callback: "agent_progress_callback",
             defines: &defined_names,
             has_function: &|p, name| {

@@ -24,6 +24,7 @@ use crate::lang::survey::{self, Decisions, Site, Stopped, Surveyed};
 use crate::plan::Plan;
 use crate::project::Project;
 use crate::report::Report;
+use crate::report::Shape;
 use crate::source::SourceFile;
 use manifest::Manifest;
 use modules::{Modules, RootKind};
@@ -69,7 +70,7 @@ pub(crate) struct Analysis {
     files: Vec<Parsed>,
     parts: Vec<Part>,
     findings: Vec<Finding>,
-    shape: String,
+    shape: Shape,
 }
 
 /// A file of a kept analysis: its text and first syntax error, without the syntax tree
@@ -96,7 +97,7 @@ pub(crate) struct Analyzed {
     files: Vec<Checked>,
     parts: Vec<Part>,
     findings: Vec<Finding>,
-    shape: String,
+    shape: Shape,
     /// The runtime module's progress callback calls (what verify reports them by).
     calls: HookCalls,
 }
@@ -281,7 +282,7 @@ impl Rust {
             files,
             parts,
             findings,
-            shape: dialect.shape().to_string(),
+            shape: dialect.shape(),
         })
     }
 }
@@ -486,7 +487,7 @@ impl Language for Rust {
         let naming = Naming {
             language: self.name(),
             checks: parts::PROTOCOL_CHECKS,
-            shape: a.shape.clone(),
+            shape: a.shape,
             callback: "agent_progress_callback",
             defines: &|_| Vec::new(),
             has_function: &|_, _| false, // tree-sitter files only; see report_any

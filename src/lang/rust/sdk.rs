@@ -1,6 +1,8 @@
 //! The generations of the `agent-client-protocol` crate, and where each keeps the things the
 //! inserted code names: the message types, the connection, the send of a session update.
 
+use crate::report::Shape;
+
 /// One API generation (and, for 5.x, protocol version) of the SDK.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Dialect {
@@ -88,13 +90,13 @@ impl Dialect {
     }
 
     /// The shape named in verify's report.
-    pub fn shape(self) -> &'static str {
-        match self {
-            Dialect::Trait => "protocol (trait API ≤ 0.10)",
-            Dialect::Builder { schema_v1: false } => "protocol (builder API 0.11)",
-            Dialect::Builder { schema_v1: true } => "protocol (builder API 1.x–3.x)",
-            Dialect::V1 => "protocol (Agent.v1(), 5.x)",
-            Dialect::V2 => "protocol (Agent.v2(), 5.x, protocol v2)",
-        }
+    pub fn shape(self) -> Shape {
+        Shape::Protocol(Some(match self {
+            Dialect::Trait => "trait API ≤ 0.10",
+            Dialect::Builder { schema_v1: false } => "builder API 0.11",
+            Dialect::Builder { schema_v1: true } => "builder API 1.x–3.x",
+            Dialect::V1 => "Agent.v1(), 5.x",
+            Dialect::V2 => "Agent.v2(), 5.x, protocol v2",
+        }))
     }
 }

@@ -20,6 +20,7 @@ use crate::lang::survey::{self, Decisions, Site, Stopped, Surveyed};
 use crate::plan::Plan;
 use crate::project::Project;
 use crate::report::Report;
+use crate::report::Shape;
 use syntax::*;
 
 pub struct TypeScript;
@@ -262,7 +263,7 @@ impl Language for TypeScript {
                 let naming = Naming {
                     language: self.name(),
                     checks: parts::ENGINE_CHECKS,
-                    shape: "engine".into(),
+                    shape: Shape::Engine,
                     callback: "agentProgressCallback",
                     defines: &defined_names,
                     has_function: &has_function,
@@ -275,7 +276,7 @@ impl Language for TypeScript {
                 let naming = Naming {
                     language: self.name(),
                     checks: parts::PROTOCOL_CHECKS,
-                    shape: "protocol".into(),
+                    shape: Shape::Protocol(None),
                     callback: "agentProgressCallback",
                     defines: &protocol::defined_names,
                     has_function: &has_function,

@@ -16,7 +16,7 @@ use crate::error::{Error, Result};
 use llm::{locate_callback_store, locate_llm, locate_module_def};
 use tree_sitter::Node;
 
-pub struct CallbackSites<'a> {
+pub struct EngineSites<'a> {
     pub prompt: At<'a>,
     /// The statement that hands the turn to the engine (the executor call).
     pub handoff: At<'a>,
@@ -113,7 +113,7 @@ pub fn locate<'a>(
     class: At<'a>,
     connection_attr: Option<&str>,
     pins: &PythonPins,
-) -> Result<Option<CallbackSites<'a>>> {
+) -> Result<Option<EngineSites<'a>>> {
     let p = &files[prompt.file];
     let src = p.file.text.as_ref();
     let body = prompt
@@ -336,7 +336,7 @@ pub fn locate<'a>(
                 ),
                 pin_key: "connection",
             })?;
-    Ok(Some(CallbackSites {
+    Ok(Some(EngineSites {
         prompt,
         handoff: At {
             file: prompt.file,

@@ -3,7 +3,7 @@
 //! beside the adapter's own, the wiring in the prompt handler (or its helper), the text hold
 //! on the engine's callbacks, and the card opened at the prompt handler's entry.
 
-use super::CallbackSites;
+use super::EngineSites;
 use crate::error::Result;
 use crate::lang::parts::*;
 use crate::lang::python::insert::Builder;
@@ -11,7 +11,7 @@ use crate::lang::python::locate::At;
 use crate::lang::python::syntax::*;
 
 impl<'a> Builder<'a> {
-    pub fn callback_shape(&mut self, cb: &CallbackSites<'a>) -> Result<()> {
+    pub fn engine_shape(&mut self, cb: &EngineSites<'a>) -> Result<()> {
         let llm = &cb.llm;
         let agent = llm.receiver.as_str();
 

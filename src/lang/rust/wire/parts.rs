@@ -11,6 +11,7 @@ use crate::lang::rust::manifest::{Manifest, SDK};
 use crate::lang::rust::modules::Modules;
 use crate::lang::rust::{Analysis, Parsed, collect, is_runtime_module, pieces, runtime, verify};
 use crate::project::Project;
+use crate::report::Shape;
 use crate::report::Status;
 use std::collections::BTreeSet;
 use syn::spanned::Spanned;
@@ -155,7 +156,7 @@ pub fn analyze(
         files,
         parts,
         findings,
-        shape: "protocol (no SDK: its own JSON-RPC loop)".into(),
+        shape: Shape::Protocol(Some("no SDK: its own JSON-RPC loop")),
     })
 }
 
