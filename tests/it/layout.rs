@@ -72,7 +72,8 @@ fn crate_paths(code: &str) -> Vec<Vec<String>> {
     paths
 }
 
-/// The module path of a file: `lang/python/anchors.rs` → `[lang, python, anchors]`.
+/// The module path of a file: `lang/python/locate/handlers.rs` →
+/// `[lang, python, locate, handlers]`.
 fn module_of(rel: &Path) -> Vec<String> {
     let mut parts: Vec<String> = rel
         .with_extension("")

@@ -2,7 +2,8 @@
 //! then the modules defining the classes they take from elsewhere and those calling their
 //! runners, read again from disk where the walk did not keep them.
 
-use super::{Python, binding, classes, package, parsed, syntax};
+use super::locate::{binding, classes};
+use super::{Python, package, parsed, syntax};
 use crate::lang::Language;
 use crate::lang::parts::Parsed;
 use crate::project::Project;

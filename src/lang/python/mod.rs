@@ -1,26 +1,20 @@
 //! Python agents, parsed with tree-sitter. Two strategies share the protocol anchors
-//! (`anchors`): the protocol strategy (`protocol`: the runtime module plus small insertions)
-//! for every agent, and the engine-level refinement (`engine`) for callback-shaped agents such
-//! as Hermes. `placement` proves where inserted code sits (with `scope`'s binding analysis);
+//! (`locate/`): the protocol strategy (`protocol`: the runtime module plus small insertions)
+//! for every agent, and the engine-level refinement (`refinements/engine`) for engine-shaped
+//! agents such as Hermes. `placement` proves where inserted code sits (with `scope`'s binding analysis);
 //! `package` spells its imports.
 
-mod anchors;
-mod binding;
-mod classes;
-mod connection;
-mod engine;
 mod files;
-mod found;
-mod insert;
 mod interpreter;
 mod locate;
 mod package;
+mod pieces;
 mod placement;
 mod protocol;
+mod refinements;
 mod scope;
 pub(crate) mod syntax;
 mod toolchain;
-mod wire;
 
 use crate::config::StrategyPin;
 use crate::error::{Error, Result};
@@ -33,6 +27,8 @@ use crate::project::Project;
 use crate::report::Shape;
 use crate::report::{Report, Status};
 use crate::source::SourceFile;
+use locate::{found, handlers};
+use refinements::engine;
 use std::collections::HashSet;
 use std::sync::LazyLock;
 
@@ -62,7 +58,7 @@ const ENGINE_EXTRA_CHECKS: &[&str] = &["bound"];
 enum Strategy<'a> {
     Engine(engine::EngineSites<'a>),
     /// With the note saying why the engine-level refinement was not used, if it was tried.
-    Protocol(anchors::Anchors<'a>, Option<String>),
+    Protocol(handlers::Anchors<'a>, Option<String>),
 }
 
 /// What one analysis of the tree gives: the shape, every part, the placement facts
@@ -182,7 +178,7 @@ impl Python {
         files: &'a [Parsed],
     ) -> Result<Strategy<'a>> {
         let pins = &project.config.python;
-        let anchors = match anchors::locate(decisions, &project.root, files, pins) {
+        let anchors = match handlers::locate(decisions, &project.root, files, pins) {
             Ok(a) => a,
             // a file that does not parse may hide the site: say that first
             Err(e @ (Error::NoAgent { .. } | Error::Unlocatable { .. })) => {
@@ -226,7 +222,7 @@ impl Python {
         files: &'a [Parsed],
         decisions: &Decisions,
     ) -> Result<Analysis<'a>> {
-        let mut b = insert::Builder::new(files, project)?;
+        let mut b = pieces::Builder::new(files, project)?;
         let mut note = None;
         let (shape, prompts, runtimes) = match self.strategy(decisions, project, files)? {
             Strategy::Engine(cb) => {

@@ -3,11 +3,11 @@
 //! and cancel, every SDK send wrapped as `acp_progress.emitter(<receiver>)`, and a connection
 //! binding where the agent keeps the connection nowhere the decorator can read it.
 
-use super::anchors::{Anchors, RUNTIME_FILE, RUNTIME_MARKER, RUNTIME_NAME};
-use super::found::Reach;
-use super::insert::{Builder, line};
 use super::locate::At;
+use super::locate::found::Reach;
+use super::locate::handlers::{Anchors, RUNTIME_FILE, RUNTIME_MARKER, RUNTIME_NAME};
 use super::package::Packages;
+use super::pieces::{Builder, line};
 use super::syntax::*;
 use crate::error::{Error, Result};
 use crate::lang::parts::*;

@@ -3,18 +3,15 @@
 //! update, the connection the SDK hands over, the turn's end. Files are parsed with `syn`
 //! (byte offsets from `proc-macro2` span locations); edits are spliced into the original text.
 
-mod collect;
-mod connection;
-mod handlers;
 mod locate;
 mod manifest;
 mod modules;
 mod pieces;
+mod placement;
 mod runtime;
-mod scan;
 mod sdk;
+mod syntax;
 mod toolchain;
-mod verify;
 mod wire;
 
 use crate::error::{Error, Result};
@@ -104,7 +101,7 @@ pub(crate) struct Analyzed {
 
 impl Analyzed {
     fn new(a: Analysis) -> Analyzed {
-        let calls = verify::hook_calls(&a.files);
+        let calls = placement::hook_calls(&a.files);
         Analyzed {
             files: a
                 .files
@@ -212,7 +209,7 @@ impl Rust {
             .filter(|(_, p)| is_runtime_module(p))
             .map(|(i, _)| i)
             .collect();
-        let collected = collect::collect(&files, &runtime_files);
+        let collected = syntax::collect(&files, &runtime_files);
         let sdk = manifest.sdk_ident.clone();
 
         let located = locate::locate(
@@ -269,7 +266,7 @@ impl Rust {
             module_files: &module_files,
             lib_shared,
         })?;
-        let findings = verify::findings(&verify::Input {
+        let findings = placement::findings(&placement::Input {
             files: &files,
             collected: &collected,
             handlers: &located.handlers,

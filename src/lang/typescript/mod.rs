@@ -3,14 +3,20 @@
 //! their own), parsed with tree-sitter-typescript (its TSX grammar for `.tsx`).
 //!
 //! Two strategies: engine-shaped agents (pi-acp: a session class hands the turn to an engine
-//! and settles it later) keep the engine strategy in `engine/`; every other agent gets the
-//! protocol strategy in `protocol/`.
+//! and settles it later) keep the engine strategy in `refinements/engine/`; every other agent gets the
+//! protocol strategy (`protocol.rs`, over the anchors of `locate/`).
 
-mod engine;
+mod locate;
+mod pieces;
+mod placement;
 mod protocol;
+mod refinements;
+mod runtime;
 mod style;
 pub(crate) mod syntax;
 mod toolchain;
+
+use refinements::engine;
 
 use crate::config::StrategyPin;
 use crate::error::Result;
@@ -245,7 +251,7 @@ impl Language for TypeScript {
                 parts::Inventory::new(files, parts.clone(), "acpProgress")
             }
             Analysis::Protocol(a, _) => {
-                parts::Inventory::new(&a.files, a.parts.clone(), protocol::NS)
+                parts::Inventory::new(&a.files, a.parts.clone(), runtime::NS)
             }
         })
     }
@@ -280,7 +286,7 @@ impl Language for TypeScript {
                     callback: "agentProgressCallback",
                     defines: &protocol::defined_names,
                     has_function: &has_function,
-                    marker: protocol::NS,
+                    marker: runtime::NS,
                 };
                 // one set of hook calls per runtime module (a monorepo's agents have one each,
                 // every one checked current byte for byte): count the first module's, and any
@@ -290,13 +296,13 @@ impl Language for TypeScript {
                     .files
                     .iter()
                     .enumerate()
-                    .filter(|(_, p)| protocol::is_runtime_module(&p.file.text))
+                    .filter(|(_, p)| runtime::is_runtime_module(&p.file.text))
                     .min_by_key(|(_, p)| p.file.rel.clone())
                     .map(|(i, _)| i);
                 for state in calls.iter_mut() {
                     state.retain(|(f, _)| {
                         Some(*f) == first_module
-                            || !protocol::is_runtime_module(&a.files[*f].file.text)
+                            || !runtime::is_runtime_module(&a.files[*f].file.text)
                     });
                 }
                 parts::report(&root, &a.files, &a.parts, &calls, &a.findings, &naming)

@@ -4,7 +4,7 @@
 use super::Builder;
 use crate::error::Result;
 use crate::lang::parts::{CHECK_START, CHECK_TURN_END};
-use crate::lang::rust::handlers::Handler;
+use crate::lang::rust::locate::handlers::Handler;
 use crate::render::reindent;
 use crate::source::{indent_at, line_end_after, line_start};
 use std::ops::Range;

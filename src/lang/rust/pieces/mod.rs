@@ -6,11 +6,12 @@
 mod covers;
 mod items;
 
-use super::collect::{Collected, ScopeKind};
-use super::handlers::{Handler, Style};
+use super::locate::handlers::{Handler, Style};
+use super::locate::sends::Send;
+use super::locate::turn_end::{Lookup, TurnEnd};
 use super::manifest::Manifest;
 use super::modules::{Modules, RootKind};
-use super::scan::{RespondSite, Send};
+use super::syntax::Collected;
 use super::{Parsed, runtime};
 use crate::error::Result;
 use crate::lang::parts::{
@@ -26,26 +27,6 @@ use std::ops::Range;
 /// The runtime module holds the completion (in its emitter) and the text hold.
 const CHECK_RUNTIME_MODULE: &[&str] = &["runtime", "hook.heartbeat", "hook.complete", "coalescing"];
 const CHECK_HEARTBEAT: &[&str] = &["hook.heartbeat"];
-
-/// A respond call that ends a prompt's turn, and the binding its `turn_end` reads.
-#[derive(Debug, Clone)]
-pub struct TurnEnd {
-    /// The respond call; its anchor holds the file.
-    pub respond: RespondSite,
-    /// The handler whose `begin` binds `acp_turn` here (lexical), or `None` (a `turn_of` does).
-    pub handler: Option<usize>,
-    /// For a `turn_of`: the scope's body to start with it and the session expression.
-    pub lookup: Option<Lookup>,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Lookup {
-    pub file: usize,
-    /// The scope's span (to dedupe).
-    pub scope: Range<usize>,
-    pub kind: ScopeKind,
-    pub key: String,
-}
 
 /// What pieces are built from.
 pub struct Input<'a> {

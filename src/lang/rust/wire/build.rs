@@ -125,7 +125,7 @@ impl Builder<'_> {
         match item {
             syn::Item::Fn(f) => self.func(&f.sig, &f.block, f.span(), parent, self_ty),
             syn::Item::Impl(i) => {
-                let ty = super::super::collect::type_name(&i.self_ty);
+                let ty = super::super::syntax::type_name(&i.self_ty);
                 for it in &i.items {
                     if let syn::ImplItem::Fn(f) = it {
                         self.func(&f.sig, &f.block, f.span(), parent, ty.as_deref());

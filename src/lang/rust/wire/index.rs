@@ -4,8 +4,8 @@
 
 use super::tree::{self, Id, KeyValue, Kind, Role, Tree};
 use crate::lang::rust::Parsed;
-use crate::lang::rust::collect::Collected;
 use crate::lang::rust::modules::Modules;
+use crate::lang::rust::syntax::Collected;
 use std::collections::HashMap;
 
 pub struct Index<'a> {

@@ -22,8 +22,8 @@ mod wrap;
 mod writer;
 
 use super::Parsed;
-use super::collect::Collected;
 use super::modules::Modules;
+use super::syntax::Collected;
 use crate::config::{Pin, RustPins};
 use crate::error::{Candidate, Error, Location, Result};
 use follow::Follow;
@@ -381,7 +381,7 @@ mod tests {
             .collect();
         let doc: toml_edit::DocumentMut = "[package]\nname = \"agent\"\n".parse().unwrap();
         let modules = Modules::load(&files, &root, &doc);
-        let collected = super::super::collect::collect(&files, &Default::default());
+        let collected = super::super::syntax::collect(&files, &Default::default());
         let owned = |f: usize| modules.root_of(f).is_some();
         let path_of = |_: usize| "crate::acp_progress".to_string();
         let cx = Context {

@@ -9,7 +9,7 @@ use crate::error::{Error, Result};
 use crate::lang::parts::{CHECK_SENDS, CHECK_TURN_END, Finding, Part, parse_error};
 use crate::lang::rust::manifest::{Manifest, SDK};
 use crate::lang::rust::modules::Modules;
-use crate::lang::rust::{Analysis, Parsed, collect, is_runtime_module, pieces, runtime, verify};
+use crate::lang::rust::{Analysis, Parsed, is_runtime_module, pieces, placement, runtime, syntax};
 use crate::project::Project;
 use crate::report::Shape;
 use crate::report::Status;
@@ -59,7 +59,7 @@ pub fn analyze(
     {
         return Err(e); // a module that does not parse may hold a write: refuse, not miss it
     }
-    let collected = collect::collect(&files, &runtime_files);
+    let collected = syntax::collect(&files, &runtime_files);
     let json = manifest.import_name("serde_json");
     let serde = manifest.import_name("serde");
     // the inserted code names the runtime by its path (the library's, from a binary that
@@ -143,7 +143,7 @@ pub fn analyze(
         lib_shared,
     })?);
     let mut findings = findings(&files, &collected, &raw);
-    findings.extend(verify::findings(&verify::Input {
+    findings.extend(placement::findings(&placement::Input {
         files: &files,
         collected: &collected,
         handlers: &[],
@@ -162,7 +162,7 @@ pub fn analyze(
 
 /// A fn's body by its byte range: (block, its range).
 fn body_of(
-    collected: &collect::Collected,
+    collected: &syntax::Collected,
     file: usize,
     span: &std::ops::Range<usize>,
 ) -> Option<(syn::Block, std::ops::Range<usize>)> {
@@ -184,7 +184,7 @@ fn body_of(
 /// Every edit in the agent's files.
 fn edits(
     files: &[Parsed],
-    collected: &collect::Collected,
+    collected: &syntax::Collected,
     raw: &Raw,
     path: &dyn Fn(usize) -> String,
 ) -> Result<Vec<Part>> {
@@ -262,7 +262,7 @@ fn finding(check: &'static str, ok: bool, file: usize, line: usize, detail: Stri
 }
 
 /// The card's writer of each handler, the names its start reads, and where the start is.
-fn findings(files: &[Parsed], collected: &collect::Collected, raw: &Raw) -> Vec<Finding> {
+fn findings(files: &[Parsed], collected: &syntax::Collected, raw: &Raw) -> Vec<Finding> {
     let mut out = Vec::new();
     for h in &raw.handlers {
         let from = &h.writer_from;

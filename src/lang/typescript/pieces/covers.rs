@@ -145,11 +145,7 @@ pub(super) fn prompt_cover(
             Some(c) => Ok(c.anchor.text.clone()),
             None => {
                 let candidates = this_class(func)
-                    .map(|c| {
-                        crate::lang::typescript::protocol::locate::field_candidates(
-                            b.files, file, c,
-                        )
-                    })
+                    .map(|c| crate::lang::typescript::locate::field_candidates(b.files, file, c))
                     .unwrap_or_default();
                 Err(Error::Unlocatable {
                     site: "connection",

@@ -2,15 +2,15 @@
 //! handler holds no connection of its own (the trait API), and the fields the agent's own
 //! sends go through (preferred among several).
 
-use super::Parsed;
-use super::collect::{Collected, span_text, type_text};
 use super::handlers::Handler;
-use super::modules::Modules;
-use super::sdk::Dialect;
 use crate::config::Pin;
 use crate::error::{Candidate, Error, Result};
 use crate::lang::anchors::{Connection, Site};
 use crate::lang::parts;
+use crate::lang::rust::Parsed;
+use crate::lang::rust::modules::Modules;
+use crate::lang::rust::sdk::Dialect;
+use crate::lang::rust::syntax::{Collected, span_text, type_text};
 use syn::spanned::Spanned;
 
 /// The site of a name's span in file `file`.

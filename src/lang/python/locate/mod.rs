@@ -1,6 +1,14 @@
 //! What every site choice shares: a node in one of the parsed files, its candidate entry, and
 //! the one `choose` (a single candidate, a pin, or an error listing what a pin accepts).
 
+pub(super) mod binding;
+pub(super) mod classes;
+pub(super) mod connection;
+pub(super) mod found;
+pub(super) mod handlers;
+pub(super) mod sends;
+pub(super) mod wire;
+
 use crate::config::Pin;
 use crate::error::{Candidate, Error, Location, Result};
 use crate::lang::parts::Parsed;

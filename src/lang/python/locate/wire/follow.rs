@@ -6,10 +6,10 @@
 //! builder of the message, followed the same way).
 
 use super::super::found::RUNTIME_NAME;
-use super::super::syntax::*;
 use super::methods::{Method, string_value};
 use super::resolve::{calls_of, reads, resolve_callable};
 use crate::lang::parts::Parsed;
+use crate::lang::python::syntax::*;
 use tree_sitter::Node;
 
 use crate::lang::tree::line;

@@ -1,11 +1,11 @@
-//! What the Python locators find, shared by the SDK locator (`anchors`), the connection
-//! finder (`connection`) and the no-SDK one (`wire`): the handlers, sends and connections of
-//! an agent, the runtime module's names, and which files hold agent code.
+//! What the Python locators find, shared by the SDK locator (`handlers`, `sends`), the
+//! connection finder (`connection`) and the no-SDK one (`wire`): the handlers, sends and
+//! connections of an agent, the runtime module's names, and which files hold agent code.
 
-use super::locate::At;
-use super::syntax::*;
+use super::At;
 use crate::lang::anchors::{Connection, PromptHandler, SendSite, Site};
 use crate::lang::parts::{AgentFiles, Parsed, TestFiles};
+use crate::lang::python::syntax::*;
 use std::cell::{OnceCell, RefCell};
 use std::collections::{HashMap, HashSet};
 use tree_sitter::Node;

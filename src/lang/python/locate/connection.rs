@@ -4,11 +4,11 @@
 //! `self.<attr>` its own sends go through; a `connection` pin picks among the same candidates.
 
 use super::found::{Classes, Conn, Reach, Send};
-use super::locate::{At, candidate, pin_mismatch};
-use super::syntax::*;
+use super::{At, candidate, pin_mismatch};
 use crate::config::{Pin, PythonPins};
 use crate::error::{Candidate, Error, Result};
 use crate::lang::parts::Parsed;
+use crate::lang::python::syntax::*;
 use tree_sitter::Node;
 
 /// Where a handler class gets its connection: `on_connect(self, conn)` storing it as

@@ -5,9 +5,9 @@
 //! `case` pattern, the dotted name).
 
 use super::super::found::is_agent_file;
-use super::super::syntax::*;
 use super::resolve::imported_from;
 use crate::lang::parts::Parsed;
+use crate::lang::python::syntax::*;
 use std::cell::RefCell;
 use std::collections::{HashMap, HashSet};
 use tree_sitter::Node;

@@ -14,13 +14,13 @@ mod methods;
 mod resolve;
 mod writer;
 
+use super::At;
 use super::found::{Anchors, Conn, Handler, Send, is_agent_file};
-use super::locate::At;
-use super::syntax::*;
 use crate::config::PythonPins;
 use crate::error::{Error, Result};
 use crate::lang::anchors::{PromptHandler, Site};
 use crate::lang::parts::Parsed;
+use crate::lang::python::syntax::*;
 use dispatch::dispatched;
 use follow::{Sink, follow, origins, value_dropped};
 use methods::Method;
@@ -67,7 +67,7 @@ pub fn locate<'a>(
             .into_iter()
             .map(|a| (a, qualified_name(a.node, &files[a.file].file.text)))
             .collect();
-        let chosen = super::locate::choose(
+        let chosen = super::choose(
             decisions,
             files,
             found,
@@ -208,7 +208,7 @@ mod tests {
         };
         assert_eq!(handler.class_name, "Agent.prompt");
         match &handler.connection.reach {
-            crate::lang::python::found::Reach::Wire => assert_eq!(
+            crate::lang::python::locate::found::Reach::Wire => assert_eq!(
                 handler.connection.anchor.text,
                 "lambda acp_params, *_, **__: sys.stdout.write(json.dumps({\"jsonrpc\": \"2.0\", \"method\": \"session/update\", \"params\": acp_params}))"
             ),

@@ -3,10 +3,10 @@
 //! reads is bound where it reads it, that the runtime module is the one apply writes, and the
 //! hook calls in it.
 
-use super::collect::Collected;
-use super::handlers::{Handler, Style};
-use super::pieces::TurnEnd;
+use super::locate::handlers::{Handler, Style};
+use super::locate::turn_end::TurnEnd;
 use super::sdk::Dialect;
+use super::syntax::Collected;
 use super::{Parsed, runtime};
 use crate::lang::parts::{Finding, HookCalls};
 use crate::report::Status;

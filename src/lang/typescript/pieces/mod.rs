@@ -9,9 +9,9 @@ mod imports;
 use covers::{cancel_cover, prompt_cover, value_cover};
 use imports::import_part;
 
-use super::NS;
 use super::locate::{Conn, Cover, Handler, Role, Send};
-use super::scope::*;
+use super::placement::*;
+use super::runtime::NS;
 use crate::error::{Error, Result};
 use crate::lang::parts::{Finding, Parsed, Part};
 use crate::lang::pieces::{Pieces, PresentAt};
@@ -67,7 +67,7 @@ impl Builder<'_> {
 /// The runtime module: current, or replaced whole; never written over a file of the agent.
 fn module_part(b: &mut Builder, module: &Module) -> Result<()> {
     let m = &b.files[module.file];
-    if m.file.exists && !super::is_runtime_module(&m.file.text) {
+    if m.file.exists && !super::runtime::is_runtime_module(&m.file.text) {
         return Err(Error::Unsupported {
             file: m.file.rel.clone(),
             line: 1,

@@ -1,13 +1,13 @@
 //! The prompt handlers the SDK calls, and how each is covered: its session id, its
 //! connection parameter or the sink it is handed, the responder whose response ends the turn,
-//! each found on the `syn` trees (`collect.rs` holds what they are found in).
+//! each found on the `syn` trees (`syntax.rs` holds what they are found in).
 
-use super::Parsed;
-use super::collect::{
+use crate::lang::anchors::{Connection, PromptHandler, Site};
+use crate::lang::rust::Parsed;
+use crate::lang::rust::sdk::Dialect;
+use crate::lang::rust::syntax::{
     Collected, body_of, ident_of, is_prompt_responder, session_of, type_name, type_text,
 };
-use super::sdk::Dialect;
-use crate::lang::anchors::{Connection, PromptHandler, Site};
 use std::collections::HashMap;
 use std::ops::Range;
 use syn::spanned::Spanned;

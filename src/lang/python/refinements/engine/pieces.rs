@@ -6,8 +6,8 @@
 use super::EngineSites;
 use crate::error::Result;
 use crate::lang::parts::*;
-use crate::lang::python::insert::Builder;
 use crate::lang::python::locate::At;
+use crate::lang::python::pieces::Builder;
 use crate::lang::python::syntax::*;
 
 impl<'a> Builder<'a> {

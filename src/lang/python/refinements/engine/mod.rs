@@ -8,11 +8,11 @@
 mod llm;
 pub(super) mod pieces;
 
-use super::Parsed;
-use super::locate::{At, choose};
-use super::syntax::*;
 use crate::config::PythonPins;
 use crate::error::{Error, Result};
+use crate::lang::python::Parsed;
+use crate::lang::python::locate::{At, choose};
+use crate::lang::python::syntax::*;
 use llm::{locate_callback_store, locate_llm, locate_module_def};
 use tree_sitter::Node;
 

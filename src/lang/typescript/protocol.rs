@@ -4,27 +4,14 @@
 //! and every send of a session update through `acpProgress.emitter(...)`; the runtime lives in
 //! one module beside the agent's sources (`acp-progress.ts`, from `templates/typescript/`).
 
-mod locate;
-mod pieces;
-mod scope;
-mod strip;
+use super::runtime::{self, MODULE_STEM};
+use super::{locate, pieces};
 
 use crate::error::{Error, Result};
 use crate::lang::parts::{self, Finding, Parsed, Part};
 use crate::project::Project;
 use crate::render::{fill, reindent};
 use crate::source::SourceFile;
-
-/// The namespace the agent's files import the runtime module as.
-pub const NS: &str = "acpProgress";
-/// The first line of the runtime module.
-pub const MARKER: &str = "// acp-patch: runtime module";
-/// The runtime module's file name, without its extension.
-pub const MODULE_STEM: &str = "acp-progress";
-
-pub fn is_runtime_module(text: &str) -> bool {
-    text.trim_start_matches('\u{feff}').starts_with(MARKER)
-}
 
 pub struct Analysis {
     /// The parsed files, the runtime module among them (a new file when apply creates it).
@@ -96,7 +83,7 @@ fn render_module(project: &Project, beside: &Parsed, module_rel: &str) -> Result
     let t = project.templates.get("typescript/acp-progress.ts")?;
     let mut code = fill(&t, &[("PREFIX", &project.env_prefix)]);
     if crate::lang::typescript::is_js(module_rel) {
-        code = strip::strip_types(&code, flavor(project, module_rel, beside));
+        code = runtime::strip_types(&code, flavor(project, module_rel, beside));
     }
     let style =
         crate::lang::typescript::style::detect(beside.tree().root_node(), &beside.file.text);
@@ -111,10 +98,10 @@ fn render_module(project: &Project, beside: &Parsed, module_rel: &str) -> Result
 
 /// How a JavaScript file loads modules: by its ending, else its package's `"type"`, else by
 /// what it does itself (`import` statements or not).
-pub fn flavor(project: &Project, rel: &str, file: &Parsed) -> strip::Flavor {
+pub fn flavor(project: &Project, rel: &str, file: &Parsed) -> runtime::Flavor {
     match rel.rsplit('.').next() {
-        Some("mjs") => return strip::Flavor::Esm,
-        Some("cjs") => return strip::Flavor::CommonJs,
+        Some("mjs") => return runtime::Flavor::Esm,
+        Some("cjs") => return runtime::Flavor::CommonJs,
         _ => {}
     }
     let package = package_of(project, rel);
@@ -124,18 +111,18 @@ pub fn flavor(project: &Project, rel: &str, file: &Parsed) -> strip::Flavor {
         && let Some(t) = v.get("type").and_then(|t| t.as_str())
     {
         return if t == "module" {
-            strip::Flavor::Esm
+            runtime::Flavor::Esm
         } else {
-            strip::Flavor::CommonJs
+            runtime::Flavor::CommonJs
         };
     }
     let imports = crate::lang::typescript::syntax::named_children(file.tree().root_node())
         .iter()
         .any(|n| matches!(n.kind(), "import_statement" | "export_statement"));
     if imports {
-        strip::Flavor::Esm
+        runtime::Flavor::Esm
     } else {
-        strip::Flavor::CommonJs
+        runtime::Flavor::CommonJs
     }
 }
 
@@ -206,7 +193,7 @@ pub fn analyze(
             .iter()
             .map(|p| {
                 crate::lang::typescript::is_js(&p.file.rel)
-                    && flavor(project, &p.file.rel, p) == strip::Flavor::CommonJs
+                    && flavor(project, &p.file.rel, p) == runtime::Flavor::CommonJs
             })
             .collect();
         pieces::build(&files, &modules, &module_of, &commonjs, &handlers, &sends)

@@ -5,11 +5,11 @@
 //! naming it (`@rpc("session/prompt")` above the handler), or an assignment into a handler table
 //! (`self._handlers["session/prompt"] = self.on_prompt`).
 
-use super::super::locate::At;
-use super::super::syntax::*;
+use super::super::At;
 use super::methods::Method;
 use super::resolve::resolve_callable;
 use crate::lang::parts::Parsed;
+use crate::lang::python::syntax::*;
 use tree_sitter::Node;
 
 /// The functions a dispatcher calls for the method.

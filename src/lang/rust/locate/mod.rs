@@ -2,23 +2,28 @@
 //! of session updates that do not go through the agent's own methods, the responses that end
 //! a turn, and the sink each handler without a connection of its own is handed.
 
-use super::collect::{self, Collected};
-use super::handlers::{self, Handler, Style};
-use super::modules::Modules;
-use super::pieces::{Lookup, TurnEnd};
-use super::sdk::Dialect;
-use super::{Parsed, connection, scan};
+pub(super) mod connection;
+pub(super) mod handlers;
+pub(super) mod sends;
+pub(super) mod turn_end;
+
 use crate::config::Pin;
 use crate::error::{Candidate, Error, Result};
 use crate::lang::parts::parse_error;
+use crate::lang::rust::Parsed;
+use crate::lang::rust::modules::Modules;
+use crate::lang::rust::sdk::Dialect;
+use crate::lang::rust::syntax::{self, Collected};
 use crate::project::Project;
+use handlers::{Handler, Style};
 use std::collections::BTreeSet;
 use syn::spanned::Spanned;
+use turn_end::{Lookup, TurnEnd};
 
 /// The sites of the protocol strategy.
 pub(super) struct Located {
     pub(super) handlers: Vec<Handler>,
-    pub(super) sends: Vec<(usize, Vec<scan::Send>)>,
+    pub(super) sends: Vec<(usize, Vec<sends::Send>)>,
     pub(super) turn_ends: Vec<TurnEnd>,
     pub(super) escaping: BTreeSet<usize>,
 }
@@ -62,7 +67,7 @@ pub(super) fn locate(
             {
                 continue;
             }
-            if f.sig.inputs.iter().any(|i| matches!(i, syn::FnArg::Typed(t) if collect::type_name(&t.ty).as_deref() == Some("PromptRequest")))
+            if f.sig.inputs.iter().any(|i| matches!(i, syn::FnArg::Typed(t) if syntax::type_name(&t.ty).as_deref() == Some("PromptRequest")))
                 && let Ok(h) = handlers::method_handler(files, *file, ty, f)
             {
                 pool.push(h);
@@ -147,7 +152,7 @@ pub(super) fn locate(
         if !owned(i) || p.ast.is_none() {
             continue;
         }
-        let (s, r) = scan::scan(i, &p.file, dialect.send_method());
+        let (s, r) = sends::scan(i, &p.file, dialect.send_method());
         let s = s
             .into_iter()
             .filter(|site| !own_method_call(c, dialect, i, site))
@@ -172,7 +177,7 @@ pub(super) fn locate(
             if !dialect.response_ends_turn() && site.method == "respond" {
                 continue; // protocol v2: a plain response starts the turn's work, idle ends it
             }
-            let scopes = collect::scopes_at(c, *file, site.anchor.site.range.start);
+            let scopes = syntax::scopes_at(c, *file, site.anchor.site.range.start);
             let Some(binder) = scopes
                 .iter()
                 .find(|s| s.bindings.iter().any(|b| b.name == site.receiver))
@@ -192,15 +197,15 @@ pub(super) fn locate(
                 });
                 continue;
             }
-            if collect::binds_prompt_responder(binder, &site.receiver) != Some(true) {
+            if syntax::binds_prompt_responder(binder, &site.receiver) != Some(true) {
                 continue;
             }
-            let from: Vec<&collect::Scope> = scopes
+            let from: Vec<&syntax::Scope> = scopes
                 .iter()
                 .copied()
                 .skip_while(|s| s.span != binder.span)
                 .collect();
-            let Some((scope, key)) = collect::session_key(&from) else {
+            let Some((scope, key)) = syntax::session_key(&from) else {
                 return Err(Error::Unsupported {
                     file: files[*file].file.rel.clone(),
                     line: site.anchor.site.line,
@@ -253,7 +258,7 @@ pub(super) fn locate(
 /// instead (`SessionClient::send_notification(&self, update: SessionUpdate)` in codex-acp):
 /// it takes a bare `SessionUpdate` (no SDK send does), or its receiver is of a type of the
 /// crate that defines such a method (`self` in that impl, a binding or field declared so).
-fn own_method_call(c: &Collected, dialect: Dialect, file: usize, site: &scan::Send) -> bool {
+fn own_method_call(c: &Collected, dialect: Dialect, file: usize, site: &sends::Send) -> bool {
     if dialect.local() {
         return false; // the trait API's sends are `Client` trait calls: any `Client` takes them
     }
@@ -281,8 +286,8 @@ fn own_method_call(c: &Collected, dialect: Dialect, file: usize, site: &scan::Se
         .min_by_key(|(_, _, m)| m.span().byte_range().len())
         .map(|(_, ty, _)| ty.as_str());
     match &site.receiver {
-        scan::Receiver::SelfValue => enclosing.is_some_and(|ty| own.contains(&ty)),
-        scan::Receiver::SelfField(field) => enclosing.is_some_and(|ty| {
+        sends::Receiver::SelfValue => enclosing.is_some_and(|ty| own.contains(&ty)),
+        sends::Receiver::SelfField(field) => enclosing.is_some_and(|ty| {
             c.structs.iter().any(|(_, st)| {
                 st.ident == ty
                     && st.fields.iter().any(|f| {
@@ -291,12 +296,12 @@ fn own_method_call(c: &Collected, dialect: Dialect, file: usize, site: &scan::Se
                     })
             })
         }),
-        scan::Receiver::Binding(name) => collect::scopes_at(c, file, site.dot())
+        sends::Receiver::Binding(name) => syntax::scopes_at(c, file, site.dot())
             .iter()
             .find_map(|s| s.bindings.iter().find(|b| b.name == *name))
             .and_then(|b| b.ty.as_deref())
             .is_some_and(names),
-        scan::Receiver::Other => false,
+        sends::Receiver::Other => false,
     }
 }
 

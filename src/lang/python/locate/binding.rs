@@ -4,10 +4,10 @@
 //! callers pass), and every subclass of the SDK's `Agent`, directly or through the tree's
 //! classes (generic bases too).
 
+use super::At;
 use super::found::{Classes, is_agent_file};
-use super::locate::At;
-use super::syntax::*;
 use crate::lang::parts::Parsed;
+use crate::lang::python::syntax::*;
 use std::collections::{HashMap, HashSet};
 use tree_sitter::Node;
 

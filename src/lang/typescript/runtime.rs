@@ -6,6 +6,17 @@
 use crate::lang::typescript::syntax::{self, named_children, text, walk};
 use tree_sitter::Node;
 
+/// The namespace the agent's files import the runtime module as.
+pub const NS: &str = "acpProgress";
+/// The first line of the runtime module.
+pub const MARKER: &str = "// acp-patch: runtime module";
+/// The runtime module's file name, without its extension.
+pub const MODULE_STEM: &str = "acp-progress";
+
+pub fn is_runtime_module(text: &str) -> bool {
+    text.trim_start_matches('\u{feff}').starts_with(MARKER)
+}
+
 /// How a JavaScript file loads modules.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Flavor {
@@ -172,7 +183,7 @@ mod tests {
 
     #[test]
     fn the_template_loses_every_type() {
-        let ts = include_str!("../../../../templates/typescript/acp-progress.ts");
+        let ts = include_str!("../../../templates/typescript/acp-progress.ts");
         for flavor in [Flavor::Esm, Flavor::CommonJs] {
             let js = strip_types(ts, flavor);
             assert_eq!(leftovers(&js), Vec::<String>::new(), "{flavor:?}");

@@ -19,8 +19,8 @@ use connection::{pinned_connection, raw_connection, stored_connection, used_conn
 pub use handlers::handlers;
 pub use sends::sends;
 
-use super::NS;
-use super::scope::*;
+use super::placement::*;
+use super::runtime::NS;
 use crate::config::Pin;
 use crate::error::{Candidate, Error, Location, Result};
 use crate::lang::anchors::{Connection, PromptHandler, SendSite, Site};
@@ -130,7 +130,7 @@ const AGENT_FILES: AgentFiles = AgentFiles {
         infixes: &[".test.", ".spec."],
         names: &[],
     },
-    runtime_marker: super::MARKER,
+    runtime_marker: super::runtime::MARKER,
     foreign: Some(is_sdk_copy),
 };
 

@@ -3,10 +3,10 @@
 //! calling one), the files a `from <module> import` names, the calls of a function and the reads
 //! of a variable.
 
+use super::super::At;
 use super::super::found::is_agent_file;
-use super::super::locate::At;
-use super::super::syntax::*;
 use crate::lang::parts::Parsed;
+use crate::lang::python::syntax::*;
 use tree_sitter::Node;
 
 /// How many `from x import y` hops a name is followed through (re-exports).
@@ -233,7 +233,7 @@ pub fn tree(files: &[(&str, &str)]) -> Vec<Parsed> {
         .map(|(rel, text)| {
             let file =
                 crate::source::SourceFile::from_text(rel.into(), rel.to_string(), text.to_string());
-            Parsed::new(file, super::super::syntax::PARSER)
+            Parsed::new(file, crate::lang::python::syntax::PARSER)
         })
         .collect()
 }

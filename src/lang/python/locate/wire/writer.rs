@@ -3,13 +3,13 @@
 //! `@acp_progress.prompt_handler(wire=lambda acp_params, <handler's params>: <writer call>)`.
 
 use super::super::found::RUNTIME_NAME;
-use super::super::locate::{At, candidate};
-use super::super::syntax::*;
+use super::super::{At, candidate};
 use super::follow::Sink;
 use super::resolve::class_of;
 use crate::config::PythonPins;
 use crate::error::{Error, Result};
 use crate::lang::parts::Parsed;
+use crate::lang::python::syntax::*;
 use tree_sitter::Node;
 
 /// The parameter of the card's writer (the notification's params).

@@ -3,7 +3,7 @@
 //! it imports; each is looked for only in the files its import can name: `List` from
 //! `typing` or a `Usage` of another package in the same tree is never read, nor parsed.
 
-use super::syntax::*;
+use crate::lang::python::syntax::*;
 use std::collections::HashMap;
 use tree_sitter::Node;
 

@@ -1,0 +1,223 @@
+//! Every SDK send of a session update wherever it sits (`conn.session_update(..)`, an alias of
+//! it, a `getattr(conn, "session_update")`), and the emitter that wraps one.
+
+use super::At;
+use super::found::{RUNTIME_NAME, Send, is_agent_file};
+use crate::lang::parts::Parsed;
+use crate::lang::python::syntax::*;
+use crate::needles::positions;
+use tree_sitter::Node;
+
+/// SDK methods that put a session update on the wire (>= 0.7, <= 0.6).
+const SEND_METHODS: &[&str] = &["session_update", "sessionUpdate"];
+
+/// Whether a text may hold a send (a literal test that spares the parse): the method as an
+/// attribute that is called (`conn.session_update(..)`) or is the whole right side of an
+/// assignment (`send = conn.session_update`), or named in a string inside a `getattr(` call
+/// (a key `"session_update"` of some dict, a field `x.session_update is None`, are none).
+fn may_send(src: &str) -> bool {
+    SEND_METHODS.iter().any(|m| {
+        positions(src, &format!(".{m}")).any(|i| {
+            let after = src[i + 1 + m.len()..].trim_start_matches([' ', '\t']);
+            after.is_empty() || after.starts_with(['(', '\n', '\r', ';', '#', '\\'])
+        }) || ['"', '\'']
+            .iter()
+            .any(|q| positions(src, &format!("{q}{m}{q}")).any(|i| inside_getattr(&src[..i])))
+    })
+}
+
+/// Whether the text ends inside the arguments of a `getattr(` call: the parentheses after its
+/// last `getattr(` never close it.
+fn inside_getattr(before: &str) -> bool {
+    let Some(start) = before.rfind("getattr(") else {
+        return false;
+    };
+    let mut depth = 1;
+    for b in before[start + "getattr(".len()..].bytes() {
+        match b {
+            b'(' => depth += 1,
+            b')' => depth -= 1,
+            _ => {}
+        }
+        if depth == 0 {
+            return false;
+        }
+    }
+    true
+}
+
+/// Every SDK send of a session update in the agent's files.
+pub(super) fn sends<'a>(files: &'a [Parsed]) -> Vec<Send<'a>> {
+    let mut out = Vec::new();
+    for (i, p) in files.iter().enumerate() {
+        let src = p.file.text.as_ref();
+        if !is_agent_file(p) || !may_send(src) {
+            continue;
+        }
+        for call in descendants(p.tree().root_node(), "call") {
+            let Some(f) = call
+                .child_by_field_name("function")
+                .filter(|f| f.kind() == "attribute")
+            else {
+                continue;
+            };
+            let method = f.child_by_field_name("attribute").map(|a| text(a, src));
+            let Some(receiver) = f.child_by_field_name("object") else {
+                continue;
+            };
+            if !method.is_some_and(|m| SEND_METHODS.contains(&m))
+                || (receiver.kind() == "call" && callee_name(receiver, src) == "super")
+            {
+                continue;
+            }
+            out.push(Send::new(
+                At {
+                    file: i,
+                    node: call,
+                },
+                receiver,
+                is_emitter_call(receiver, src),
+                false,
+            ));
+        }
+        // the send method taken as a value and called through the name it is bound to:
+        // `sender = getattr(conn, "session_update", None)` … `await sender(..)`, `send =
+        // conn.session_update` … `send(..)` (a value never called, e.g. an update's
+        // `session_update` field read as its kind, is no send)
+        for call in descendants(p.tree().root_node(), "call") {
+            let args = positional_args(call);
+            if callee_name(call, src) != "getattr"
+                || callee_object(call, src).is_some()
+                || !(2..=3).contains(&args.len())
+                || !string_literal(args[1], src).is_some_and(|m| SEND_METHODS.contains(&m))
+                || !called_alias(call, src)
+            {
+                continue;
+            }
+            out.push(Send::new(
+                At {
+                    file: i,
+                    node: call,
+                },
+                args[0],
+                is_emitter_call(args[0], src),
+                false,
+            ));
+        }
+        for a in descendants(p.tree().root_node(), "attribute") {
+            let method = a.child_by_field_name("attribute").map(|m| text(m, src));
+            let Some(receiver) = a.child_by_field_name("object") else {
+                continue;
+            };
+            let parent = a.parent();
+            let called = parent.is_some_and(|c| {
+                c.kind() == "call" && c.child_by_field_name("function") == Some(a)
+            });
+            let assigned = parent.is_some_and(|c| {
+                matches!(c.kind(), "assignment" | "augmented_assignment")
+                    && c.child_by_field_name("left") == Some(a)
+            });
+            if called
+                || assigned
+                || !method.is_some_and(|m| SEND_METHODS.contains(&m))
+                || (receiver.kind() == "call" && callee_name(receiver, src) == "super")
+                || !called_alias(a, src)
+            {
+                continue;
+            }
+            out.push(Send::new(
+                At { file: i, node: a },
+                receiver,
+                is_emitter_call(receiver, src),
+                false,
+            ));
+        }
+    }
+    out
+}
+
+/// Whether `value` is assigned to a plain name (`name = <value>`) that the same function (or
+/// module) then calls: `name(..)`.
+fn called_alias(value: Node, src: &str) -> bool {
+    let Some(assignment) = value
+        .parent()
+        .filter(|a| a.kind() == "assignment" && a.child_by_field_name("right") == Some(value))
+    else {
+        return false;
+    };
+    let Some(name) = assignment
+        .child_by_field_name("left")
+        .filter(|l| l.kind() == "identifier")
+        .map(|l| text(l, src))
+    else {
+        return false;
+    };
+    let scope = enclosing_function(value)
+        .and_then(|f| f.child_by_field_name("body"))
+        .unwrap_or_else(|| top_level(value).parent().unwrap_or(value));
+    descendants_same_scope(scope, "call").into_iter().any(|c| {
+        c.child_by_field_name("function")
+            .is_some_and(|f| f.kind() == "identifier" && text(f, src) == name)
+    })
+}
+
+/// The value of a plain string literal (`"x"`, `'x'`), no prefix or interpolation.
+fn string_literal<'a>(node: Node, src: &'a str) -> Option<&'a str> {
+    if node.kind() != "string" {
+        return None;
+    }
+    let t = text(node, src);
+    let inner = t
+        .strip_prefix('"')
+        .and_then(|r| r.strip_suffix('"'))
+        .or_else(|| t.strip_prefix('\'').and_then(|r| r.strip_suffix('\'')))?;
+    (!inner.contains(['"', '\'', '\\', '{'])).then_some(inner)
+}
+
+/// `acp_progress.emitter(x)`.
+pub fn is_emitter_call(node: Node, src: &str) -> bool {
+    node.kind() == "call"
+        && callee_name(node, src) == "emitter"
+        && callee_object(node, src) == Some(RUNTIME_NAME)
+}
+
+/// The function (qualified name) a node is in, or `<module>`.
+pub fn function_name(node: Node, src: &str) -> String {
+    enclosing_function(node)
+        .map(|f| qualified_name(f, src))
+        .unwrap_or_else(|| "<module>".into())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::may_send;
+
+    #[test]
+    fn a_text_may_send_when_the_method_is_an_attribute_or_a_string_given_to_getattr() {
+        assert!(may_send(
+            "await self._conn.session_update(session_id=s, update=u)"
+        ));
+        assert!(may_send("send = conn.sessionUpdate\n"));
+        assert!(may_send("s = getattr(conn, \"session_update\", None)"));
+        assert!(may_send(
+            "s = getattr(\n    self.clients[(a, b)],\n    'session_update',\n)"
+        ));
+        // a key of some dict, a string after a closed getattr call
+        assert!(!may_send(
+            "ROUTES = {\"session_update\": {\"method\": \"PATCH\"}}"
+        ));
+        assert!(!may_send(
+            "x = getattr(a, 'b')\nROUTES = {'session_update': 1}"
+        ));
+        assert!(!may_send("def session_update(self): ..."));
+        assert!(may_send("await conn.session_update (u)"));
+        assert!(may_send(
+            "send = conn.session_update  # bound once\nawait send(u)"
+        ));
+        assert!(may_send("send = conn.session_update"));
+        assert!(!may_send(
+            "if out.session_update is not None:\n    f(out.session_update)\n"
+        ));
+        assert!(!may_send("x.session_updated = 1"));
+    }
+}
