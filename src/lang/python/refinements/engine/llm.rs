@@ -3,6 +3,7 @@
 //! tool-call builders and callback factories.
 
 use super::LlmSites;
+use super::{LLM_CALL, LLM_CLOSURE};
 use crate::config::{Pin, PythonPins};
 use crate::error::{Error, Result};
 use crate::lang::parts::Parsed;
@@ -20,13 +21,13 @@ pub(super) fn locate_llm<'a>(
     let mut calls = Vec::new();
     for (i, p) in files.iter().enumerate() {
         let src = p.file.text.as_ref();
-        if !contains(src, "on_first_delta") || !contains(src, "_interruptible_streaming_api_call") {
+        if !contains(src, LLM_CLOSURE) || !contains(src, LLM_CALL) {
             continue;
         }
         for c in descendants(p.tree().root_node(), "call") {
             let name = callee_name(c, src);
-            if name.ends_with("_interruptible_streaming_api_call")
-                && keyword_arg(c, "on_first_delta", src).is_some()
+            if name.ends_with(LLM_CALL)
+                && keyword_arg(c, LLM_CLOSURE, src).is_some()
                 && let Some(f) = enclosing_function(c)
                 && name_of(f, src) != name
             {
@@ -55,7 +56,7 @@ pub(super) fn locate_llm<'a>(
         .ok_or_else(|| err(row, "the LLM call is not made on an object"))?
         .to_string();
     let closure_name = text(
-        keyword_arg(call.node, "on_first_delta", src)
+        keyword_arg(call.node, LLM_CLOSURE, src)
             .and_then(|k| k.child_by_field_name("value"))
             .expect("found by it"),
         src,

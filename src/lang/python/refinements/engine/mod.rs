@@ -13,7 +13,12 @@ use crate::error::{Error, Result};
 use crate::lang::python::Parsed;
 use crate::lang::python::locate::{At, choose};
 use crate::lang::python::syntax::*;
+use crate::needles::contains;
 use llm::{locate_callback_store, locate_llm, locate_module_def};
+
+/// The keyword of the engine LLM call's first-delta closure, and how the call's name ends.
+const LLM_CLOSURE: &str = "on_first_delta";
+const LLM_CALL: &str = "_interruptible_streaming_api_call";
 use tree_sitter::Node;
 
 pub struct EngineSites<'a> {
@@ -95,11 +100,11 @@ fn callback_assignments<'t>(body: Node<'t>, src: &str) -> Vec<Node<'t>> {
 fn has_engine_llm_call(files: &[Parsed]) -> bool {
     files.iter().any(|p| {
         let src = p.file.text.as_ref();
-        src.contains("on_first_delta")
-            && src.contains("_interruptible_streaming_api_call")
+        contains(src, LLM_CLOSURE)
+            && contains(src, LLM_CALL)
             && descendants(p.tree().root_node(), "call").iter().any(|c| {
-                callee_name(*c, src).ends_with("_interruptible_streaming_api_call")
-                    && keyword_arg(*c, "on_first_delta", src).is_some()
+                callee_name(*c, src).ends_with(LLM_CALL)
+                    && keyword_arg(*c, LLM_CLOSURE, src).is_some()
             })
     })
 }
