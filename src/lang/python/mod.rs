@@ -330,7 +330,7 @@ impl Python {
 /// A file's changes: each byte range of the old text and what replaces it.
 type Changes = Vec<(std::ops::Range<usize>, String)>;
 
-fn parsed(file: SourceFile) -> Parsed {
+pub(super) fn parsed(file: SourceFile) -> Parsed {
     Parsed::new(file, syntax::PARSER)
 }
 

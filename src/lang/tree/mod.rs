@@ -3,6 +3,7 @@
 
 pub(crate) mod cache;
 mod nodes;
+pub mod query;
 
 pub use nodes::*;
 

@@ -5,11 +5,21 @@ use super::At;
 use super::found::{RUNTIME_NAME, Send, is_agent_file};
 use crate::lang::parts::Parsed;
 use crate::lang::python::syntax::*;
+use crate::lang::tree::query::ShapeQuery;
 use crate::needles::positions;
+use std::sync::LazyLock;
 use tree_sitter::Node;
 
 /// SDK methods that put a session update on the wire (>= 0.7, <= 0.6).
 const SEND_METHODS: &[&str] = &["session_update", "sessionUpdate"];
+
+/// `<receiver>.session_update(...)`: the send call's shape (`sends.scm`).
+static SEND_CALLS: LazyLock<ShapeQuery> = LazyLock::new(|| {
+    ShapeQuery::new(
+        &tree_sitter_python::LANGUAGE.into(),
+        include_str!("sends.scm"),
+    )
+});
 
 /// Whether a text may hold a send (a literal test that spares the parse): the method as an
 /// attribute that is called (`conn.session_update(..)`) or is the whole right side of an
@@ -54,20 +64,21 @@ pub(super) fn sends<'a>(files: &'a [Parsed]) -> Vec<Send<'a>> {
         if !is_agent_file(p) || !may_send(src) {
             continue;
         }
-        for call in descendants(p.tree().root_node(), "call") {
-            let Some(f) = call
-                .child_by_field_name("function")
-                .filter(|f| f.kind() == "attribute")
-            else {
-                continue;
-            };
-            let method = f.child_by_field_name("attribute").map(|a| text(a, src));
-            let Some(receiver) = f.child_by_field_name("object") else {
-                continue;
-            };
-            if !method.is_some_and(|m| SEND_METHODS.contains(&m))
-                || (receiver.kind() == "call" && callee_name(receiver, src) == "super")
-            {
+        // every match holds a send method's name: only the nodes around each are searched
+        // (each hit's ancestors, not the whole file), in the order of a walk of the tree
+        let mut matches: Vec<_> = SEND_METHODS
+            .iter()
+            .flat_map(|m| positions(src, m).map(|i| i..i + m.len()))
+            .flat_map(|hit| SEND_CALLS.matches_in(p.tree().root_node(), src, hit))
+            .collect();
+        matches.sort_by_key(|m| {
+            let n = m.node("send");
+            (n.start_byte(), std::cmp::Reverse(n.end_byte()))
+        });
+        matches.dedup_by_key(|m| m.node("send").id());
+        for m in matches {
+            let (call, receiver) = (m.node("send"), m.node("receiver"));
+            if receiver.kind() == "call" && callee_name(receiver, src) == "super" {
                 continue;
             }
             out.push(Send::new(
@@ -190,7 +201,66 @@ pub fn function_name(node: Node, src: &str) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::may_send;
+    use super::{SEND_CALLS, SEND_METHODS, may_send};
+
+    /// The sends found around each literal hit come out once each, outer before inner, as a
+    /// walk of the tree meets them; `super()`'s is left alone.
+    #[test]
+    fn sends_are_found_once_each_in_the_order_of_the_tree() {
+        let src = "async def prompt(self, conn):\n    await conn.session_update(b.session_update(x))\n    super().session_update(u)\n    await c.sessionUpdate(u); d.session_update(v)\n";
+        let file = crate::source::SourceFile::decode(
+            "agent.py".into(),
+            "agent.py".into(),
+            src.as_bytes().to_vec(),
+        )
+        .unwrap();
+        let files = [crate::lang::python::parsed(file)];
+        let found: Vec<&str> = super::sends(&files)
+            .iter()
+            .map(|s| &src[s.call.byte_range()])
+            .collect();
+        assert_eq!(
+            found,
+            [
+                "conn.session_update(b.session_update(x))",
+                "b.session_update(x)",
+                "c.sessionUpdate(u)",
+                "d.session_update(v)",
+            ]
+        );
+    }
+
+    /// `sends.scm`: what it matches (the send, its receiver) and what it does not.
+    #[test]
+    fn the_send_query_matches_a_called_send_method_on_any_receiver() {
+        let src = "async def prompt(self, conn):\n    await self._conn.session_update(session_id=s, update=u)\n    conn.sessionUpdate(u)\n    make().session_update(u)\n    super().session_update(u)\n    conn.session_updated(u)\n    session_update(u)\n    f = conn.session_update\n";
+        let tree = crate::lang::python::syntax::parse(src);
+        let found: Vec<(String, String)> = SEND_CALLS
+            .matches_in(tree.root_node(), src, 0..src.len())
+            .iter()
+            .map(|m| {
+                let t = |n: tree_sitter::Node| src[n.byte_range()].to_string();
+                (t(m.node("receiver")), t(m.node("method")))
+            })
+            .collect();
+        assert_eq!(
+            found,
+            [
+                ("self._conn", "session_update"),
+                ("conn", "sessionUpdate"),
+                ("make()", "session_update"),
+                ("super()", "session_update"),
+            ]
+            .map(|(r, m)| (r.to_string(), m.to_string()))
+        );
+        // the query names the same methods as the literal prefilter
+        for m in SEND_METHODS {
+            assert!(
+                include_str!("sends.scm").contains(&format!("\"{m}\"")),
+                "{m}"
+            );
+        }
+    }
 
     #[test]
     fn a_text_may_send_when_the_method_is_an_attribute_or_a_string_given_to_getattr() {
