@@ -5,8 +5,10 @@
 
 use tree_sitter::{Language, Node, Query, QueryCursor, StreamingIterator};
 
+/// The query compiled for each grammar of a language (TypeScript has two: `.ts` and `.tsx`),
+/// the one of a tree's grammar run on it.
 pub struct ShapeQuery {
-    query: Query,
+    queries: Vec<(Language, Query)>,
 }
 
 /// One match: the nodes of its captures, by capture index.
@@ -16,12 +18,19 @@ pub struct Captures<'q, 't> {
 }
 
 impl ShapeQuery {
-    /// The query `source` in `language`'s grammar. A query that does not compile is a bug of
-    /// the binary, caught by the query's own test: it panics with tree-sitter's message.
-    pub fn new(language: &Language, source: &str) -> ShapeQuery {
-        let query = Query::new(language, source)
-            .unwrap_or_else(|e| panic!("query does not compile: {e}\n{source}"));
-        ShapeQuery { query }
+    /// The query `source` in each of a language's grammars. A query that does not compile is
+    /// a bug of the binary, caught by the query's own test: it panics with tree-sitter's
+    /// message.
+    pub fn new(grammars: &[Language], source: &str) -> ShapeQuery {
+        let queries = grammars
+            .iter()
+            .map(|g| {
+                let q = Query::new(g, source)
+                    .unwrap_or_else(|e| panic!("query does not compile: {e}\n{source}"));
+                (g.clone(), q)
+            })
+            .collect();
+        ShapeQuery { queries }
     }
 
     /// The matches under `node` that reach into the bytes `range`, in the order tree-sitter
@@ -35,10 +44,14 @@ impl ShapeQuery {
         src: &str,
         range: std::ops::Range<usize>,
     ) -> Vec<Captures<'_, 't>> {
-        let names = self.query.capture_names();
+        let grammar = node.language();
+        let Some((_, query)) = self.queries.iter().find(|(g, _)| *g == *grammar) else {
+            panic!("the query is not compiled for the grammar of the tree it is run on");
+        };
+        let names = query.capture_names();
         let mut cursor = QueryCursor::new();
         cursor.set_byte_range(range);
-        let mut found = cursor.matches(&self.query, node, src.as_bytes());
+        let mut found = cursor.matches(query, node, src.as_bytes());
         let mut out = Vec::new();
         while let Some(m) = found.next() {
             let mut nodes = vec![None; names.len()];

@@ -16,7 +16,7 @@ const SEND_METHODS: &[&str] = &["session_update", "sessionUpdate"];
 /// `<receiver>.session_update(...)`: the send call's shape (`sends.scm`).
 static SEND_CALLS: LazyLock<ShapeQuery> = LazyLock::new(|| {
     ShapeQuery::new(
-        &tree_sitter_python::LANGUAGE.into(),
+        &[tree_sitter_python::LANGUAGE.into()],
         include_str!("sends.scm"),
     )
 });

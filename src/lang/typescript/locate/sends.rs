@@ -1,6 +1,20 @@
 //! Every send of a session update: the SDK's calls, and JSON-RPC messages handed to a writer.
 
 use super::*;
+use crate::lang::tree::query::ShapeQuery;
+use crate::needles::positions;
+use std::sync::LazyLock;
+
+/// `conn.sessionUpdate.bind(conn)` / `.call(..)` / `.apply(..)` (`sends.scm`), in both grammars.
+static BOUND_SENDS: LazyLock<ShapeQuery> = LazyLock::new(|| {
+    ShapeQuery::new(
+        &[
+            tree_sitter_typescript::LANGUAGE_TYPESCRIPT.into(),
+            tree_sitter_typescript::LANGUAGE_TSX.into(),
+        ],
+        include_str!("sends.scm"),
+    )
+});
 
 /// Every SDK send of a session update in the agent's files, wrapped or not.
 pub fn sends(files: &[Parsed]) -> Result<Vec<Send<'_>>> {
@@ -40,32 +54,21 @@ pub fn sends(files: &[Parsed]) -> Result<Vec<Send<'_>>> {
             out.push(Send::new(i, c, target, wrapped, None));
         }
         // `conn.sessionUpdate.bind(conn)` (and `.call` / `.apply`): the bound function sends
-        for m in descendants(root, "member_expression") {
-            let prop = m.child_by_field_name("property").map(|p| text(p, src));
-            let Some(parent) = m.parent().filter(|p| p.kind() == "member_expression") else {
-                continue;
-            };
-            let how = parent.child_by_field_name("property").map(|p| text(p, src));
-            if prop != Some("sessionUpdate")
-                || !matches!(how, Some("bind" | "call" | "apply"))
-                || parent
-                    .parent()
-                    .is_none_or(|c| c.kind() != "call_expression")
-            {
-                continue;
+        // (`sends.scm`, run around each place the text names the method)
+        let bound_from = out.len();
+        for hit in positions(src, "sessionUpdate") {
+            for m in BOUND_SENDS.matches_in(root, src, hit..hit + "sessionUpdate".len()) {
+                let (call, obj) = (m.node("send"), m.node("receiver"));
+                // (a call around two of the places is met at each)
+                if obj.kind() == "super" || out[bound_from..].iter().any(|s| s.call == call) {
+                    continue;
+                }
+                let (target, wrapped) = match unwrap_ns(obj, "emitter", src) {
+                    Some(inner) => (inner, true),
+                    None => (obj, false),
+                };
+                out.push(Send::new(i, call, target, wrapped, None));
             }
-            let Some(obj) = m
-                .child_by_field_name("object")
-                .filter(|o| o.kind() != "super")
-            else {
-                continue;
-            };
-            let call = parent.parent().expect("checked");
-            let (target, wrapped) = match unwrap_ns(obj, "emitter", src) {
-                Some(inner) => (inner, true),
-                None => (obj, false),
-            };
-            out.push(Send::new(i, call, target, wrapped, None));
         }
         // hand-rolled: `{ jsonrpc: "2.0", method: "session/update", params }` given to a writer
         for obj in descendants(root, "object") {
@@ -249,4 +252,38 @@ fn writer_send<'a>(
         collapse_lines(&call_text)
     });
     Send::new(file, call, target, wrapped, raw_template)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::BOUND_SENDS;
+
+    /// `sends.scm`: the bound, called or applied send method, in both grammars, and what it
+    /// does not match.
+    #[test]
+    fn the_bound_send_query_matches_bind_call_and_apply_of_the_send_method() {
+        let src = "const s = conn.sessionUpdate.bind(conn);\nthis.client.sessionUpdate.call(this.client, u);\nc().sessionUpdate.apply(c, [u]);\nsuper.sessionUpdate.bind(this);\nconn.sessionUpdate(u);\nconn.sessionUpdate.toString();\nconn.other.bind(conn);\n";
+        for tsx in [false, true] {
+            let tree = crate::lang::typescript::syntax::parse(src, tsx);
+            let found: Vec<(String, String)> = BOUND_SENDS
+                .matches_in(tree.root_node(), src, 0..src.len())
+                .iter()
+                .map(|m| {
+                    let t = |n: tree_sitter::Node| src[n.byte_range()].to_string();
+                    (t(m.node("receiver")), t(m.node("how")))
+                })
+                .collect();
+            assert_eq!(
+                found,
+                [
+                    ("conn", "bind"),
+                    ("this.client", "call"),
+                    ("c()", "apply"),
+                    ("super", "bind"),
+                ]
+                .map(|(r, h)| (r.to_string(), h.to_string())),
+                "tsx: {tsx}"
+            );
+        }
+    }
 }
