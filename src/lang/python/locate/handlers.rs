@@ -16,9 +16,19 @@ use crate::error::{Candidate, Error, Result};
 use crate::lang::anchors::PromptHandler;
 use crate::lang::parts::Parsed;
 use crate::lang::python::syntax::*;
-use crate::needles::contains;
+use crate::lang::tree::query::ShapeQuery;
+use crate::needles::{contains, positions};
 use std::collections::BTreeMap;
+use std::sync::LazyLock;
 use tree_sitter::Node;
+
+/// A method named `prompt` in a class body (`handlers.scm`).
+static PROMPT_METHODS: LazyLock<ShapeQuery> = LazyLock::new(|| {
+    ShapeQuery::new(
+        &[tree_sitter_python::LANGUAGE.into()],
+        include_str!("handlers.scm"),
+    )
+});
 
 /// Every `async def prompt` of a class in a module that mentions the SDK: the candidates when
 /// no class is bound to the SDK, and what a `prompt` pin chooses from.
@@ -29,11 +39,19 @@ fn prompt_methods<'a>(files: &'a [Parsed]) -> Vec<(At<'a>, String)> {
         if !is_agent_file(p) || !contains(src, "acp") {
             continue;
         }
-        for c in descendants(p.tree().root_node(), "class_definition") {
-            for m in methods(c) {
-                if name_of(m, src) == "prompt" && is_async(m, src) {
-                    out.push((At { file: i, node: m }, qualified_name(m, src)));
-                }
+        // (`handlers.scm`, run around each place the text names `prompt`; a class is met
+        // at each such place in it: once each, classes as a walk of the tree meets them)
+        let mut found: Vec<(usize, Node)> = positions(src, "prompt")
+            .flat_map(|hit| {
+                PROMPT_METHODS.matches_in(p.tree().root_node(), src, hit..hit + "prompt".len())
+            })
+            .map(|m| (m.node("class").start_byte(), m.node("def")))
+            .collect();
+        found.sort_by_key(|(class, def)| (*class, def.start_byte()));
+        found.dedup_by_key(|(_, def)| def.id());
+        for (_, m) in found {
+            if is_async(m, src) {
+                out.push((At { file: i, node: m }, qualified_name(m, src)));
             }
         }
     }
@@ -254,4 +272,29 @@ fn send_kwargs(files: &[Parsed], class: At, sends: &[Send]) -> Vec<(String, Stri
                 .map(|(v, _)| (k, v))
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::PROMPT_METHODS;
+
+    /// `handlers.scm`: a method named `prompt` of a class, decorated or not, nested classes
+    /// too; not a function outside a class, nor a method of another name.
+    #[test]
+    fn the_prompt_query_matches_methods_named_prompt_in_class_bodies() {
+        let src = "class A:\n    async def prompt(self, p):\n        prompt = 1\n    class B:\n        @traced\n        def prompt(self): ...\n    async def prompts(self): ...\n\nasync def prompt(p): ...\n";
+        let tree = crate::lang::python::syntax::parse(src);
+        let found: Vec<(String, usize)> = PROMPT_METHODS
+            .matches_in(tree.root_node(), src, 0..src.len())
+            .iter()
+            .map(|m| {
+                let class = m.node("class").child_by_field_name("name").unwrap();
+                (
+                    src[class.byte_range()].to_string(),
+                    m.node("def").start_position().row + 1,
+                )
+            })
+            .collect();
+        assert_eq!(found, [("A".to_string(), 2), ("B".to_string(), 6)]);
+    }
 }
