@@ -193,22 +193,10 @@ impl Rust {
                 line: 1,
                 message,
             })?;
-        let doc: toml_edit::DocumentMut =
-            manifest
-                .file
-                .text
-                .parse()
-                .map_err(|e: toml_edit::TomlError| Error::Config {
-                    path: manifest.file.path.clone(),
-                    message: e.to_string(),
-                })?;
-        let modules = Modules::load(&files, &project.root, &doc);
-        let runtime_files: BTreeSet<usize> = files
-            .iter()
-            .enumerate()
-            .filter(|(_, p)| is_runtime_module(p))
-            .map(|(i, _)| i)
-            .collect();
+        let modules::Layout {
+            modules,
+            runtime_files,
+        } = modules::Layout::read(&manifest, &files, &project.root)?;
         let collected = syntax::collect(&files, &runtime_files);
         let sdk = manifest.sdk_ident.clone();
 

@@ -3,8 +3,65 @@
 //! The runtime module is declared in the root that owns the code calling it.
 
 use super::Parsed;
-use std::collections::HashMap;
+use super::manifest::Manifest;
+use crate::error::{Error, Result};
+use crate::lang::parts::parse_error;
+use std::collections::{BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
+
+/// The crate as the analyses read it: its module trees (from the manifest's `[lib]`/`[[bin]]`
+/// paths and `mod` declarations) and which files are acp-patch's runtime modules.
+pub struct Layout {
+    pub modules: Modules,
+    pub runtime_files: BTreeSet<usize>,
+}
+
+impl Layout {
+    pub fn read(manifest: &Manifest, files: &[Parsed], crate_dir: &Path) -> Result<Layout> {
+        let doc: toml_edit::DocumentMut =
+            manifest
+                .file
+                .text
+                .parse()
+                .map_err(|e: toml_edit::TomlError| Error::Config {
+                    path: manifest.file.path.clone(),
+                    message: e.to_string(),
+                })?;
+        Ok(Layout {
+            modules: Modules::load(files, crate_dir, &doc),
+            runtime_files: files
+                .iter()
+                .enumerate()
+                .filter(|(_, p)| super::is_runtime_module(p))
+                .map(|(i, _)| i)
+                .collect(),
+        })
+    }
+}
+
+/// Whether file `f` is the agent's own code: in a module tree of the crate, not a runtime
+/// module.
+pub fn owned(modules: &Modules, runtime_files: &BTreeSet<usize>, f: usize) -> bool {
+    modules.root_of(f).is_some() && !runtime_files.contains(&f)
+}
+
+/// The first of the agent's own modules that does not parse: a refusal, since it may hold
+/// what the analysis looks for.
+pub fn unparsed_owned(
+    files: &[Parsed],
+    modules: &Modules,
+    runtime_files: &BTreeSet<usize>,
+) -> Result<()> {
+    match files
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| owned(modules, runtime_files, *i))
+        .find_map(|(_, p)| parse_error(p))
+    {
+        Some(e) => Err(e),
+        None => Ok(()),
+    }
+}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum RootKind {

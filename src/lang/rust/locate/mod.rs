@@ -9,7 +9,6 @@ pub(super) mod turn_end;
 
 use crate::config::Pin;
 use crate::error::{Candidate, Error, Result};
-use crate::lang::parts::parse_error;
 use crate::lang::rust::Parsed;
 use crate::lang::rust::modules::Modules;
 use crate::lang::rust::sdk::Dialect;
@@ -42,16 +41,9 @@ pub(super) fn locate(
     runtime_files: &BTreeSet<usize>,
 ) -> Result<Located> {
     let pins = &project.config.rust;
-    let owned = |f: usize| modules.root_of(f).is_some() && !runtime_files.contains(&f);
+    let owned = |f: usize| crate::lang::rust::modules::owned(modules, runtime_files, f);
     // a module of the crate that does not parse may hold sends: refuse rather than miss them
-    if let Some(e) = files
-        .iter()
-        .enumerate()
-        .filter(|(i, _)| owned(*i))
-        .find_map(|(_, p)| parse_error(p))
-    {
-        return Err(e);
-    }
+    crate::lang::rust::modules::unparsed_owned(files, modules, runtime_files)?;
     let (mut found, refused) = handlers::prompt_handlers(files, c, dialect);
     found.retain(|h| owned(h.anchor.site.file));
 

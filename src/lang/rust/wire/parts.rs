@@ -6,10 +6,10 @@
 
 use super::{Raw, locate};
 use crate::error::{Error, Result};
-use crate::lang::parts::{CHECK_SENDS, CHECK_TURN_END, Finding, Part, parse_error};
+use crate::lang::parts::{CHECK_SENDS, CHECK_TURN_END, Finding, Part};
 use crate::lang::rust::manifest::{Manifest, SDK};
-use crate::lang::rust::modules::Modules;
-use crate::lang::rust::{Analysis, Parsed, is_runtime_module, pieces, placement, runtime, syntax};
+use crate::lang::rust::modules::{self, Layout};
+use crate::lang::rust::{Analysis, Parsed, pieces, placement, runtime, syntax};
 use crate::project::Project;
 use crate::report::Shape;
 use crate::report::Status;
@@ -34,31 +34,13 @@ pub fn analyze(
     let Some(manifest) = Manifest::without_sdk(project)? else {
         return Err(no_agent(format!("no Cargo.toml depending on {SDK}")));
     };
-    let doc: toml_edit::DocumentMut =
-        manifest
-            .file
-            .text
-            .parse()
-            .map_err(|e: toml_edit::TomlError| Error::Config {
-                path: manifest.file.path.clone(),
-                message: e.to_string(),
-            })?;
-    let modules = Modules::load(&files, &project.root, &doc);
-    let runtime_files: BTreeSet<usize> = files
-        .iter()
-        .enumerate()
-        .filter(|(_, p)| is_runtime_module(p))
-        .map(|(i, _)| i)
-        .collect();
-    let owned = |f: usize| modules.root_of(f).is_some() && !runtime_files.contains(&f);
-    if let Some(e) = files
-        .iter()
-        .enumerate()
-        .filter(|(i, _)| owned(*i))
-        .find_map(|(_, p)| parse_error(p))
-    {
-        return Err(e); // a module that does not parse may hold a write: refuse, not miss it
-    }
+    let Layout {
+        modules,
+        runtime_files,
+    } = Layout::read(&manifest, &files, &project.root)?;
+    let owned = |f: usize| modules::owned(&modules, &runtime_files, f);
+    // a module that does not parse may hold a write: refuse, not miss it
+    modules::unparsed_owned(&files, &modules, &runtime_files)?;
     let collected = syntax::collect(&files, &runtime_files);
     let json = manifest.import_name("serde_json");
     let serde = manifest.import_name("serde");
