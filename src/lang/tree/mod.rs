@@ -2,6 +2,7 @@
 //! the cache of every parse of a run (`cache`).
 
 pub(crate) mod cache;
+pub mod flow;
 mod nodes;
 pub mod query;
 

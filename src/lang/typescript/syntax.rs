@@ -139,16 +139,18 @@ pub fn enclosing_function(node: Node) -> Option<Node> {
     ancestor(node, is_function)
 }
 
+/// The kinds of a function (what `this` and a function's names are scoped to).
+pub const FUNCTIONS: &[&str] = &[
+    "method_definition",
+    "function_declaration",
+    "function_expression",
+    "arrow_function",
+    "generator_function_declaration",
+    "generator_function",
+];
+
 pub fn is_function(n: Node) -> bool {
-    matches!(
-        n.kind(),
-        "method_definition"
-            | "function_declaration"
-            | "function_expression"
-            | "arrow_function"
-            | "generator_function_declaration"
-            | "generator_function"
-    )
+    FUNCTIONS.contains(&n.kind())
 }
 
 /// Parameters of a function: (name, node). Destructured parameters have an empty name.

@@ -6,182 +6,112 @@
 use super::classes::resolve_function;
 use super::*;
 
-/// A writer call a message reaches: the call, and the node of its arguments that carries the
-/// message (what the start card's writer puts its own message in place of).
-#[derive(Debug, Clone, Copy)]
-pub(super) struct Sink<'a> {
-    pub file: usize,
-    pub call: Node<'a>,
-    pub carried: Node<'a>,
+pub(super) use crate::lang::tree::flow::Sink;
+use crate::lang::tree::flow::{self, Bind, Language, Lost, Parameter, Rules};
+
+/// How a message's way reads in TypeScript's tree (the walk is `tree::flow`'s).
+struct TypeScript;
+
+static RULES: Rules = Rules {
+    through: &[
+        "parenthesized_expression",
+        "as_expression",
+        "satisfies_expression",
+        "non_null_expression",
+        "await_expression",
+        "binary_expression",
+        "template_substitution",
+        "template_string",
+    ],
+    arguments: &[("arguments", 1)],
+    // `new X(message)` holds `arguments` too
+    calls: &["call_expression", "new_expression"],
+    functions: FUNCTIONS,
+    binds: &[
+        Bind {
+            kind: "variable_declarator",
+            value: "value",
+            name: "name",
+            lost: "a message destructured into a pattern",
+        },
+        Bind {
+            kind: "assignment_expression",
+            value: "right",
+            name: "left",
+            lost: "a message stored in a property",
+        },
+    ],
+    returns: "return_statement",
+    expression_bodies: &[("arrow_function", "body")],
+    collections: &["array"],
+    loops: &[("for_in_statement", "right", "left")],
+    statement: "expression_statement",
+    not_reads: &[
+        ("assignment_expression", Some("left")),
+        ("variable_declarator", None),
+    ],
+};
+
+impl Language for TypeScript {
+    fn rules(&self) -> &'static Rules {
+        &RULES
+    }
+
+    /// `JSON.stringify(message)`
+    fn encoder<'a>(&self, parent: Node<'a>, src: &str) -> Option<Node<'a>> {
+        (parent.kind() == "arguments")
+            .then(|| parent.parent())
+            .flatten()
+            .filter(|c| callee(*c, src) == ("JSON", "stringify"))
+    }
+
+    fn calls_of<'a>(
+        &self,
+        files: &'a [Parsed],
+        file: usize,
+        func: Node<'a>,
+    ) -> Vec<(usize, Node<'a>)> {
+        calls_of(files, file, func)
+    }
+
+    fn parameter<'a>(
+        &self,
+        files: &'a [Parsed],
+        file: usize,
+        call: Node<'a>,
+        arg: Node<'a>,
+    ) -> std::result::Result<Parameter<'a>, &'static str> {
+        let k = arg
+            .parent()
+            .map(named_children)
+            .and_then(|args| args.iter().position(|a| *a == arg))
+            .unwrap_or(0);
+        let (f, func) = called_function(files, file, call).ok_or(
+            "a list of messages handed to a call acp-patch cannot follow (the writer takes one message at a time)",
+        )?;
+        parameter_names(func, &files[f].file.text)
+            .get(k)
+            .map(|(name, decl)| (f, name.clone(), *decl))
+            .ok_or("a list of messages handed to a function that takes no such parameter")
+    }
+
+    fn loop_names<'a>(&self, var: Node<'a>, src: &str) -> Vec<(String, Node<'a>)> {
+        let mut out = Vec::new();
+        pattern_names(var, src, &mut out);
+        out
+    }
 }
 
-/// Where following a message stopped without reaching a writer, for the refusal.
-#[derive(Debug, Clone)]
-pub(super) struct Lost {
-    pub file: usize,
-    pub line: usize,
-    pub why: String,
-}
-
-/// Follows the message built at `origin` to every writer call it reaches.
+/// Follows the message built at `origin` to every writer call it reaches, in the order of
+/// the tree.
 pub(super) fn follow<'a>(
     files: &'a [Parsed],
     file: usize,
     origin: Node<'a>,
 ) -> (Vec<Sink<'a>>, Vec<Lost>) {
-    let mut sinks: Vec<Sink> = Vec::new();
-    let mut lost = Vec::new();
-    let mut todo = vec![(file, origin, false)];
-    let mut seen: Vec<(usize, usize, usize)> = Vec::new();
-    while let Some((file, node, many)) = todo.pop() {
-        let key = (file, node.start_byte(), node.end_byte());
-        if seen.contains(&key) || seen.len() > 256 {
-            continue;
-        }
-        seen.push(key);
-        let src = files[file].file.text.as_ref();
-        let mut cur = node;
-        // what passes the value on unchanged (or as its JSON text)
-        let parent = loop {
-            let Some(parent) = cur.parent() else {
-                break None;
-            };
-            match parent.kind() {
-                "parenthesized_expression"
-                | "as_expression"
-                | "satisfies_expression"
-                | "non_null_expression"
-                | "await_expression"
-                | "binary_expression"
-                | "template_substitution"
-                | "template_string" => cur = parent,
-                "arguments"
-                    if parent
-                        .parent()
-                        .is_some_and(|c| callee(c, src) == ("JSON", "stringify")) =>
-                {
-                    cur = parent.parent().expect("checked");
-                }
-                _ => break Some(parent),
-            }
-        };
-        let Some(parent) = parent else { continue };
-        let mut lose = |why: &str| {
-            lost.push(Lost {
-                file,
-                line: line(cur),
-                why: why.to_string(),
-            })
-        };
-        match parent.kind() {
-            "arguments" => {
-                let call = parent.parent().expect("arguments belong to a call");
-                if !many {
-                    if !sinks.iter().any(|s| s.call == call) {
-                        sinks.push(Sink {
-                            file,
-                            call,
-                            carried: node,
-                        });
-                    }
-                    continue;
-                }
-                // a list of messages handed to a function of the agent: its parameter
-                let k = named_children(parent)
-                    .iter()
-                    .position(|a| *a == cur)
-                    .unwrap_or(0);
-                match called_function(files, file, call) {
-                    Some((f, func)) => match parameter_names(func, &files[f].file.text).get(k) {
-                        Some((name, decl)) => {
-                            for r in reads(files, f, *decl, name) {
-                                todo.push((f, r, true));
-                            }
-                        }
-                        None => lose(
-                            "a list of messages handed to a function that takes no such parameter",
-                        ),
-                    },
-                    None => lose(
-                        "a list of messages handed to a call acp-patch cannot follow (the writer takes one message at a time)",
-                    ),
-                }
-            }
-            "variable_declarator" if parent.child_by_field_name("value") == Some(cur) => {
-                match parent.child_by_field_name("name") {
-                    Some(n) if n.kind() == "identifier" => {
-                        for r in reads(files, file, n, text(n, src)) {
-                            todo.push((file, r, many));
-                        }
-                    }
-                    _ => lose("a message destructured into a pattern"),
-                }
-            }
-            "assignment_expression" if parent.child_by_field_name("right") == Some(cur) => {
-                match parent.child_by_field_name("left") {
-                    Some(l) if l.kind() == "identifier" => {
-                        for r in reads(files, file, l, text(l, src)) {
-                            todo.push((file, r, many));
-                        }
-                    }
-                    _ => lose("a message stored in a property"),
-                }
-            }
-            "return_statement" => match enclosing_function(parent) {
-                Some(func) => {
-                    for (f, call) in calls_of(files, file, func) {
-                        todo.push((f, call, many));
-                    }
-                }
-                None => lose("a return outside a function"),
-            },
-            "arrow_function" if parent.child_by_field_name("body") == Some(cur) => {
-                for (f, call) in calls_of(files, file, parent) {
-                    todo.push((f, call, many));
-                }
-            }
-            "array" if !many => todo.push((file, parent, true)),
-            "for_in_statement" if many && parent.child_by_field_name("right") == Some(cur) => {
-                let left = parent.child_by_field_name("left");
-                let names = left.map(|l| {
-                    let mut out = Vec::new();
-                    pattern_names(l, src, &mut out);
-                    out
-                });
-                match names.as_deref() {
-                    Some([(name, decl)]) => {
-                        for r in reads(files, file, *decl, name) {
-                            todo.push((file, r, false));
-                        }
-                    }
-                    _ => lose("a loop over messages without one loop variable"),
-                }
-            }
-            "expression_statement" => {} // built and dropped
-            _ => lose("a message put into another value"),
-        }
-    }
+    let (mut sinks, lost) = flow::follow(&TypeScript, files, file, origin);
     sinks.sort_by_key(|s| (s.file, s.call.start_byte()));
     (sinks, lost)
-}
-
-/// The reads of the name `decl` binds, in the function (or module) it is declared in: every
-/// identifier of that name after it, but not what is assigned to.
-fn reads<'a>(files: &'a [Parsed], file: usize, decl: Node<'a>, name: &str) -> Vec<Node<'a>> {
-    let src = files[file].file.text.as_ref();
-    let scope = enclosing_function(decl)
-        .and_then(|f| f.child_by_field_name("body"))
-        .unwrap_or_else(|| files[file].tree().root_node());
-    descendants(scope, "identifier")
-        .into_iter()
-        .filter(|n| *n != decl && text(*n, src) == name && n.start_byte() > decl.start_byte())
-        .filter(|n| {
-            n.parent().is_none_or(|p| {
-                !(p.kind() == "assignment_expression" && p.child_by_field_name("left") == Some(*n))
-                    && p.kind() != "variable_declarator"
-            })
-        })
-        .collect()
 }
 
 /// The function of the tree a call calls: `this.m(...)` in a class, `f(...)` declared or
@@ -272,4 +202,55 @@ fn calls_of<'a>(files: &'a [Parsed], file: usize, func: Node<'a>) -> Vec<(usize,
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::follow;
+    use crate::lang::parts::Parsed;
+    use crate::lang::tree::{descendants, flow::lost_text, text};
+
+    /// What each `session/update` object literal of a file reaches: the writer calls, or
+    /// where following it stopped.
+    fn reached(src: &str) -> Vec<String> {
+        let file = crate::source::SourceFile::from_text("m.ts".into(), "m.ts".into(), src.into());
+        let files = [Parsed::new(
+            file,
+            crate::lang::typescript::syntax::parser(false),
+        )];
+        descendants(files[0].tree().root_node(), "object")
+            .into_iter()
+            .filter(|o| text(*o, src).contains("session/update"))
+            .map(|o| {
+                let (sinks, lost) = follow(&files, 0, o);
+                match sinks.is_empty() {
+                    true => format!("lost: {}", lost_text(&files, &lost)),
+                    false => sinks
+                        .iter()
+                        .map(|s| text(s.call, src))
+                        .collect::<Vec<_>>()
+                        .join(" | "),
+                }
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_message_is_followed_through_returns_lists_loops_and_the_json_encoder() {
+        let got = reached(
+            "const note = (u) => ({ method: \"session/update\", params: u });\n\
+             function flush(out, batch) { for (const m of batch) out.write(JSON.stringify(m) + \"\\n\"); }\n\
+             function send(out, u) { const m = note(u); flush(out, [m as object]); }\n\
+             function keep(store) { store.last = { method: \"session/update\" }; }\n\
+             function pair(out) { const [a] = [{ method: \"session/update\" }]; out.write(a); }\n",
+        );
+        assert_eq!(
+            got,
+            [
+                "out.write(JSON.stringify(m) + \"\\n\")",
+                "lost: m.ts:4: a message stored in a property",
+                "lost: m.ts:5: a message destructured into a pattern",
+            ]
+        );
+    }
 }

@@ -104,11 +104,7 @@ pub fn sends(files: &[Parsed]) -> Result<Vec<Send<'_>>> {
             // built here, written elsewhere: followed to the writer calls it reaches
             let (sinks, lost) = super::flow::follow(files, i, obj);
             if sinks.is_empty() {
-                let why = lost
-                    .iter()
-                    .map(|l| format!("{}:{}: {}", files[l.file].file.rel, l.line, l.why))
-                    .collect::<Vec<_>>()
-                    .join("; ");
+                let why = crate::lang::tree::flow::lost_text(files, &lost);
                 return Err(Error::Unsupported {
                     file: p.file.rel.clone(),
                     line: line(obj),

@@ -7,12 +7,11 @@
 
 use super::super::found::RUNTIME_NAME;
 use super::methods::{Method, string_value};
-use super::resolve::{calls_of, reads, resolve_callable};
+use super::resolve::{calls_of, resolve_callable};
 use crate::lang::parts::Parsed;
 use crate::lang::python::syntax::*;
+use crate::lang::tree::flow::{self, Bind, Language, Lost, Parameter, Rules};
 use tree_sitter::Node;
-
-use crate::lang::tree::line;
 
 /// A writer call a `session/update` message reaches, and the node of its arguments that
 /// carries it.
@@ -143,148 +142,121 @@ pub fn value_dropped(call: Node) -> bool {
     false
 }
 
+/// How a message's way reads in Python's tree (the walk is `tree::flow`'s).
+struct Python;
+
+static RULES: Rules = Rules {
+    // an f-string around its JSON text, `message or default`, `await`
+    through: &[
+        "parenthesized_expression",
+        "await",
+        "binary_operator",
+        "interpolation",
+        "string",
+    ],
+    arguments: &[("argument_list", 1), ("keyword_argument", 2)],
+    calls: &["call"],
+    functions: &["function_definition"],
+    binds: &[Bind {
+        kind: "assignment",
+        value: "right",
+        name: "left",
+        lost: "a message stored in an attribute or a pattern",
+    }],
+    returns: "return_statement",
+    expression_bodies: &[],
+    collections: &["list", "tuple"],
+    loops: &[("for_statement", "right", "left")],
+    statement: "expression_statement",
+    not_reads: &[
+        ("assignment", Some("left")),
+        ("for_statement", Some("left")),
+        ("attribute", Some("attribute")),
+        ("keyword_argument", None),
+    ],
+};
+
+impl Language for Python {
+    fn rules(&self) -> &'static Rules {
+        &RULES
+    }
+
+    /// `json.dumps(message)`, `json.dumps(message).encode()`
+    fn encoder<'a>(&self, parent: Node<'a>, src: &str) -> Option<Node<'a>> {
+        match parent.kind() {
+            "argument_list" => parent.parent().filter(|c| callee_name(*c, src) == "dumps"),
+            "attribute"
+                if parent
+                    .child_by_field_name("attribute")
+                    .is_some_and(|a| text(a, src) == "encode") =>
+            {
+                parent.parent().filter(|c| c.kind() == "call")
+            }
+            _ => None,
+        }
+    }
+
+    fn calls_of<'a>(
+        &self,
+        files: &'a [Parsed],
+        file: usize,
+        func: Node<'a>,
+    ) -> Vec<(usize, Node<'a>)> {
+        calls_of(files, file, func)
+    }
+
+    fn parameter<'a>(
+        &self,
+        files: &'a [Parsed],
+        file: usize,
+        call: Node<'a>,
+        arg: Node<'a>,
+    ) -> Result<Parameter<'a>, &'static str> {
+        let k = positional_args(call)
+            .iter()
+            .position(|a| *a == arg)
+            .unwrap_or(0);
+        let callee = call.child_by_field_name("function");
+        let f = callee
+            .and_then(|f| resolve_callable(files, file, f))
+            .ok_or("a list of messages handed to a call acp-patch cannot follow (the writer takes one message at a time)")?;
+        let params = parameters(f.node, &files[f.file].file.text);
+        // `self` is not an argument of `obj.method(...)`
+        let skip = usize::from(
+            params.first().is_some_and(|(n, _)| n == "self")
+                && callee.is_some_and(|x| x.kind() == "attribute"),
+        );
+        params
+            .get(k + skip)
+            .map(|(name, decl)| (f.file, name.clone(), *decl))
+            .ok_or("a list of messages handed to a function without that parameter")
+    }
+
+    fn loop_names<'a>(&self, var: Node<'a>, src: &str) -> Vec<(String, Node<'a>)> {
+        match var.kind() {
+            "identifier" => vec![(text(var, src).to_string(), var)],
+            _ => Vec::new(),
+        }
+    }
+}
+
 /// Follows a message to the calls that write it.
 pub fn follow<'a>(
     files: &'a [Parsed],
     file: usize,
     origin: Node<'a>,
-    lost: &mut Vec<String>,
-) -> Vec<Sink<'a>> {
-    let mut sinks: Vec<Sink<'a>> = Vec::new();
-    let mut todo = vec![(file, origin, false)];
-    let mut seen: Vec<(usize, usize, usize)> = Vec::new();
-    while let Some((file, node, many)) = todo.pop() {
-        let key = (file, node.start_byte(), node.end_byte());
-        if seen.contains(&key) || seen.len() > 256 {
-            continue;
-        }
-        seen.push(key);
-        let src = files[file].file.text.as_ref();
-        let mut cur = node;
-        let parent = loop {
-            let Some(parent) = cur.parent() else {
-                break None;
-            };
-            match parent.kind() {
-                "parenthesized_expression" | "await" | "binary_operator" | "interpolation" => {
-                    cur = parent
-                }
-                "string" => cur = parent, // an f-string around its JSON text
-                // `json.dumps(message)`, `json.dumps(message).encode()`
-                "argument_list"
-                    if parent
-                        .parent()
-                        .is_some_and(|c| matches!(callee_name(c, src), "dumps")) =>
-                {
-                    cur = parent.parent().expect("checked");
-                }
-                "attribute"
-                    if parent
-                        .child_by_field_name("attribute")
-                        .is_some_and(|a| text(a, src) == "encode")
-                        && parent.parent().is_some_and(|c| c.kind() == "call") =>
-                {
-                    cur = parent.parent().expect("checked");
-                }
-                _ => break Some(parent),
-            }
-        };
-        let Some(parent) = parent else { continue };
-        let mut lose = |why: &str| {
-            lost.push(format!("{}:{}: {why}", files[file].file.rel, line(cur)));
-        };
-        match parent.kind() {
-            "argument_list" | "keyword_argument" => {
-                let call = if parent.kind() == "keyword_argument" {
-                    parent.parent().and_then(|a| a.parent())
-                } else {
-                    parent.parent()
-                };
-                let Some(call) = call.filter(|c| c.kind() == "call") else {
-                    lose("a message handed to something that is not a call");
-                    continue;
-                };
-                if many {
-                    // a list of messages handed to a function of the agent: its parameter
-                    let k = positional_args(call)
-                        .iter()
-                        .position(|a| *a == cur)
-                        .unwrap_or(0);
-                    let Some(f) = call
-                        .child_by_field_name("function")
-                        .and_then(|f| resolve_callable(files, file, f))
-                    else {
-                        lose(
-                            "a list of messages handed to a call acp-patch cannot follow (the writer takes one message at a time)",
-                        );
-                        continue;
-                    };
-                    let fsrc = files[f.file].file.text.as_ref();
-                    let params = parameters(f.node, fsrc);
-                    let skip = usize::from(
-                        params.first().is_some_and(|(n, _)| n == "self")
-                            && call
-                                .child_by_field_name("function")
-                                .is_some_and(|x| x.kind() == "attribute"),
-                    );
-                    match params.get(k + skip) {
-                        Some((name, decl)) => {
-                            for r in reads(files, f.file, *decl, name) {
-                                todo.push((f.file, r, true));
-                            }
-                        }
-                        None => {
-                            lose("a list of messages handed to a function without that parameter")
-                        }
-                    }
-                    continue;
-                }
-                if !sinks
-                    .iter()
-                    .any(|s| s.call.id() == call.id() && s.file == file)
-                {
-                    sinks.push(Sink {
-                        file,
-                        call,
-                        carried: node,
-                        method: None,
-                    });
-                }
-            }
-            "assignment" if parent.child_by_field_name("right") == Some(cur) => {
-                match parent.child_by_field_name("left") {
-                    Some(l) if l.kind() == "identifier" => {
-                        for r in reads(files, file, l, text(l, src)) {
-                            todo.push((file, r, many));
-                        }
-                    }
-                    _ => lose("a message stored in an attribute or a pattern"),
-                }
-            }
-            "return_statement" => match enclosing_function(parent) {
-                Some(func) => {
-                    for (f, call) in calls_of(files, file, func) {
-                        todo.push((f, call, many));
-                    }
-                }
-                None => lose("a return outside a function"),
-            },
-            "list" | "tuple" if !many => todo.push((file, parent, true)),
-            "for_statement" if many && parent.child_by_field_name("right") == Some(cur) => {
-                match parent.child_by_field_name("left") {
-                    Some(l) if l.kind() == "identifier" => {
-                        for r in reads(files, file, l, text(l, src)) {
-                            todo.push((file, r, false));
-                        }
-                    }
-                    _ => lose("a loop over messages without one loop variable"),
-                }
-            }
-            "expression_statement" => {}
-            _ => lose("a message put into another value"),
-        }
-    }
-    sinks
+) -> (Vec<Sink<'a>>, Vec<Lost>) {
+    let (sinks, lost) = flow::follow(&Python, files, file, origin);
+    let sinks = sinks
+        .into_iter()
+        .map(|s| Sink {
+            file: s.file,
+            call: s.call,
+            carried: s.carried,
+            method: None,
+        })
+        .collect();
+    (sinks, lost)
 }
 
 #[cfg(test)]
@@ -300,10 +272,9 @@ mod tests {
         let update = Method::of(&files, "session/update");
         let mut out = Vec::new();
         for o in origins(&files, 0, &update) {
-            let mut lost = Vec::new();
             let mut found = match &o.writer {
                 Some(_) if value_dropped(o.node) => Vec::new(),
-                _ => follow(&files, 0, o.node, &mut lost),
+                _ => follow(&files, 0, o.node).0,
             };
             if found.is_empty()
                 && let Some(w) = o.writer

@@ -27,6 +27,7 @@ use methods::Method;
 use resolve::class_of;
 use writer::{card_writer, receiver, template};
 
+use crate::lang::tree::flow::lost_text;
 use crate::lang::tree::line;
 
 /// Whether a file imports the ACP SDK (`import acp`, `from acp...`).
@@ -91,10 +92,9 @@ pub fn locate<'a>(
             continue;
         }
         for origin in origins(files, i, &update) {
-            let mut lost = Vec::new();
-            let mut found = match &origin.writer {
-                Some(_) if value_dropped(origin.node) => Vec::new(),
-                _ => follow(files, i, origin.node, &mut lost),
+            let (mut found, lost) = match &origin.writer {
+                Some(_) if value_dropped(origin.node) => (Vec::new(), Vec::new()),
+                _ => follow(files, i, origin.node),
             };
             if found.is_empty()
                 && let Some(writer) = origin.writer
@@ -110,7 +110,7 @@ pub fn locate<'a>(
                         if lost.is_empty() {
                             String::new()
                         } else {
-                            format!(" ({})", lost.join("; "))
+                            format!(" ({})", lost_text(files, &lost))
                         }
                     ),
                 });

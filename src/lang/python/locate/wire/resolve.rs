@@ -1,7 +1,6 @@
 //! What a name of the agent's own code refers to: the function a callee or a registered
 //! handler names (`self.m`, a function of the module or one it imports, `module.f`, a lambda
-//! calling one), the files a `from <module> import` names, the calls of a function and the reads
-//! of a variable.
+//! calling one), the files a `from <module> import` names and the calls of a function.
 
 use super::super::At;
 use super::super::found::is_agent_file;
@@ -177,28 +176,6 @@ pub fn module_files(files: &[Parsed], from: usize, module: &str) -> Vec<usize> {
                 .any(|w| p.file.rel == *w || p.file.rel.ends_with(&format!("/{w}")))
         })
         .map(|(i, _)| i)
-        .collect()
-}
-
-/// The reads of a name bound at `decl`, after it, in its function (or module).
-pub fn reads<'a>(files: &'a [Parsed], file: usize, decl: Node<'a>, name: &str) -> Vec<Node<'a>> {
-    let src = files[file].file.text.as_ref();
-    let scope = enclosing_function(decl)
-        .and_then(|f| f.child_by_field_name("body"))
-        .unwrap_or_else(|| files[file].tree().root_node());
-    descendants(scope, "identifier")
-        .into_iter()
-        .filter(|n| n.id() != decl.id() && text(*n, src) == name)
-        .filter(|n| n.start_byte() > decl.start_byte())
-        .filter(|n| {
-            n.parent().is_none_or(|p| {
-                let assigned = matches!(p.kind(), "assignment" | "for_statement")
-                    && p.child_by_field_name("left") == Some(*n);
-                let attribute =
-                    p.kind() == "attribute" && p.child_by_field_name("attribute") == Some(*n);
-                !assigned && !attribute && p.kind() != "keyword_argument"
-            })
-        })
         .collect()
 }
 
