@@ -2,8 +2,8 @@
 //! hand-rolled agent builds is followed through what passes it on unchanged (parentheses,
 //! `await`, string interpolation, the JSON encoder), variables, return values (to every call
 //! of the function), lists of messages and the loops over them, up to the call that is handed
-//! it — the writer. The walk is one; a language gives its node kinds (`Rules`) and the few
-//! answers a table cannot give (`Language`).
+//! it — the writer. The walk is one; a language is a table (`Rules`): its node kinds and
+//! the four answers only it has.
 
 use super::{descendants, line, text};
 use crate::lang::parts::Parsed;
@@ -40,6 +40,22 @@ pub struct Rules {
     pub statement: &'static str,
     /// Where an identifier is not a read of the name: (parent kind, the field it is in, or any).
     pub not_reads: &'static [(&'static str, Option<&'static str>)],
+    // what only the language can answer:
+    /// The call a value passes through unchanged when `parent` holds it (`json.dumps(m)`,
+    /// `m.encode()`, `JSON.stringify(m)`).
+    pub encoder: for<'a> fn(parent: Node<'a>, src: &str) -> Option<Node<'a>>,
+    /// Every call of a function of the tree.
+    pub calls_of: for<'a> fn(&'a [Parsed], usize, Node<'a>) -> Calls<'a>,
+    /// The parameter of the function `call` calls that the argument `arg` is bound to, or why
+    /// it cannot be told.
+    pub parameter: for<'a> fn(
+        files: &'a [Parsed],
+        file: usize,
+        call: Node<'a>,
+        arg: Node<'a>,
+    ) -> Result<Parameter<'a>, &'static str>,
+    /// The names a loop variable binds.
+    pub loop_names: for<'a> fn(var: Node<'a>, src: &str) -> Vec<(String, Node<'a>)>,
 }
 
 impl Rules {
@@ -48,35 +64,12 @@ impl Rules {
     }
 }
 
+/// Calls in the tree: (file, call).
+pub type Calls<'a> = Vec<(usize, Node<'a>)>;
+
 /// A name a list of messages is bound to in the function it is handed to: (file, the name,
 /// the node that declares it).
 pub type Parameter<'a> = (usize, String, Node<'a>);
-
-/// What only the language can answer.
-pub trait Language {
-    fn rules(&self) -> &'static Rules;
-    /// The call a value passes through unchanged when `parent` holds it (`json.dumps(m)`,
-    /// `m.encode()`, `JSON.stringify(m)`).
-    fn encoder<'a>(&self, parent: Node<'a>, src: &str) -> Option<Node<'a>>;
-    /// Every call of a function of the tree.
-    fn calls_of<'a>(
-        &self,
-        files: &'a [Parsed],
-        file: usize,
-        func: Node<'a>,
-    ) -> Vec<(usize, Node<'a>)>;
-    /// The parameter of the function `call` calls that the argument `arg` is bound to, or why
-    /// it cannot be told.
-    fn parameter<'a>(
-        &self,
-        files: &'a [Parsed],
-        file: usize,
-        call: Node<'a>,
-        arg: Node<'a>,
-    ) -> Result<Parameter<'a>, &'static str>;
-    /// The names a loop variable binds.
-    fn loop_names<'a>(&self, var: Node<'a>, src: &str) -> Vec<(String, Node<'a>)>;
-}
 
 /// A call a value reaches, and the node of its arguments that carries it.
 #[derive(Debug, Clone, Copy)]
@@ -107,12 +100,11 @@ const MOST: usize = 256;
 
 /// Follows the value built at `origin` to every call it is handed to, in the order met.
 pub fn follow<'a>(
-    lang: &dyn Language,
+    rules: &Rules,
     files: &'a [Parsed],
     file: usize,
     origin: Node<'a>,
 ) -> (Vec<Sink<'a>>, Vec<Lost>) {
-    let rules = lang.rules();
     let mut sinks: Vec<Sink<'a>> = Vec::new();
     let mut lost = Vec::new();
     // (file, node holding the value, whether it is a list of them)
@@ -132,7 +124,7 @@ pub fn follow<'a>(
             };
             if rules.through.contains(&parent.kind()) {
                 cur = parent;
-            } else if let Some(call) = lang.encoder(parent, src) {
+            } else if let Some(call) = (rules.encoder)(parent, src) {
                 cur = call;
             } else {
                 break Some(parent);
@@ -165,7 +157,7 @@ pub fn follow<'a>(
                 continue;
             }
             // a list of messages handed to a function of the agent: its parameter
-            match lang.parameter(files, file, call, cur) {
+            match (rules.parameter)(files, file, call, cur) {
                 Ok((f, name, decl)) => {
                     for r in reads(rules, files, f, decl, &name) {
                         todo.push((f, r, true));
@@ -189,7 +181,7 @@ pub fn follow<'a>(
         } else if kind == rules.returns {
             match rules.enclosing_function(parent) {
                 Some(func) => {
-                    for (f, call) in lang.calls_of(files, file, func) {
+                    for (f, call) in (rules.calls_of)(files, file, func) {
                         todo.push((f, call, many));
                     }
                 }
@@ -198,7 +190,7 @@ pub fn follow<'a>(
         } else if let Some((_, body)) = rules.expression_bodies.iter().find(|(k, _)| *k == kind)
             && field_is(body)
         {
-            for (f, call) in lang.calls_of(files, file, parent) {
+            for (f, call) in (rules.calls_of)(files, file, parent) {
                 todo.push((f, call, many));
             }
         } else if rules.collections.contains(&kind) && !many {
@@ -209,7 +201,7 @@ pub fn follow<'a>(
         {
             let names = parent
                 .child_by_field_name(var)
-                .map(|v| lang.loop_names(v, src));
+                .map(|v| (rules.loop_names)(v, src));
             match names.as_deref() {
                 Some([(name, decl)]) => {
                     for r in reads(rules, files, file, *decl, name) {

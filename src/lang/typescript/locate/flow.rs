@@ -7,11 +7,9 @@ use super::classes::resolve_function;
 use super::*;
 
 pub(super) use crate::lang::tree::flow::Sink;
-use crate::lang::tree::flow::{self, Bind, Language, Lost, Parameter, Rules};
+use crate::lang::tree::flow::{self, Bind, Lost, Parameter, Rules};
 
 /// How a message's way reads in TypeScript's tree (the walk is `tree::flow`'s).
-struct TypeScript;
-
 static RULES: Rules = Rules {
     through: &[
         "parenthesized_expression",
@@ -50,56 +48,44 @@ static RULES: Rules = Rules {
         ("assignment_expression", Some("left")),
         ("variable_declarator", None),
     ],
+    encoder,
+    calls_of,
+    parameter,
+    loop_names,
 };
 
-impl Language for TypeScript {
-    fn rules(&self) -> &'static Rules {
-        &RULES
-    }
+/// `JSON.stringify(message)`
+fn encoder<'a>(parent: Node<'a>, src: &str) -> Option<Node<'a>> {
+    (parent.kind() == "arguments")
+        .then(|| parent.parent())
+        .flatten()
+        .filter(|c| callee(*c, src) == ("JSON", "stringify"))
+}
 
-    /// `JSON.stringify(message)`
-    fn encoder<'a>(&self, parent: Node<'a>, src: &str) -> Option<Node<'a>> {
-        (parent.kind() == "arguments")
-            .then(|| parent.parent())
-            .flatten()
-            .filter(|c| callee(*c, src) == ("JSON", "stringify"))
-    }
-
-    fn calls_of<'a>(
-        &self,
-        files: &'a [Parsed],
-        file: usize,
-        func: Node<'a>,
-    ) -> Vec<(usize, Node<'a>)> {
-        calls_of(files, file, func)
-    }
-
-    fn parameter<'a>(
-        &self,
-        files: &'a [Parsed],
-        file: usize,
-        call: Node<'a>,
-        arg: Node<'a>,
-    ) -> std::result::Result<Parameter<'a>, &'static str> {
-        let k = arg
-            .parent()
-            .map(named_children)
-            .and_then(|args| args.iter().position(|a| *a == arg))
-            .unwrap_or(0);
-        let (f, func) = called_function(files, file, call).ok_or(
+fn parameter<'a>(
+    files: &'a [Parsed],
+    file: usize,
+    call: Node<'a>,
+    arg: Node<'a>,
+) -> std::result::Result<Parameter<'a>, &'static str> {
+    let k = arg
+        .parent()
+        .map(named_children)
+        .and_then(|args| args.iter().position(|a| *a == arg))
+        .unwrap_or(0);
+    let (f, func) = called_function(files, file, call).ok_or(
             "a list of messages handed to a call acp-patch cannot follow (the writer takes one message at a time)",
         )?;
-        parameter_names(func, &files[f].file.text)
-            .get(k)
-            .map(|(name, decl)| (f, name.clone(), *decl))
-            .ok_or("a list of messages handed to a function that takes no such parameter")
-    }
+    parameter_names(func, &files[f].file.text)
+        .get(k)
+        .map(|(name, decl)| (f, name.clone(), *decl))
+        .ok_or("a list of messages handed to a function that takes no such parameter")
+}
 
-    fn loop_names<'a>(&self, var: Node<'a>, src: &str) -> Vec<(String, Node<'a>)> {
-        let mut out = Vec::new();
-        pattern_names(var, src, &mut out);
-        out
-    }
+fn loop_names<'a>(var: Node<'a>, src: &str) -> Vec<(String, Node<'a>)> {
+    let mut out = Vec::new();
+    pattern_names(var, src, &mut out);
+    out
 }
 
 /// Follows the message built at `origin` to every writer call it reaches, in the order of
@@ -109,7 +95,7 @@ pub(super) fn follow<'a>(
     file: usize,
     origin: Node<'a>,
 ) -> (Vec<Sink<'a>>, Vec<Lost>) {
-    let (mut sinks, lost) = flow::follow(&TypeScript, files, file, origin);
+    let (mut sinks, lost) = flow::follow(&RULES, files, file, origin);
     sinks.sort_by_key(|s| (s.file, s.call.start_byte()));
     (sinks, lost)
 }

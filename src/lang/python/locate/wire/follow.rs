@@ -10,7 +10,7 @@ use super::methods::{Method, string_value};
 use super::resolve::{calls_of, resolve_callable};
 use crate::lang::parts::Parsed;
 use crate::lang::python::syntax::*;
-use crate::lang::tree::flow::{self, Bind, Language, Lost, Parameter, Rules};
+use crate::lang::tree::flow::{self, Bind, Lost, Parameter, Rules};
 use tree_sitter::Node;
 
 /// A writer call a `session/update` message reaches, and the node of its arguments that
@@ -143,8 +143,6 @@ pub fn value_dropped(call: Node) -> bool {
 }
 
 /// How a message's way reads in Python's tree (the walk is `tree::flow`'s).
-struct Python;
-
 static RULES: Rules = Rules {
     // an f-string around its JSON text, `message or default`, `await`
     through: &[
@@ -174,69 +172,57 @@ static RULES: Rules = Rules {
         ("attribute", Some("attribute")),
         ("keyword_argument", None),
     ],
+    encoder,
+    calls_of,
+    parameter,
+    loop_names,
 };
 
-impl Language for Python {
-    fn rules(&self) -> &'static Rules {
-        &RULES
-    }
-
-    /// `json.dumps(message)`, `json.dumps(message).encode()`
-    fn encoder<'a>(&self, parent: Node<'a>, src: &str) -> Option<Node<'a>> {
-        match parent.kind() {
-            "argument_list" => parent.parent().filter(|c| callee_name(*c, src) == "dumps"),
-            "attribute"
-                if parent
-                    .child_by_field_name("attribute")
-                    .is_some_and(|a| text(a, src) == "encode") =>
-            {
-                parent.parent().filter(|c| c.kind() == "call")
-            }
-            _ => None,
+/// `json.dumps(message)`, `json.dumps(message).encode()`
+fn encoder<'a>(parent: Node<'a>, src: &str) -> Option<Node<'a>> {
+    match parent.kind() {
+        "argument_list" => parent.parent().filter(|c| callee_name(*c, src) == "dumps"),
+        "attribute"
+            if parent
+                .child_by_field_name("attribute")
+                .is_some_and(|a| text(a, src) == "encode") =>
+        {
+            parent.parent().filter(|c| c.kind() == "call")
         }
+        _ => None,
     }
+}
 
-    fn calls_of<'a>(
-        &self,
-        files: &'a [Parsed],
-        file: usize,
-        func: Node<'a>,
-    ) -> Vec<(usize, Node<'a>)> {
-        calls_of(files, file, func)
-    }
-
-    fn parameter<'a>(
-        &self,
-        files: &'a [Parsed],
-        file: usize,
-        call: Node<'a>,
-        arg: Node<'a>,
-    ) -> Result<Parameter<'a>, &'static str> {
-        let k = positional_args(call)
-            .iter()
-            .position(|a| *a == arg)
-            .unwrap_or(0);
-        let callee = call.child_by_field_name("function");
-        let f = callee
+fn parameter<'a>(
+    files: &'a [Parsed],
+    file: usize,
+    call: Node<'a>,
+    arg: Node<'a>,
+) -> Result<Parameter<'a>, &'static str> {
+    let k = positional_args(call)
+        .iter()
+        .position(|a| *a == arg)
+        .unwrap_or(0);
+    let callee = call.child_by_field_name("function");
+    let f = callee
             .and_then(|f| resolve_callable(files, file, f))
             .ok_or("a list of messages handed to a call acp-patch cannot follow (the writer takes one message at a time)")?;
-        let params = parameters(f.node, &files[f.file].file.text);
-        // `self` is not an argument of `obj.method(...)`
-        let skip = usize::from(
-            params.first().is_some_and(|(n, _)| n == "self")
-                && callee.is_some_and(|x| x.kind() == "attribute"),
-        );
-        params
-            .get(k + skip)
-            .map(|(name, decl)| (f.file, name.clone(), *decl))
-            .ok_or("a list of messages handed to a function without that parameter")
-    }
+    let params = parameters(f.node, &files[f.file].file.text);
+    // `self` is not an argument of `obj.method(...)`
+    let skip = usize::from(
+        params.first().is_some_and(|(n, _)| n == "self")
+            && callee.is_some_and(|x| x.kind() == "attribute"),
+    );
+    params
+        .get(k + skip)
+        .map(|(name, decl)| (f.file, name.clone(), *decl))
+        .ok_or("a list of messages handed to a function without that parameter")
+}
 
-    fn loop_names<'a>(&self, var: Node<'a>, src: &str) -> Vec<(String, Node<'a>)> {
-        match var.kind() {
-            "identifier" => vec![(text(var, src).to_string(), var)],
-            _ => Vec::new(),
-        }
+fn loop_names<'a>(var: Node<'a>, src: &str) -> Vec<(String, Node<'a>)> {
+    match var.kind() {
+        "identifier" => vec![(text(var, src).to_string(), var)],
+        _ => Vec::new(),
     }
 }
 
@@ -246,7 +232,7 @@ pub fn follow<'a>(
     file: usize,
     origin: Node<'a>,
 ) -> (Vec<Sink<'a>>, Vec<Lost>) {
-    let (sinks, lost) = flow::follow(&Python, files, file, origin);
+    let (sinks, lost) = flow::follow(&RULES, files, file, origin);
     let sinks = sinks
         .into_iter()
         .map(|s| Sink {
