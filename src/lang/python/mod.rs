@@ -115,8 +115,8 @@ impl Python {
         project.derived.get_or_try("python.analysis", || {
             let decisions = Decisions::default();
             let made = (|| {
-                let files = self.files(&decisions, project)?;
-                let analysis = self.analyze(project, &files, &decisions)?;
+                let (files, strategy) = self.files(&decisions, project)?;
+                let analysis = self.analyze(project, &files, strategy)?;
                 // SAFETY: the analysis' nodes point into the trees the parsed files own
                 // (tree-sitter trees live on the C heap, so moving the files moves no tree);
                 // `Analyzed` keeps the files as long as the analysis and drops the analysis
@@ -138,25 +138,30 @@ impl Python {
     }
 
     /// The parsed files, plus an empty one for the runtime module when the protocol strategy
-    /// will create it.
+    /// will create it, and the strategy (found once: the module added is new or was not worth
+    /// parsing, so it holds no anchor).
     fn files(
         &self,
         decisions: &crate::lang::survey::Decisions,
         project: &Project,
-    ) -> Result<Vec<Parsed>> {
+    ) -> Result<(Vec<Parsed>, Strategy<'static>)> {
         let mut files = self.parse_all(project);
-        let new_modules: Vec<(String, crate::source::Style)> =
-            match self.strategy(decisions, project, &files)? {
-                Strategy::Protocol(a, _) => {
-                    let packages = package::Packages::new(project, &files);
-                    protocol::runtimes(&files, &a, &packages)
-                        .into_iter()
-                        .filter(|r| !files.iter().any(|p| p.file.rel == r.rel))
-                        .map(|r| (r.rel, files[r.importers[0]].file.style().clone()))
-                        .collect()
-                }
-                Strategy::Engine(_) => Vec::new(),
-            };
+        let strategy = self.strategy(decisions, project, &files)?;
+        // SAFETY: the strategy's nodes point into the trees the parsed files own (on the C
+        // heap: a file moved by the push below moves no tree); the caller keeps the files as
+        // long as the analysis made from it (see `surveyed`).
+        let strategy = unsafe { std::mem::transmute::<Strategy<'_>, Strategy<'static>>(strategy) };
+        let new_modules: Vec<(String, crate::source::Style)> = match &strategy {
+            Strategy::Protocol(a, _) => {
+                let packages = package::Packages::new(project, &files);
+                protocol::runtimes(&files, a, &packages)
+                    .into_iter()
+                    .filter(|r| !files.iter().any(|p| p.file.rel == r.rel))
+                    .map(|r| (r.rel, files[r.importers[0]].file.style().clone()))
+                    .collect()
+            }
+            Strategy::Engine(_) => Vec::new(),
+        };
         for (rel, mut style) in new_modules {
             // a file of that name that did not look worth parsing is still the one to judge
             match project.source(&rel) {
@@ -168,7 +173,7 @@ impl Python {
                 }
             }
         }
-        Ok(files)
+        Ok((files, strategy))
     }
 
     fn strategy<'a>(
@@ -220,11 +225,11 @@ impl Python {
         &self,
         project: &'a Project,
         files: &'a [Parsed],
-        decisions: &Decisions,
+        strategy: Strategy<'a>,
     ) -> Result<Analysis<'a>> {
         let mut b = pieces::Builder::new(files, project)?;
         let mut note = None;
-        let (shape, prompts, runtimes) = match self.strategy(decisions, project, files)? {
+        let (shape, prompts, runtimes) = match strategy {
             Strategy::Engine(cb) => {
                 b.engine_shape(&cb)?;
                 (
