@@ -39,6 +39,16 @@ macro_rules! extends_pieces {
 }
 pub(crate) use extends_pieces;
 
+/// An insertion at the end of a file without a final newline starts on a new line and ends
+/// without one, so the file keeps having none.
+pub fn at_end_of_file(src: &str, offset: usize, text: String, eol: &str) -> String {
+    if offset == src.len() && !src.is_empty() && !src.ends_with('\n') {
+        format!("{eol}{}", text.trim_end_matches(['\r', '\n']))
+    } else {
+        text
+    }
+}
+
 pub struct Pieces<'a, P> {
     pub files: &'a [P],
     pub parts: Vec<Part>,

@@ -3,10 +3,8 @@
 //! which is the checkout in a workflow); the text report goes to stderr, where it shows in
 //! the log without being read as commands.
 
-use super::{
-    Context, Printer, SmokeResult, Streams, apply_summary, init_summary, revert_summary, smoke,
-    smoke_text,
-};
+use super::text::Text;
+use super::{Context, Printer, SmokeResult, Streams, smoke, smoke_text};
 use crate::commands::init::InitOutcome;
 use crate::commands::{ApplyOutcome, RevertOutcome, VerifyOutcome};
 use crate::error::Error;
@@ -62,14 +60,10 @@ fn annotation(
 }
 
 impl Printer for Github {
+    // apply, init and revert have no annotations to make: they print as text does (the dry
+    // run's diff or config on stdout, the summary on stderr)
     fn apply(&self, s: &mut Streams, outcome: &ApplyOutcome, dry_run: bool) -> io::Result<()> {
-        // apply has no annotations to make; its diff is still the dry run's stdout
-        if dry_run {
-            s.out.write_all(outcome.diff.as_bytes())?;
-            s.out.flush()?;
-        }
-        apply_summary(s, outcome);
-        Ok(())
+        Text.apply(s, outcome, dry_run)
     }
 
     fn verify(
@@ -122,22 +116,11 @@ impl Printer for Github {
     }
 
     fn init(&self, s: &mut Streams, outcome: &InitOutcome, dry_run: bool) -> io::Result<()> {
-        if dry_run {
-            s.out.write_all(outcome.toml.as_bytes())?;
-            s.out.flush()?;
-        }
-        init_summary(s, outcome, dry_run);
-        Ok(())
+        Text.init(s, outcome, dry_run)
     }
 
     fn revert(&self, s: &mut Streams, outcome: &RevertOutcome, dry_run: bool) -> io::Result<()> {
-        // nothing to annotate; the dry run's diff is still its stdout
-        if dry_run {
-            s.out.write_all(outcome.diff.as_bytes())?;
-            s.out.flush()?;
-        }
-        revert_summary(s, outcome);
-        Ok(())
+        Text.revert(s, outcome, dry_run)
     }
 
     fn error(&self, s: &mut Streams, cx: &Context, e: &Error) -> io::Result<()> {

@@ -7,7 +7,7 @@ use super::package::Packages;
 use super::syntax::*;
 use crate::error::{Error, Result};
 use crate::lang::parts::*;
-use crate::lang::pieces::{Pieces, PresentAt};
+use crate::lang::pieces::{Pieces, PresentAt, at_end_of_file};
 use crate::lang::tree::{own_line, start_above_comments};
 use crate::project::Project;
 use crate::render::{fill, reindent};
@@ -134,16 +134,13 @@ impl<'a> Builder<'a> {
         let src = self.src(stmt.file);
         let style = &self.files[stmt.file].file.style();
         let offset = line_end_after(src, stmt.node.end_byte());
-        let mut text = reindent(
+        let text = reindent(
             &code,
             indent_at(src, stmt.node.start_byte()),
             &style.indent_unit,
             style.eol,
         );
-        if offset == src.len() && !src.ends_with('\n') {
-            // keep "no final newline": the new lines go before the end, not after it
-            text = format!("{}{}", style.eol, text.trim_end_matches(['\r', '\n']));
-        }
+        let text = at_end_of_file(src, offset, text, style.eol);
         let present = find_marker(next_statements(stmt.node), marker, src);
         self.push(checks, label, stmt.file, offset, text, present);
         Ok(())
@@ -251,15 +248,7 @@ impl<'a> Builder<'a> {
         let src = &f.file.text;
         let offset = line_end_after(src, top.node.end_byte());
         let body = reindent(&code, "", &style.indent_unit, style.eol);
-        let text = if offset == src.len() && !src.ends_with('\n') {
-            format!(
-                "{eol}{eol}{eol}{}",
-                body.trim_end_matches(['\r', '\n']),
-                eol = style.eol
-            )
-        } else {
-            format!("{eol}{eol}{body}", eol = style.eol)
-        };
+        let text = at_end_of_file(src, offset, format!("{0}{0}{body}", style.eol), style.eol);
         let present = block_defined_at(f, &code, defines);
         self.push(checks, label, top.file, offset, text, present);
     }

@@ -2,8 +2,9 @@
 //! module go (after the file's leading `mod`/`use` items), and the path inserted code names
 //! the module by.
 
-use super::{Builder, Input, fix_missing_final_newline};
+use super::{Builder, Input};
 use crate::lang::parts::CHECK_SENDS;
+use crate::lang::pieces::at_end_of_file;
 use crate::lang::rust::Parsed;
 use crate::lang::rust::modules::{Modules, RootKind};
 use crate::lang::rust::runtime;
@@ -122,7 +123,7 @@ pub(super) fn use_line(
         .or_else(|| item_anchor(p, |i| matches!(i, syn::Item::Mod(m) if m.content.is_none())))
         .unwrap_or_else(|| first_item(p));
     let eol = b.eol(file);
-    let text = fix_missing_final_newline(
+    let text = at_end_of_file(
         &p.file.text,
         offset,
         format!("use {path}::{name} as _;{eol}"),

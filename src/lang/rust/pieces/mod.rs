@@ -104,7 +104,7 @@ pub fn build(input: &Input) -> Result<Vec<Part>> {
         let line = format!("{attr}{vis}mod {};{eol}", runtime::MODULE);
         // before the first item: a blank line between
         let text = if after { line } else { format!("{line}{eol}") };
-        let text = fix_missing_final_newline(&p.file.text, offset, text, eol);
+        let text = crate::lang::pieces::at_end_of_file(&p.file.text, offset, text, eol);
         b.push(
             CHECK_RUNTIME,
             "runtime module declared",
@@ -288,20 +288,6 @@ pub(super) fn statement_parts(
     let mut b = builder(files);
     first_statement(&mut b, file, block, expr, stmt, checks, label, markers)?;
     Ok(b.parts)
-}
-
-/// An insertion at the end of a file without a final newline starts on a new line.
-pub(super) fn fix_missing_final_newline(
-    src: &str,
-    offset: usize,
-    text: String,
-    eol: &str,
-) -> String {
-    if offset == src.len() && !src.is_empty() && !src.ends_with('\n') {
-        format!("{eol}{}", text.trim_end_matches(['\r', '\n']))
-    } else {
-        text
-    }
 }
 
 fn manifest_line(text: &str) -> usize {

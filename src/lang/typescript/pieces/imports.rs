@@ -220,11 +220,8 @@ pub(super) fn import_part(b: &mut Builder, file: usize, module: &Module) -> Resu
     let (offset, text) = match imports.last() {
         Some(last) => {
             let at = line_end_after(src, last.end_byte());
-            if at == src.len() && !src.ends_with('\n') {
-                (at, format!("{eol}{code}"))
-            } else {
-                (at, format!("{code}{eol}"))
-            }
+            let text = crate::lang::pieces::at_end_of_file(src, at, format!("{code}{eol}"), eol);
+            (at, text)
         }
         None => {
             let first = top.iter().copied().find(|n| {

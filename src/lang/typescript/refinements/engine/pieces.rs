@@ -122,10 +122,8 @@ impl<'a> Builder<'a> {
                 "the statement shares its last line with other code; put it on its own line",
             ));
         }
-        let mut text = self.render(code, indent_at(src, stmt.start_byte()));
-        if offset == src.len() && !src.ends_with('\n') {
-            text = format!("{eol}{}", text.trim_end_matches(['\r', '\n']));
-        }
+        let text = self.render(code, indent_at(src, stmt.start_byte()));
+        let text = crate::lang::pieces::at_end_of_file(src, offset, text, eol);
         let present = find_marker(
             crate::lang::tree::following_siblings(stmt)
                 .into_iter()
