@@ -95,9 +95,14 @@ pub enum Error {
     ReadOnly { file: String },
 
     #[error(
-        "{file}: the patched file would not parse ({message}); this is a bug in acp-patch, nothing was written"
+        "{file}: the patched file would not parse (line {line}: {message}); this is a bug in acp-patch, nothing was written"
     )]
-    WouldBreak { file: String, message: String },
+    WouldBreak {
+        file: String,
+        /// The line of the patched text the parser stops at.
+        line: usize,
+        message: String,
+    },
 
     #[error(
         "{file}:{line}: the {piece} acp-patch inserted was changed by hand: {detail}; revert takes out only what apply wrote, byte for byte: restore it (e.g. from git) or take acp-patch's code out by hand (nothing was written)"
@@ -379,8 +384,8 @@ impl Error {
             Error::ReadOnly { file }
             | Error::Symlink { file, .. }
             | Error::Changed { file }
-            | Error::Owner { file, .. }
-            | Error::WouldBreak { file, .. } => at(file, 1),
+            | Error::Owner { file, .. } => at(file, 1),
+            Error::WouldBreak { file, line, .. } => at(file, *line),
             Error::BadTemplate { template, line, .. } => at(&template.display().to_string(), *line),
             Error::InAgent { source, .. } => source.location(),
             _ => None,

@@ -94,15 +94,17 @@ fn in_template(e: Error, project: &Project, plan: &Plan) -> Error {
         return e;
     };
     let (file, line, compiler, message, compiles) = match &e {
-        Error::WouldBreak { file, message } => {
-            // "line N: message"
-            let (n, m) = message
-                .strip_prefix("line ")
-                .and_then(|r| r.split_once(": "))
-                .and_then(|(n, m)| Some((n.parse::<usize>().ok()?, m)))
-                .unwrap_or((0, message.as_str()));
-            (file, n, "the parser".to_string(), m.to_string(), false)
-        }
+        Error::WouldBreak {
+            file,
+            line,
+            message,
+        } => (
+            file,
+            *line,
+            "the parser".to_string(),
+            message.clone(),
+            false,
+        ),
         Error::WouldNotCompile {
             file,
             line,

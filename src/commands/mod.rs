@@ -173,7 +173,8 @@ pub(crate) fn check_parses(lang: &dyn Language, plan: &Plan) -> Result<()> {
             let line = new[..offset].matches('\n').count() + 1;
             return Err(Error::WouldBreak {
                 file: fp.file.rel.clone(),
-                message: format!("line {line}: {message}"),
+                line,
+                message,
             });
         }
     }

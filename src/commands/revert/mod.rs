@@ -186,11 +186,15 @@ pub(crate) fn refusal(lang: &dyn Language, project: &Project) -> Option<Refusal>
             false,
             format!("revert refuses: {detail}"),
         ),
-        Error::WouldBreak { file, message } => (
+        Error::WouldBreak {
+            file,
+            line,
+            message,
+        } => (
             file.clone(),
-            1,
+            *line,
             false,
-            format!("revert would break the file: {message}"),
+            format!("revert would break the file: line {line}: {message}"),
         ),
         _ => return None,
     };
