@@ -13,11 +13,12 @@ use std::path::Path;
 /// that would be acp-patch code moved or copied by hand, which revert cannot account for.
 pub(super) fn check_no_leftovers(inventory: &Inventory, revert: &Plan) -> Result<()> {
     for f in &inventory.files {
-        let text = match revert.files.iter().find(|fp| fp.file.path == f.path) {
-            Some(fp) if fp.delete => continue,
-            Some(fp) => fp.new_text(),
-            None => f.text.to_string(),
-        };
+        let text: std::borrow::Cow<str> =
+            match revert.files.iter().find(|fp| fp.file.path == f.path) {
+                Some(fp) if fp.delete => continue,
+                Some(fp) => fp.new_text().into(),
+                None => f.text.as_ref().into(),
+            };
         if let Some(at) = find_marker(&text, inventory.marker) {
             let line = text[..at].matches('\n').count() + 1;
             return Err(Error::HandEdited {
@@ -44,7 +45,7 @@ pub(super) fn find_marker(text: &str, marker: &str) -> Option<usize> {
     let name_starts_at = |i: usize| !text[..i].chars().next_back().is_some_and(ident);
     let word_start = marker.starts_with(|c: char| c.is_alphanumeric());
     let word_end = marker.ends_with(|c: char| c.is_alphanumeric());
-    text.match_indices(marker).map(|(at, _)| at).find(|&at| {
+    memchr::memmem::find_iter(text.as_bytes(), marker).find(|&at| {
         let after = text[at + marker.len()..].chars().next();
         let whole = (!word_start || name_starts_at(at)) && !(word_end && after.is_some_and(ident));
         let private = text[..at].ends_with('_') && name_starts_at(at - 1);

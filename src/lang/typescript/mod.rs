@@ -369,11 +369,6 @@ pub fn hook_calls(files: &[Parsed]) -> [Vec<(usize, usize)>; 3] {
 /// (`./x.js` → `x.ts`, `./x` → `x.ts` or `x/index.ts`), as relative paths.
 fn relative_imports(p: &Parsed) -> Vec<String> {
     let src = p.file.text.as_ref();
-    let dir: Vec<&str> = {
-        let mut parts: Vec<&str> = p.file.rel.split('/').collect();
-        parts.pop();
-        parts
-    };
     let mut out = Vec::new();
     for stmt in named_children(p.tree().root_node()) {
         if !matches!(stmt.kind(), "import_statement" | "export_statement") {
@@ -385,31 +380,38 @@ fn relative_imports(p: &Parsed) -> Vec<String> {
         else {
             continue;
         };
-        if !(spec.starts_with("./") || spec.starts_with("../")) {
-            continue;
-        }
-        let mut parts = dir.clone();
-        for seg in spec.split('/') {
-            match seg {
-                "." | "" => {}
-                ".." => {
-                    parts.pop();
-                }
-                s => parts.push(s),
-            }
-        }
-        let joined = parts.join("/");
-        let stem = JS
-            .iter()
-            .chain(TS)
-            .find_map(|e| joined.strip_suffix(&format!(".{e}")))
-            .unwrap_or(&joined);
-        for e in TS.iter().chain(JS) {
-            out.push(format!("{stem}.{e}"));
-            out.push(format!("{joined}/index.{e}"));
-        }
+        out.extend(relative_targets(&p.file.rel, spec));
     }
     out
+}
+
+/// The files a relative specifier in the file `from` may name (`./x.js` → `x.ts`, `./x` →
+/// `x.ts` or `x/index.ts`), in the order they are tried; none for a package's name.
+pub(crate) fn relative_targets(from: &str, spec: &str) -> Vec<String> {
+    if !(spec.starts_with("./") || spec.starts_with("../")) {
+        return Vec::new();
+    }
+    let mut parts: Vec<&str> = from.split('/').collect();
+    parts.pop();
+    for seg in spec.split('/') {
+        match seg {
+            "." | "" => {}
+            ".." => {
+                parts.pop();
+            }
+            s => parts.push(s),
+        }
+    }
+    let joined = parts.join("/");
+    let stem = JS
+        .iter()
+        .chain(TS)
+        .find_map(|e| joined.strip_suffix(&format!(".{e}")))
+        .unwrap_or(&joined);
+    TS.iter()
+        .chain(JS)
+        .flat_map(|e| [format!("{stem}.{e}"), format!("{joined}/index.{e}")])
+        .collect()
 }
 
 use crate::lang::tree::line;

@@ -14,7 +14,7 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 
 const NODE_CHECK: &str = include_str!("node_check.js");
-const JS: &[&str] = &["js", "mjs", "cjs", "jsx"];
+use super::JS;
 
 pub fn startup(project: &Project, files: &[Patched], unpatched: Unpatched) -> Result<Startup> {
     let mut out = Startup {

@@ -392,29 +392,6 @@ pub(super) fn resolve_class<'t>(
 /// The file of the tree a relative specifier names (`./agent.js` → `agent.ts`, `./x` → `x.ts`
 /// or `x/index.ts`).
 pub(super) fn resolve_import(files: &[Parsed], from: usize, spec: &str) -> Option<usize> {
-    if !(spec.starts_with("./") || spec.starts_with("../")) {
-        return None;
-    }
-    let rel = &files[from].file.rel;
-    let mut parts: Vec<&str> = rel.split('/').collect();
-    parts.pop();
-    for seg in spec.split('/') {
-        match seg {
-            "." | "" => {}
-            ".." => {
-                parts.pop();
-            }
-            s => parts.push(s),
-        }
-    }
-    let joined = parts.join("/");
-    let stem = ["js", "mjs", "cjs", "jsx", "ts", "mts", "cts", "tsx"]
-        .iter()
-        .find_map(|e| joined.strip_suffix(&format!(".{e}")))
-        .unwrap_or(&joined);
-    let candidates: Vec<String> = ["ts", "tsx", "mts", "cts", "js", "jsx", "mjs", "cjs"]
-        .iter()
-        .flat_map(|e| [format!("{stem}.{e}"), format!("{joined}/index.{e}")])
-        .collect();
+    let candidates = crate::lang::typescript::relative_targets(&files[from].file.rel, spec);
     files.iter().position(|p| candidates.contains(&p.file.rel))
 }

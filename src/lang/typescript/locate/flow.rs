@@ -121,30 +121,15 @@ pub(super) fn called_function<'a>(
     {
         return member_function(m).map(|func| (f, func));
     }
-    let methods: Vec<(usize, Node)> = methods_named(files, name);
+    let methods: Vec<(usize, Node)> = super::handlers::class_functions(files)
+        .into_iter()
+        .filter(|(i, m, _)| member_name(*m, &files[*i].file.text) == name)
+        .map(|(i, _, f)| (i, f))
+        .collect();
     match methods[..] {
         [one] => Some(one),
         _ => None,
     }
-}
-
-fn methods_named<'a>(files: &'a [Parsed], name: &str) -> Vec<(usize, Node<'a>)> {
-    let mut out = Vec::new();
-    for (i, p) in files.iter().enumerate() {
-        if !is_agent_file(p) {
-            continue;
-        }
-        for class in classes(p.tree().root_node()) {
-            for m in class_members(class) {
-                if member_name(m, &p.file.text) == name
-                    && let Some(f) = member_function(m)
-                {
-                    out.push((i, f));
-                }
-            }
-        }
-    }
-    out
 }
 
 /// Every call of a function of the tree, in any of the agent's files.
