@@ -69,7 +69,8 @@ impl SourceFile {
         } else {
             raw
         };
-        let cr_only = text.contains('\r') && !text.contains('\n');
+        // (a `\n` is found within the first line of almost every file: looked for first)
+        let cr_only = !text.contains('\n') && text.contains('\r');
         let text = if cr_only {
             text.replace('\r', "\n")
         } else {

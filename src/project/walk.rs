@@ -206,17 +206,30 @@ pub(super) fn read_sources(
     let all = read_all(&sources, |path| {
         let bytes = std::fs::read(path).map_err(crate::error::io_err(path))?;
         let rel = rel_path(root, path);
-        // a text no step reads is dropped as read: never copied into a shared text
-        if std::str::from_utf8(&bytes).is_ok_and(|text| !keep(path, text)) {
+        // a text no step reads is dropped as read: never copied into a shared text (the
+        // bytes are checked for UTF-8 once)
+        let text = match String::from_utf8(bytes) {
+            Ok(text) => text,
+            Err(e) => {
+                return Ok(
+                    match SourceFile::decode(path.to_path_buf(), rel, e.into_bytes()) {
+                        Ok(f) => Read::Kept(f),
+                        Err(bad) => Read::NotUtf8(bad),
+                    },
+                );
+            }
+        };
+        if !keep(path, &text) {
             return Ok(Read::Dormant(Dormant {
                 path: path.to_path_buf(),
                 rel,
             }));
         }
-        Ok(match SourceFile::decode(path.to_path_buf(), rel, bytes) {
-            Ok(f) => Read::Kept(f),
-            Err(bad) => Read::NotUtf8(bad),
-        })
+        Ok(Read::Kept(SourceFile::from_text(
+            path.to_path_buf(),
+            rel,
+            text,
+        )))
     });
     for ((path, target), file) in sources.into_iter().zip(all) {
         let file = file?;
