@@ -255,17 +255,24 @@ pub(super) fn locate_callback_store<'a>(
     })
 }
 
-/// Whether a text may store `name` on an object as `x.name = name` (a line scan that
-/// admits every such assignment, so only files that pass it are parsed).
+/// Whether a text may store `name` on an object as `x.name = name` (a scan of the lines
+/// holding `.name` that admits every such assignment, so only files that pass it are parsed).
 fn stores_attribute(text: &str, name: &str) -> bool {
-    contains(text, name)
-        && text.lines().flat_map(|l| l.split(';')).any(|stmt| {
+    let dotted = format!(".{name}");
+    let stores = |line: &str| {
+        line.split(';').any(|stmt| {
             let stmt = stmt.split('#').next().unwrap_or_default();
             stmt.split_once('=').is_some_and(|(left, right)| {
                 let target = left.split(':').next().unwrap_or_default(); // `x.name: T = name`
-                target.trim_end().ends_with(&format!(".{name}")) && right.trim() == name
+                target.trim_end().ends_with(&dotted) && right.trim() == name
             })
         })
+    };
+    crate::needles::positions(text, &dotted).any(|at| {
+        let start = text[..at].rfind('\n').map_or(0, |i| i + 1);
+        let end = text[at..].find('\n').map_or(text.len(), |i| at + i);
+        stores(&text[start..end])
+    })
 }
 
 /// The module whose top-level functions match `is_one` most often, and the last of them.
@@ -366,6 +373,33 @@ pub(super) fn locate_module_def<'a>(
                 detail,
                 pin_key,
             })
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::stores_attribute;
+
+    #[test]
+    fn a_store_is_an_attribute_assigned_its_own_name() {
+        for text in [
+            "self.cb = cb\n",
+            "def f(a, cb):\n    a.x = 1; a.cb = cb  # kept\n",
+            "agent.cb: Callable = cb\r\n",
+            "x = 1\nself.cb=cb",
+        ] {
+            assert!(stores_attribute(text, "cb"), "{text:?}");
+        }
+        for text in [
+            "self.cb = other\n",
+            "self.cb_x = cb\n",
+            "# self.cb = cb\n",
+            "cb = cb\n",
+            "self.cb\n= cb\n",
+            "self.other = cb; cb.y = cb\n",
+        ] {
+            assert!(!stores_attribute(text, "cb"), "{text:?}");
         }
     }
 }
