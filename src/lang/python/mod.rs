@@ -12,6 +12,7 @@ mod pieces;
 mod placement;
 mod protocol;
 mod refinements;
+mod runtime;
 mod scope;
 pub(crate) mod syntax;
 mod toolchain;
@@ -69,7 +70,7 @@ struct Analysis<'a> {
     findings: Vec<Finding>,
     prompts: Vec<(usize, tree_sitter::Node<'a>)>,
     /// The protocol strategy's runtime modules, one per agent (import root).
-    runtimes: Vec<protocol::Runtime>,
+    runtimes: Vec<runtime::Runtime>,
     /// Older runtime modules in an agent's import root that apply removes.
     stale: Vec<usize>,
     /// Why the engine-level refinement was not used, where it was tried.
@@ -154,7 +155,7 @@ impl Python {
         let new_modules: Vec<(String, crate::source::Style)> = match &strategy {
             Strategy::Protocol(a, _) => {
                 let packages = package::Packages::new(project, &files);
-                protocol::runtimes(&files, a, &packages)
+                runtime::runtimes(&files, a, &packages)
                     .into_iter()
                     .filter(|r| !files.iter().any(|p| p.file.rel == r.rel))
                     .map(|r| (r.rel, files[r.importers[0]].file.style().clone()))
@@ -249,7 +250,7 @@ impl Python {
                 (Shape::Protocol(None), prompts, runtimes)
             }
         };
-        let stale = protocol::stale_runtimes(files, &runtimes, &b.packages);
+        let stale = runtime::stale_runtimes(files, &runtimes, &b.packages);
         Ok(Analysis {
             shape,
             parts: b.pieces.parts,
@@ -533,7 +534,7 @@ impl Language for Python {
 }
 
 /// The runtime modules' files, for a message.
-fn runtime_list(runtimes: &[protocol::Runtime]) -> String {
+fn runtime_list(runtimes: &[runtime::Runtime]) -> String {
     runtimes
         .iter()
         .map(|r| r.rel.as_str())
@@ -546,7 +547,7 @@ fn runtime_list(runtimes: &[protocol::Runtime]) -> String {
 fn agent_of_files(
     project: &Project,
     files: &[Parsed],
-    runtimes: &[protocol::Runtime],
+    runtimes: &[runtime::Runtime],
 ) -> Vec<usize> {
     let packages = package::Packages::new(project, files);
     files

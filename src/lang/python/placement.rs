@@ -4,7 +4,8 @@
 //! gate returns nothing from a function that returns a value. Inserted code is recognised
 //! by its markers wherever it is — so a hand-placed or stale patch is judged too.
 
-use super::locate::handlers::{RUNTIME_NAME, is_agent_file};
+use super::locate::handlers::is_agent_file;
+use super::runtime::RUNTIME_NAME;
 use super::scope::{BUILTINS, binds, is_bound, load_identifiers};
 use super::syntax::*;
 use crate::lang::parts::{Finding, Parsed};

@@ -1,6 +1,6 @@
 //! What the Python locators find, shared by the SDK locator (`handlers`, `sends`), the
 //! connection finder (`connection`) and the no-SDK one (`wire`): the handlers, sends and
-//! connections of an agent, the runtime module's names, and which files hold agent code.
+//! connections of an agent, and which files hold agent code.
 
 use super::At;
 use crate::lang::anchors::{Connection, PromptHandler, SendSite, Site};
@@ -10,11 +10,7 @@ use std::cell::{OnceCell, RefCell};
 use std::collections::{HashMap, HashSet};
 use tree_sitter::Node;
 
-/// The first line of the runtime module acp-patch writes; files starting with it are ours.
-pub const RUNTIME_MARKER: &str = "# acp-patch: runtime module";
-/// The runtime module's file name, and the name agent files import it as.
-pub const RUNTIME_FILE: &str = "acp_progress.py";
-pub const RUNTIME_NAME: &str = "acp_progress";
+use crate::lang::python::runtime::RUNTIME_MARKER;
 
 /// An agent class the SDK calls, with its handlers.
 pub struct Handler<'a> {

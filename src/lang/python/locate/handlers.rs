@@ -5,9 +5,7 @@
 
 use super::binding::bound_classes;
 use super::connection::connection;
-pub use super::found::{
-    Anchors, Handler, RUNTIME_FILE, RUNTIME_MARKER, RUNTIME_NAME, Send, is_agent_file,
-};
+pub use super::found::{Anchors, Handler, Send, is_agent_file};
 use super::found::{Classes, prompt_anchor};
 use super::sends::*;
 use super::{At, pin_mismatch};

@@ -2,8 +2,9 @@
 //! it, a `getattr(conn, "session_update")`), and the emitter that wraps one.
 
 use super::At;
-use super::found::{RUNTIME_NAME, Send, is_agent_file};
+use super::found::{Send, is_agent_file};
 use crate::lang::parts::Parsed;
+use crate::lang::python::runtime::RUNTIME_NAME;
 use crate::lang::python::syntax::*;
 use crate::lang::tree::query::ShapeQuery;
 use crate::needles::positions;

@@ -5,10 +5,10 @@
 //! (`server.write_notification(METHOD_SESSION_UPDATE, {...})`; a call whose value is used is a
 //! builder of the message, followed the same way).
 
-use super::super::found::RUNTIME_NAME;
 use super::methods::{Method, string_value};
 use super::resolve::{calls_of, resolve_callable};
 use crate::lang::parts::Parsed;
+use crate::lang::python::runtime::RUNTIME_NAME;
 use crate::lang::python::syntax::*;
 use crate::lang::tree::flow::{self, Bind, Lost, Parameter, Rules};
 use tree_sitter::Node;

@@ -2,13 +2,13 @@
 //! (or its params) replaced by the card's, as a lambda of the prompt handler's arguments —
 //! `@acp_progress.prompt_handler(wire=lambda acp_params, <handler's params>: <writer call>)`.
 
-use super::super::found::RUNTIME_NAME;
 use super::super::{At, candidate};
 use super::follow::Sink;
 use super::resolve::class_of;
 use crate::config::PythonPins;
 use crate::error::{Error, Result};
 use crate::lang::parts::Parsed;
+use crate::lang::python::runtime::RUNTIME_NAME;
 use crate::lang::python::syntax::*;
 use tree_sitter::Node;
 
