@@ -313,6 +313,36 @@ fn no_language_reaches_into_another() {
     assert!(crossings.is_empty(), "{crossings:#?}");
 }
 
+/// The steps every language folder holds under the same name (a file, or a folder with a
+/// `mod.rs`), as README's "How it works" lists them: where a newcomer finds "the send sites of
+/// language X, found and rendered" from the tree alone.
+const LANGUAGE_LAYOUT: &[&str] = &[
+    "syntax",
+    "locate",
+    "locate/handlers",
+    "locate/sends",
+    "locate/connection",
+    "pieces",
+    "placement",
+    "runtime",
+    "toolchain",
+];
+
+#[test]
+fn every_language_folder_has_the_same_layout() {
+    let lang = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/lang");
+    let mut missing = Vec::new();
+    for language in LANGUAGES {
+        for step in LANGUAGE_LAYOUT {
+            let base = lang.join(language).join(step);
+            if !base.with_extension("rs").is_file() && !base.join("mod.rs").is_file() {
+                missing.push(format!("src/lang/{language}/{step}(.rs|/mod.rs)"));
+            }
+        }
+    }
+    assert!(missing.is_empty(), "missing: {missing:#?}");
+}
+
 #[test]
 fn the_reader_sees_paths_and_not_comments() {
     let text = "use crate::lang::parts; // crate::smoke here is a comment\nlet x = \"//\"; crate::write::lock_tree(p);\n#[cfg(test)]\nmod tests { use crate::commands; }\n";
