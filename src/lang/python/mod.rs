@@ -75,6 +75,8 @@ struct Analysis<'a> {
     stale: Vec<usize>,
     /// Why the engine-level refinement was not used, where it was tried.
     note: Option<String>,
+    /// The tree's package map (module names, import roots), as the parts were built with it.
+    packages: std::sync::Arc<package::Packages>,
 }
 
 /// One analysis of a tree state with the files it points into, shared by plan, verify and
@@ -101,10 +103,12 @@ impl Python {
 
     /// The tree's package map (module names, import roots), from the files its analysis read
     /// (kept per tree state), else from a fresh read of them.
-    fn packages(&self, project: &Project) -> package::Packages {
+    fn packages(&self, project: &Project) -> std::sync::Arc<package::Packages> {
         match self.analyzed(project) {
-            Ok(a) => package::Packages::new(project, &a.files),
-            Err(_) => package::Packages::new(project, &self.parse_all(project)),
+            Ok(a) => a.analysis.packages.clone(),
+            Err(_) => {
+                std::sync::Arc::new(package::Packages::new(project, &self.parse_all(project)))
+            }
         }
     }
 
@@ -259,6 +263,7 @@ impl Python {
             runtimes,
             stale,
             note,
+            packages: b.packages,
         })
     }
 
@@ -507,7 +512,7 @@ impl Language for Python {
             return Ok(vec![report]);
         }
         // several agents (import roots), each with its runtime module: judged one by one
-        let agent = agent_of_files(project, files, &analysis.runtimes);
+        let agent = agent_of_files(files, &analysis.runtimes, &analysis.packages);
         let mut reports = Vec::new();
         for (i, r) in analysis.runtimes.iter().enumerate() {
             let parts: Vec<Part> = analysis
@@ -545,11 +550,10 @@ fn runtime_list(runtimes: &[runtime::Runtime]) -> String {
 /// The agent (index into `runtimes`) each file belongs to: a runtime module to its own, any
 /// other file to the one of its import root (files under no agent's root to the first).
 fn agent_of_files(
-    project: &Project,
     files: &[Parsed],
     runtimes: &[runtime::Runtime],
+    packages: &package::Packages,
 ) -> Vec<usize> {
-    let packages = package::Packages::new(project, files);
     files
         .iter()
         .map(|p| {

@@ -19,7 +19,8 @@ use tree_sitter::Node;
 pub struct Builder<'a> {
     pub pieces: Pieces<'a, Parsed>,
     pub(super) project: &'a Project,
-    pub(super) packages: Packages,
+    /// The tree's package map, shared with the analysis it builds (computed once).
+    pub(super) packages: std::sync::Arc<Packages>,
     sites: std::collections::HashMap<String, String>,
 }
 
@@ -69,7 +70,7 @@ impl<'a> Builder<'a> {
         Ok(Builder {
             pieces: Pieces::new(files, PresentAt::Line),
             project,
-            packages: Packages::new(project, files),
+            packages: std::sync::Arc::new(Packages::new(project, files)),
             sites,
         })
     }
