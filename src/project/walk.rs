@@ -199,7 +199,7 @@ pub(super) fn read_sources(
         });
     }
     let mut sources = found.sources.into_inner().expect("no poison");
-    sources.sort();
+    sources.sort_by_cached_key(|(path, target)| (path_order_key(path), target.clone()));
     // read and decoded on all cores once the walk has kept within the limits (a tree
     // refused is never read), in the sorted order
     let root = &project.root;
@@ -253,6 +253,22 @@ pub(super) fn read_sources(
     Ok(())
 }
 
+/// A key whose byte order is the order of paths (component by component, as `Path`'s `Ord`):
+/// the components joined by a NUL, which no component holds and which sorts before every
+/// other byte, so a component that is a prefix of another sorts first as it does in `Path`.
+/// Comparing the keys is a `memcmp`; comparing paths parses their components every time.
+fn path_order_key(path: &Path) -> Vec<u8> {
+    use std::os::unix::ffi::OsStrExt;
+    let mut key = Vec::with_capacity(path.as_os_str().len() + 1);
+    for (i, c) in path.components().enumerate() {
+        if i > 0 {
+            key.push(0);
+        }
+        key.extend_from_slice(c.as_os_str().as_bytes());
+    }
+    key
+}
+
 /// What reading one file gave.
 enum Read {
     Kept(SourceFile),
@@ -292,4 +308,35 @@ pub(super) fn is_leftover(name: &str) -> bool {
         || name
             .strip_prefix(".acp-patch-")
             .is_some_and(|rest| rest.len() == 6 && rest.chars().all(|c| c.is_ascii_alphanumeric()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::path_order_key;
+    use std::path::PathBuf;
+
+    #[test]
+    fn paths_sort_by_their_key_as_they_sort_themselves() {
+        let mut paths: Vec<PathBuf> = [
+            "/t/a-b/x.py",
+            "/t/a/b.py",
+            "/t/a.py",
+            "/t/a/b/c.py",
+            "/t/a b/c.py",
+            "/t/a/.hidden.py",
+            "/t/A/z.py",
+            "/t/ab.py",
+            "/t/a/b-c.py",
+            "/t/a/b/",
+            "/t/é/x.py",
+            "/t/a0/x.py",
+        ]
+        .iter()
+        .map(PathBuf::from)
+        .collect();
+        let mut by_key = paths.clone();
+        by_key.sort_by_cached_key(|p| path_order_key(p));
+        paths.sort();
+        assert_eq!(by_key, paths);
+    }
 }

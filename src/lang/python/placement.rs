@@ -51,13 +51,17 @@ pub fn findings_in(
             continue;
         }
         let src = p.file.text.as_ref();
+        // one scan rules out a file without inserted code (most files), before the two that
+        // list each kind of marker
+        static ANY: LazyLock<Needles> =
+            LazyLock::new(|| Needles::new(&[STATEMENT_MARKERS, DECORATOR_MARKERS].concat()));
         static STATEMENT: LazyLock<Needles> = LazyLock::new(|| Needles::new(STATEMENT_MARKERS));
         static DECORATOR: LazyLock<Needles> = LazyLock::new(|| Needles::new(DECORATOR_MARKERS));
-        let statement_marks = Marks(STATEMENT.all_in(src));
-        let decorator_marks = Marks(DECORATOR.all_in(src));
-        if statement_marks.is_empty() && decorator_marks.is_empty() {
+        if !ANY.any_in(src) {
             continue;
         }
+        let statement_marks = Marks(STATEMENT.all_in(src));
+        let decorator_marks = Marks(DECORATOR.all_in(src));
         let ctx = Ctx {
             files,
             file: i,
@@ -139,10 +143,6 @@ pub fn findings_in(
 struct Marks(Vec<(usize, usize)>);
 
 impl Marks {
-    fn is_empty(&self) -> bool {
-        self.0.is_empty()
-    }
-
     /// Whether a marker starts inside `n`'s text.
     fn start_within(&self, n: Node) -> bool {
         let first = self.0.partition_point(|&(s, _)| s < n.start_byte());

@@ -203,11 +203,16 @@ impl Language for TypeScript {
     }
 
     fn detect(&self, project: &Project) -> bool {
-        project.files_with_extension(self.extensions()).any(|f| {
-            SDKS.iter().any(|s| f.text.contains(s))
-                || f.text.contains("\"session/prompt\"")
-                || f.text.contains("'session/prompt'")
-        })
+        // one scan of each text for all of them (a tree may hold thousands of files)
+        static AGENT: std::sync::LazyLock<crate::needles::Needles> =
+            std::sync::LazyLock::new(|| {
+                crate::needles::Needles::new(
+                    &[SDKS, &["\"session/prompt\"", "'session/prompt'"]].concat(),
+                )
+            });
+        project
+            .files_with_extension(self.extensions())
+            .any(|f| AGENT.any_in(&f.text))
     }
 
     fn plan(&self, project: &Project) -> Result<Plan> {
