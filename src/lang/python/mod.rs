@@ -35,6 +35,15 @@ use std::sync::LazyLock;
 
 pub struct Python;
 
+/// The runtime module's names (its writing and placing are in `runtime`), here beneath the
+/// locators, which recognise code an earlier apply inserted by them.
+///
+/// The first line of the runtime module acp-patch writes; files starting with it are ours.
+pub const RUNTIME_MARKER: &str = "# acp-patch: runtime module";
+/// The runtime module's file name, and the name agent files import it as.
+pub const RUNTIME_FILE: &str = "acp_progress.py";
+pub const RUNTIME_NAME: &str = "acp_progress";
+
 /// Text every piece apply inserts holds (the runtime module, its import, the engine-level
 /// `_acp_progress_*` helpers): verify requires files holding it to parse, revert refuses a
 /// tree that still holds it once every piece is out.
@@ -159,7 +168,7 @@ impl Python {
         let new_modules: Vec<(String, crate::source::Style)> = match &strategy {
             Strategy::Protocol(a, _) => {
                 let packages = package::Packages::new(project, &files);
-                runtime::runtimes(&files, a, &packages)
+                runtime::runtimes(&files, a.runtime_importers(), &packages)
                     .into_iter()
                     .filter(|r| !files.iter().any(|p| p.file.rel == r.rel))
                     .map(|r| (r.rel, files[r.importers[0]].file.style().clone()))

@@ -5,10 +5,10 @@
 //! by its markers wherever it is — so a hand-placed or stale patch is judged too.
 
 use super::locate::handlers::is_agent_file;
-use super::runtime::RUNTIME_NAME;
 use super::scope::{BUILTINS, binds, is_bound, load_identifiers};
 use super::syntax::*;
 use crate::lang::parts::{Finding, Parsed};
+use crate::lang::python::RUNTIME_NAME;
 use crate::needles::Needles;
 use crate::report::Status;
 use std::collections::HashSet;

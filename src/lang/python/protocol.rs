@@ -3,11 +3,12 @@
 //! cancel, every SDK send wrapped as `acp_progress.emitter(<receiver>)`, and a connection
 //! binding where the agent keeps the connection nowhere the decorator can read it.
 
+use super::RUNTIME_NAME;
 use super::locate::At;
 use super::locate::found::Reach;
 use super::locate::handlers::Anchors;
 use super::pieces::{Builder, line};
-use super::runtime::{RUNTIME_NAME, Runtime, runtimes};
+use super::runtime::{Runtime, runtimes};
 use super::syntax::*;
 use crate::error::Result;
 use crate::lang::parts::*;
@@ -19,7 +20,7 @@ pub use crate::lang::parts::RUNTIME_LABEL;
 impl<'a> Builder<'a> {
     /// The protocol strategy's parts; returns the runtime modules they import.
     pub fn protocol(&mut self, anchors: &Anchors<'a>) -> Result<Vec<Runtime>> {
-        let runtimes = runtimes(self.files, anchors, &self.packages);
+        let runtimes = runtimes(self.files, anchors.runtime_importers(), &self.packages);
         for r in &runtimes {
             let module_file = self
                 .files

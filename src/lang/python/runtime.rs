@@ -1,23 +1,16 @@
-//! The runtime module of a Python agent: its names, where each agent's one goes (a package
-//! every file that calls it is in), the part that writes or updates it, and each importer's
-//! import of it.
+//! The runtime module of a Python agent: where each agent's one goes (a package every file
+//! that calls it is in), the part that writes or updates it, and each importer's import of
+//! it. Its names are the parent module's, beneath the locators that recognise them.
 
-use super::locate::found::Reach;
-use super::locate::handlers::Anchors;
 use super::package::Packages;
 use super::pieces::{Builder, line};
 use super::syntax::*;
+use super::{RUNTIME_FILE, RUNTIME_MARKER, RUNTIME_NAME};
 use crate::error::{Error, Result};
 use crate::lang::parts::*;
 use crate::render::{fill, reindent};
 use crate::source::line_end_after;
 use std::collections::BTreeMap;
-
-/// The first line of the runtime module acp-patch writes; files starting with it are ours.
-pub const RUNTIME_MARKER: &str = "# acp-patch: runtime module";
-/// The runtime module's file name, and the name agent files import it as.
-pub const RUNTIME_FILE: &str = "acp_progress.py";
-pub const RUNTIME_NAME: &str = "acp_progress";
 
 /// One runtime module and the agent files that import it: every file of one import root
 /// that calls the runtime shares one module, so the prompt handler's card and the emitters
@@ -34,22 +27,6 @@ pub struct Runtime {
     pub importers: Vec<usize>,
 }
 
-/// Files the protocol strategy inserts calls of the runtime into.
-pub fn importers(anchors: &Anchors) -> Vec<usize> {
-    let mut out: Vec<usize> = Vec::new();
-    for h in &anchors.handlers {
-        out.push(h.anchor.site.file);
-        out.extend(h.cancel.map(|c| c.file));
-        if let Reach::Bind { .. } = &h.connection.reach {
-            out.push(h.connection.at.file);
-        }
-    }
-    out.extend(anchors.sends.iter().map(|s| s.anchor.site.file));
-    out.sort();
-    out.dedup();
-    out
-}
-
 /// Where the runtime modules go: per import root, in a package every importer is in — the
 /// outermost regular one they share (the top-level package, as a rule). Importing
 /// `from <that package> import acp_progress` then runs no package code the importer did not
@@ -58,9 +35,9 @@ pub fn importers(anchors: &Anchors) -> Vec<usize> {
 /// Importers in no common package (several top-level packages, or a flat layout) import it
 /// as a top-level module from the import root. A runtime module already in a package every
 /// importer is in stays where it is.
-pub fn runtimes(files: &[Parsed], anchors: &Anchors, packages: &Packages) -> Vec<Runtime> {
+pub fn runtimes(files: &[Parsed], importers: Vec<usize>, packages: &Packages) -> Vec<Runtime> {
     let mut by_root: BTreeMap<String, (Vec<usize>, Vec<String>)> = BTreeMap::new();
-    for file in importers(anchors) {
+    for file in importers {
         let place = packages.place(&files[file].file.rel);
         match by_root.get_mut(&place.root) {
             Some((importers, common)) => {

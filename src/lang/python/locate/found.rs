@@ -10,7 +10,7 @@ use std::cell::{OnceCell, RefCell};
 use std::collections::{HashMap, HashSet};
 use tree_sitter::Node;
 
-use crate::lang::python::runtime::RUNTIME_MARKER;
+use crate::lang::python::RUNTIME_MARKER;
 
 /// An agent class the SDK calls, with its handlers.
 pub struct Handler<'a> {
@@ -80,6 +80,24 @@ impl<'a> Send<'a> {
 pub struct Anchors<'a> {
     pub handlers: Vec<Handler<'a>>,
     pub sends: Vec<Send<'a>>,
+}
+
+impl Anchors<'_> {
+    /// Files the protocol strategy inserts calls of the runtime into, each once, in order.
+    pub fn runtime_importers(&self) -> Vec<usize> {
+        let mut out: Vec<usize> = Vec::new();
+        for h in &self.handlers {
+            out.push(h.anchor.site.file);
+            out.extend(h.cancel.map(|c| c.file));
+            if let Reach::Bind { .. } = &h.connection.reach {
+                out.push(h.connection.at.file);
+            }
+        }
+        out.extend(self.sends.iter().map(|s| s.anchor.site.file));
+        out.sort();
+        out.dedup();
+        out
+    }
 }
 
 /// Files that are neither tests nor acp-patch's runtime module: where agent code lives.

@@ -4,7 +4,7 @@
 use super::At;
 use super::found::{Send, is_agent_file};
 use crate::lang::parts::Parsed;
-use crate::lang::python::runtime::RUNTIME_NAME;
+use crate::lang::python::RUNTIME_NAME;
 use crate::lang::python::syntax::*;
 use crate::lang::tree::query::ShapeQuery;
 use crate::needles::positions;

@@ -8,7 +8,7 @@
 use super::methods::{Method, string_value};
 use super::resolve::{calls_of, resolve_callable};
 use crate::lang::parts::Parsed;
-use crate::lang::python::runtime::RUNTIME_NAME;
+use crate::lang::python::RUNTIME_NAME;
 use crate::lang::python::syntax::*;
 use crate::lang::tree::flow::{self, Bind, Lost, Parameter, Rules};
 use tree_sitter::Node;

@@ -8,7 +8,7 @@ use super::resolve::class_of;
 use crate::config::PythonPins;
 use crate::error::{Error, Result};
 use crate::lang::parts::Parsed;
-use crate::lang::python::runtime::RUNTIME_NAME;
+use crate::lang::python::RUNTIME_NAME;
 use crate::lang::python::syntax::*;
 use tree_sitter::Node;
 
