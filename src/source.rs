@@ -63,23 +63,24 @@ impl SourceFile {
     }
 
     pub fn from_text(path: PathBuf, rel: String, raw: String) -> SourceFile {
+        SourceFile::from_str(path, rel, &raw)
+    }
+
+    /// [`SourceFile::from_text`] of a borrowed text (copied once, into the shared text).
+    pub fn from_str(path: PathBuf, rel: String, raw: &str) -> SourceFile {
         let bom = raw.starts_with(BOM);
-        let text = if bom {
-            raw[BOM.len()..].to_string()
-        } else {
-            raw
-        };
+        let text = if bom { &raw[BOM.len()..] } else { raw };
         // (a `\n` is found within the first line of almost every file: looked for first)
         let cr_only = !text.contains('\n') && text.contains('\r');
-        let text = if cr_only {
-            text.replace('\r', "\n")
+        let text: std::sync::Arc<str> = if cr_only {
+            text.replace('\r', "\n").into()
         } else {
-            text
+            text.into()
         };
         SourceFile {
             path,
             rel,
-            text: text.into(),
+            text,
             style: std::sync::OnceLock::new(),
             bom,
             cr_only,

@@ -203,29 +203,29 @@ pub(super) fn read_sources(
     // read and decoded on all cores once the walk has kept within the limits (a tree
     // refused is never read), in the sorted order
     let root = &project.root;
-    let all = read_all(&sources, |path| {
-        let bytes = std::fs::read(path).map_err(crate::error::io_err(path))?;
+    let all = read_all(&sources, |path, buf| {
+        read_into(path, buf).map_err(crate::error::io_err(path))?;
         let rel = rel_path(root, path);
-        // a text no step reads is dropped as read: never copied into a shared text (the
-        // bytes are checked for UTF-8 once)
-        let text = match String::from_utf8(bytes) {
+        // a text no step reads is dropped as read: read into the thread's one buffer, never
+        // copied out of it (the bytes are checked for UTF-8 once)
+        let text = match std::str::from_utf8(buf) {
             Ok(text) => text,
-            Err(e) => {
+            Err(_) => {
                 return Ok(
-                    match SourceFile::decode(path.to_path_buf(), rel, e.into_bytes()) {
+                    match SourceFile::decode(path.to_path_buf(), rel, buf.clone()) {
                         Ok(f) => Read::Kept(f),
                         Err(bad) => Read::NotUtf8(bad),
                     },
                 );
             }
         };
-        if !keep(path, &text) {
+        if !keep(path, text) {
             return Ok(Read::Dormant(Dormant {
                 path: path.to_path_buf(),
                 rel,
             }));
         }
-        Ok(Read::Kept(SourceFile::from_text(
+        Ok(Read::Kept(SourceFile::from_str(
             path.to_path_buf(),
             rel,
             text,
@@ -276,29 +276,52 @@ enum Read {
     NotUtf8(crate::source::NotUtf8),
 }
 
-/// `read` of every file, in order, by as many threads as there are cores.
+/// `read` of every file, in order, by as many threads as there are cores: each thread takes
+/// the next file not taken yet, so one thread's share of big files does not hold the others
+/// back (the sorted list puts a large agent's modules side by side).
 fn read_all<T: Send>(
     paths: &[(PathBuf, Option<PathBuf>)],
-    read: impl Fn(&Path) -> T + Sync,
+    read: impl Fn(&Path, &mut Vec<u8>) -> T + Sync,
 ) -> Vec<T> {
     let threads = std::thread::available_parallelism()
         .map_or(1, |n| n.get())
         .min(paths.len());
     if threads < 2 {
-        return paths.iter().map(|(p, _)| read(p)).collect();
+        let mut buf = Vec::new();
+        return paths.iter().map(|(p, _)| read(p, &mut buf)).collect();
     }
-    let chunk = paths.len().div_ceil(threads);
-    let read = &read;
-    std::thread::scope(|s| {
-        let parts: Vec<_> = paths
-            .chunks(chunk)
-            .map(|c| s.spawn(move || c.iter().map(|(p, _)| read(p)).collect::<Vec<_>>()))
+    let next = AtomicUsize::new(0);
+    let (read, next) = (&read, &next);
+    let mut done: Vec<(usize, T)> = std::thread::scope(|s| {
+        let parts: Vec<_> = (0..threads)
+            .map(|_| {
+                s.spawn(move || {
+                    let (mut mine, mut buf) = (Vec::new(), Vec::new());
+                    loop {
+                        let i = next.fetch_add(1, Ordering::Relaxed);
+                        let Some((path, _)) = paths.get(i) else { break };
+                        mine.push((i, read(path, &mut buf)));
+                    }
+                    mine
+                })
+            })
             .collect();
         parts
             .into_iter()
             .flat_map(|h| h.join().expect("a read does not panic"))
             .collect()
-    })
+    });
+    done.sort_unstable_by_key(|(i, _)| *i);
+    done.into_iter().map(|(_, t)| t).collect()
+}
+
+/// The file at `path` read into `buf` (emptied first): one buffer per thread, grown to the
+/// largest file it read, so the files no step keeps cost no allocation of their own.
+fn read_into(path: &Path, buf: &mut Vec<u8>) -> std::io::Result<()> {
+    use std::io::Read as _;
+    buf.clear();
+    std::fs::File::open(path)?.read_to_end(buf)?;
+    Ok(())
 }
 
 /// Whether a file name is one of apply's temporary files (also the older

@@ -54,6 +54,11 @@ impl Parsed {
             .as_ref()
     }
 
+    /// Whether the tree has been parsed already.
+    pub fn is_parsed(&self) -> bool {
+        self.tree.get().is_some()
+    }
+
     /// The same file with another text (the tree as a plan leaves it), parsed when asked.
     pub fn with_text(&self, file: SourceFile) -> Self {
         Parsed::new(file, self.parser)

@@ -21,7 +21,7 @@ pub(super) fn locate_llm<'a>(
     let mut calls = Vec::new();
     for (i, p) in files.iter().enumerate() {
         let src = p.file.text.as_ref();
-        if !contains(src, LLM_CLOSURE) || !contains(src, LLM_CALL) {
+        if !super::may_hold_llm_call(src) {
             continue;
         }
         for c in descendants(p.tree().root_node(), "call") {
@@ -162,13 +162,7 @@ pub(super) fn locate_callback_store<'a>(
     wired: &[String],
     pins: &PythonPins,
 ) -> Result<StoreSites<'a>> {
-    let prefer = ["thinking_callback", "reasoning_callback"];
-    let mut order: Vec<&String> = wired
-        .iter()
-        .filter(|w| prefer.contains(&w.as_str()))
-        .collect();
-    order.sort_by_key(|w| prefer.iter().position(|p| p == w));
-    order.extend(wired.iter().filter(|w| !prefer.contains(&w.as_str())));
+    let order = store_order(wired);
     let pin = pins.callback_store.as_ref().map(|s| Pin::parse(s));
     for anchor in order {
         let mut stores = Vec::new();
@@ -255,9 +249,22 @@ pub(super) fn locate_callback_store<'a>(
     })
 }
 
+/// The callbacks the prompt handler assigns, in the order their store is looked for: the
+/// reasoning ones first (the new callback is declared beside them).
+pub(super) fn store_order(wired: &[String]) -> Vec<&String> {
+    let prefer = ["thinking_callback", "reasoning_callback"];
+    let mut order: Vec<&String> = wired
+        .iter()
+        .filter(|w| prefer.contains(&w.as_str()))
+        .collect();
+    order.sort_by_key(|w| prefer.iter().position(|p| p == w));
+    order.extend(wired.iter().filter(|w| !prefer.contains(&w.as_str())));
+    order
+}
+
 /// Whether a text may store `name` on an object as `x.name = name` (a scan of the lines
 /// holding `.name` that admits every such assignment, so only files that pass it are parsed).
-fn stores_attribute(text: &str, name: &str) -> bool {
+pub(super) fn stores_attribute(text: &str, name: &str) -> bool {
     let dotted = format!(".{name}");
     let stores = |line: &str| {
         line.split(';').any(|stmt| {
@@ -275,6 +282,13 @@ fn stores_attribute(text: &str, name: &str) -> bool {
     })
 }
 
+/// Whether [`locate_module_def`] reads `p`: the pinned module, else one holding one of
+/// `needles` (`is_one` needs one of them; none given: every module).
+pub(super) fn module_may_hold(p: &Parsed, pin: Option<&Pin>, needles: &[&str]) -> bool {
+    pin.is_none_or(|pin| pin.file == p.file.rel)
+        && (needles.is_empty() || needles.iter().any(|n| contains(&p.file.text, n)))
+}
+
 /// The module whose top-level functions match `is_one` most often, and the last of them.
 pub(super) fn locate_module_def<'a>(
     files: &'a [Parsed],
@@ -284,19 +298,11 @@ pub(super) fn locate_module_def<'a>(
     needles: &[&str],
     is_one: impl Fn(Node, &str) -> bool,
 ) -> Result<At<'a>> {
-    // `is_one` needs one of `needles` in a module's text (none given: every module)
-    let may_hold =
-        |p: &Parsed| needles.is_empty() || needles.iter().any(|n| contains(&p.file.text, n));
     let pin = pin.map(|s| Pin::parse(s));
     let mut best: Option<(usize, At)> = None;
     let mut tied = Vec::new();
     for (i, p) in files.iter().enumerate() {
-        if let Some(pin) = &pin
-            && pin.file != p.file.rel
-        {
-            continue;
-        }
-        if !may_hold(p) {
+        if !module_may_hold(p, pin.as_ref(), needles) {
             continue;
         }
         let defs: Vec<Node> = top_level_functions(p.tree().root_node())
@@ -339,7 +345,7 @@ pub(super) fn locate_module_def<'a>(
                     let seen: Vec<String> = files
                         .iter()
                         .filter(|p| {
-                            may_hold(p)
+                            module_may_hold(p, None, needles)
                                 && top_level_functions(p.tree().root_node())
                                     .into_iter()
                                     .any(|d| is_one(d, &p.file.text))

@@ -8,7 +8,7 @@
 mod llm;
 pub(super) mod pieces;
 
-use crate::config::PythonPins;
+use crate::config::{Pin, PythonPins};
 use crate::error::{Error, Result};
 use crate::lang::python::Parsed;
 use crate::lang::python::locate::{At, choose};
@@ -97,11 +97,45 @@ fn callback_assignments<'t>(body: Node<'t>, src: &str) -> Vec<Node<'t>> {
 }
 
 /// Whether the tree has an engine LLM call with a first-delta closure.
+/// What a module of tool-call builders and one of callback factories hold.
+const BUILDER_NEEDLES: &[&str] = &["start_tool_call", "update_tool_call"];
+const FACTORY_NEEDLES: &[&str] = &["def make_"];
+
+/// Whether a module's text may hold the engine's LLM call (and is parsed to find it).
+fn may_hold_llm_call(src: &str) -> bool {
+    contains(src, LLM_CLOSURE) && contains(src, LLM_CALL)
+}
+
+/// Parses side by side, longest first, the modules the locators below read first: those
+/// that may hold the LLM call, the store of the first callback tried, the builders and the
+/// factories. An engine agent keeps its largest modules there (Hermes: 300 KB each), which
+/// would otherwise parse one after another on this thread.
+fn parse_ahead(files: &[Parsed], wired: &[String], pins: &PythonPins) {
+    let first_store = llm::store_order(wired).first().copied();
+    let helpers = pins.helpers.as_ref().map(|s| Pin::parse(s));
+    let factories = pins.factories.as_ref().map(|s| Pin::parse(s));
+    let mut todo: Vec<&Parsed> = files
+        .iter()
+        .filter(|p| {
+            let src = p.file.text.as_ref();
+            !p.is_parsed()
+                && (may_hold_llm_call(src)
+                    || first_store.is_some_and(|w| llm::stores_attribute(src, w))
+                    || llm::module_may_hold(p, helpers.as_ref(), BUILDER_NEEDLES)
+                    || llm::module_may_hold(p, factories.as_ref(), FACTORY_NEEDLES))
+        })
+        .collect();
+    // the longest first: the step then waits for the longest module, not for their sum
+    todo.sort_by_key(|p| std::cmp::Reverse(p.file.text.len()));
+    crate::lang::tree::cache::on_all_cores(&todo, |p| {
+        p.tree();
+    });
+}
+
 fn has_engine_llm_call(files: &[Parsed]) -> bool {
     files.iter().any(|p| {
         let src = p.file.text.as_ref();
-        contains(src, LLM_CLOSURE)
-            && contains(src, LLM_CALL)
+        may_hold_llm_call(src)
             && descendants(p.tree().root_node(), "call").iter().any(|c| {
                 callee_name(*c, src).ends_with(LLM_CALL)
                     && keyword_arg(*c, LLM_CLOSURE, src).is_some()
@@ -160,6 +194,15 @@ pub fn locate<'a>(
     let Some((wiring_fn, assigns, helper_call)) = wiring else {
         return Ok(None);
     };
+    let wired: Vec<String> = assigns
+        .iter()
+        .filter_map(|a| {
+            a.child_by_field_name("left")?
+                .child_by_field_name("attribute")
+        })
+        .map(|n| text(n, src).to_string())
+        .collect();
+    parse_ahead(files, &wired, pins);
     if !has_engine_llm_call(files) {
         return Ok(None);
     }
@@ -256,14 +299,6 @@ pub fn locate<'a>(
             line: prompt.node.start_position().row + 1,
             message: "the prompt handler assigns the agent's callbacks but builds none with a `make_*_cb(conn, session_id, loop, ...)` call, where acp-patch learns the connection, session id and loop the progress callback needs; no pin replaces that call: build one callback with such a factory".into(),
         })?;
-    let wired: Vec<String> = assigns
-        .iter()
-        .filter_map(|a| {
-            a.child_by_field_name("left")?
-                .child_by_field_name("attribute")
-        })
-        .map(|n| text(n, wsrc).to_string())
-        .collect();
     // the engine's sites lie in modules of their own (the LLM call, the callback store, the
     // builders and factories): located side by side, each parsing what it reads; the first
     // error in this order is the one told
@@ -275,7 +310,7 @@ pub fn locate<'a>(
                 pins.helpers.as_ref(),
                 "tool-call builders",
                 "helpers",
-                &["start_tool_call", "update_tool_call"],
+                BUILDER_NEEDLES,
                 |def, src| {
                     descendants_same_scope(def, "call").iter().any(|c| {
                         matches!(callee_name(*c, src), "start_tool_call" | "update_tool_call")
@@ -287,7 +322,7 @@ pub fn locate<'a>(
                 pins.factories.as_ref(),
                 "callback factories",
                 "factories",
-                &["def make_"],
+                FACTORY_NEEDLES,
                 |def, src| {
                     let params: Vec<String> =
                         parameters(def, src).into_iter().map(|(n, _)| n).collect();
