@@ -96,7 +96,6 @@ fn callback_assignments<'t>(body: Node<'t>, src: &str) -> Vec<Node<'t>> {
         .collect()
 }
 
-/// Whether the tree has an engine LLM call with a first-delta closure.
 /// What a module of tool-call builders and one of callback factories hold.
 const BUILDER_NEEDLES: &[&str] = &["start_tool_call", "update_tool_call"];
 const FACTORY_NEEDLES: &[&str] = &["def make_"];
@@ -132,6 +131,7 @@ fn parse_ahead(files: &[Parsed], wired: &[String], pins: &PythonPins) {
     });
 }
 
+/// Whether the tree has an engine LLM call with a first-delta closure.
 fn has_engine_llm_call(files: &[Parsed]) -> bool {
     files.iter().any(|p| {
         let src = p.file.text.as_ref();
@@ -194,6 +194,10 @@ pub fn locate<'a>(
     let Some((wiring_fn, assigns, helper_call)) = wiring else {
         return Ok(None);
     };
+    // no text that may hold the LLM call: not engine-shaped, and nothing is parsed ahead
+    if !files.iter().any(|p| may_hold_llm_call(&p.file.text)) {
+        return Ok(None);
+    }
     let wired: Vec<String> = assigns
         .iter()
         .filter_map(|a| {
