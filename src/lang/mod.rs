@@ -21,12 +21,12 @@ pub trait Language: Sync {
     fn extensions(&self) -> &'static [&'static str];
     /// A cheap text test: could this file take part in an ACP agent? (saves parsing)
     fn worth_parsing(&self, text: &str) -> bool;
-    /// The words a file of this language must hold for any step to read its text (the
-    /// prefilter, detection, the markers of inserted code); `None`: every file's text is kept
-    /// (a pinned agent, whose pins may name any file). Files without them are read once and
-    /// only listed ([`Project::dormant`]); a step that follows the agent into one reads it
-    /// again.
-    fn keeps(&self, project: &Project) -> Option<&'static crate::needles::Needles>;
+    /// The test a file of this language must pass for any step to read its text (the words
+    /// of the prefilter, detection, the markers of inserted code); `None`: every file's text
+    /// is kept (a pinned agent, whose pins may name any file). Files that fail it are read
+    /// once and only listed ([`Project::dormant`]); a step that follows the agent into one
+    /// reads it again.
+    fn keeps(&self, project: &Project) -> Option<Keeps>;
     /// The first syntax error of a text: (byte offset, message).
     fn syntax_error(&self, text: &str) -> Option<(usize, String)>;
     /// [`Language::syntax_error`] for the text of a file at `path` (a language whose grammar
@@ -102,12 +102,12 @@ pub fn load(root: &std::path::Path, opts: &Options) -> Result<Project> {
     Ok(project)
 }
 
+/// A language's test of whether a text is kept ([`Language::keeps`]).
+pub type Keeps = fn(&str) -> bool;
+
 fn load_keeping_words(root: &std::path::Path, opts: &Options) -> Result<Project> {
     Project::load_keeping(root, opts, &extensions(), &|project: &Project| {
-        let by_language: Vec<(
-            &'static [&'static str],
-            Option<&'static crate::needles::Needles>,
-        )> = all()
+        let by_language: Vec<(&'static [&'static str], Option<Keeps>)> = all()
             .iter()
             .map(|l| (l.extensions(), l.keeps(project)))
             .collect();
@@ -116,7 +116,7 @@ fn load_keeping_words(root: &std::path::Path, opts: &Options) -> Result<Project>
             by_language
                 .iter()
                 .find(|(exts, _)| exts.contains(&ext))
-                .is_none_or(|(_, words)| words.is_none_or(|w| w.any_in(text)))
+                .is_none_or(|(_, keeps)| keeps.is_none_or(|keeps| keeps(text)))
         })
     })
 }

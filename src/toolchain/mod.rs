@@ -198,9 +198,12 @@ pub fn copy_tree(from: &Path, to: &Path, mode: CopyMode) -> Result<()> {
 }
 
 /// What a copy of a tree would hold, entry by entry: each entry's path relative to the tree
-/// and what it is (a file's size and mtime, a link's target, a folder and its linked package
-/// folders).
-type Listing = Vec<(String, Vec<String>)>;
+/// and a digest of what it is (a file's path, size and mtime, a link's target, a folder and
+/// its linked package folders). A digest, not those strings: a monorepo's listing has tens of
+/// thousands of entries and is kept for the whole command.
+type Listing = Vec<(Box<str>, EntryDigest)>;
+
+type EntryDigest = [u8; 32];
 
 /// Listings of trees taken ahead, on threads of their own, while the analysis runs.
 type Prefetched = Vec<(PathBuf, Arc<OnceLock<Listing>>)>;
@@ -252,12 +255,9 @@ pub fn tree_fingerprint(from: &Path, scope: &str) -> String {
     if let Some(up) = node_modules_above(&folder) {
         k.text("above").text(&up.display().to_string());
     }
-    let mut feed = |entries: &mut dyn Iterator<Item = (&str, &[String])>| {
+    let mut feed = |entries: &mut dyn Iterator<Item = (&str, &EntryDigest)>| {
         for (rel, what) in entries {
-            k.text(rel);
-            for w in what {
-                k.text(w);
-            }
+            k.text(rel).bytes(what);
         }
     };
     match slot {
@@ -266,55 +266,63 @@ pub fn tree_fingerprint(from: &Path, scope: &str) -> String {
             let prefix = format!("{scope}/");
             feed(&mut all.iter().filter_map(|(rel, what)| {
                 let rel = if scope.is_empty() {
-                    rel.as_str()
-                } else if rel == scope {
+                    rel
+                } else if &**rel == scope {
                     ""
                 } else {
                     rel.strip_prefix(&prefix)?
                 };
-                Some((rel, what.as_slice()))
+                Some((rel, what))
             }));
         }
-        None => feed(
-            &mut listing(&folder)
-                .iter()
-                .map(|(rel, what)| (rel.as_str(), what.as_slice())),
-        ),
+        None => feed(&mut listing(&folder).iter().map(|(rel, what)| (&**rel, what))),
     }
     k.finish()
 }
 
 /// The entries a copy of the tree at `from` would hold ([`copied_entries`]), in order.
 fn listing(from: &Path) -> Listing {
+    use sha2::Digest;
     let mut out = Vec::new();
     for entry in copied_entries(from) {
         let rel = entry.path().strip_prefix(from).unwrap_or(entry.path());
-        let rel = rel.display().to_string();
-        let Some(kind) = entry.file_type() else {
-            out.push((rel, Vec::new()));
-            continue;
+        let mut what = sha2::Sha256::new();
+        // each part length-prefixed, so two parts never read as one
+        let mut part = |s: &str| {
+            what.update((s.len() as u64).to_le_bytes());
+            what.update(s.as_bytes());
         };
-        let what = if kind.is_dir() {
-            let mut what = vec!["dir".to_string()];
-            for linked in LINKED {
-                if entry.path().join(linked).is_dir() {
-                    what.push(linked.to_string());
+        match entry.file_type() {
+            Some(kind) if kind.is_dir() => {
+                part("dir");
+                for linked in LINKED {
+                    if entry.path().join(linked).is_dir() {
+                        part(linked);
+                    }
                 }
             }
-            what
-        } else if kind.is_file() {
-            let stamp = match cache::stamp(entry.path()) {
-                Some((ns, len)) => format!("{ns}:{len}"),
-                None => "-".to_string(),
-            };
-            vec![entry.path().display().to_string(), stamp]
-        } else if kind.is_symlink() {
-            let target = std::fs::read_link(entry.path()).unwrap_or_default();
-            vec!["link".to_string(), target.display().to_string()]
-        } else {
-            Vec::new()
-        };
-        out.push((rel, what));
+            Some(kind) if kind.is_file() => {
+                part(&entry.path().display().to_string());
+                match cache::stamp(entry.path()) {
+                    Some((ns, len)) => part(&format!("{ns}:{len}")),
+                    None => part("-"),
+                }
+            }
+            Some(kind) if kind.is_symlink() => {
+                part("link");
+                part(
+                    &std::fs::read_link(entry.path())
+                        .unwrap_or_default()
+                        .display()
+                        .to_string(),
+                );
+            }
+            _ => {}
+        }
+        out.push((
+            rel.display().to_string().into_boxed_str(),
+            what.finalize().into(),
+        ));
     }
     out
 }

@@ -6,9 +6,42 @@ use super::locate::{binding, classes};
 use super::{Python, package, parsed, syntax};
 use crate::lang::Language;
 use crate::lang::parts::Parsed;
+use crate::needles::Needles;
 use crate::project::Project;
 use crate::source::SourceFile;
 use std::collections::HashMap;
+use std::sync::LazyLock;
+
+/// Words a file must hold to be parsed, unless it wires callbacks (see [`worth`]).
+static WORTH: LazyLock<Needles> = LazyLock::new(|| {
+    Needles::new(&[
+        "acp",
+        "on_first_delta",
+        "session_update",
+        "sessionUpdate",
+        "session/", // a JSON-RPC loop of the agent's own
+    ])
+});
+
+/// Whether a file is parsed (and its text kept): it holds one of the [`WORTH`] words, or a
+/// callback (`x_callback`) in a shape the engine refinement reads — assigned or annotated
+/// (the wiring, a store), a parameter or a keyword argument (a passer: a name the line ends
+/// with too, in a signature of one parameter per line), defined (a factory).
+/// A module that only calls or tests a callback holds none: a monorepo has many of them.
+pub(super) fn worth(text: &str) -> bool {
+    const CALLBACK: &str = "_callback";
+    WORTH.any_in(text)
+        || crate::needles::positions(text, CALLBACK).any(|at| {
+            let after = text[at + CALLBACK.len()..].trim_start_matches([' ', '\t']);
+            let line = &text[text[..at].rfind('\n').map_or(0, |i| i + 1)..at];
+            after.starts_with(['=', ':', ',', ')', '\n', '\r']) && !after.starts_with("==")
+                || after.starts_with('(')
+                    && line
+                        .trim_start()
+                        .trim_start_matches("async ")
+                        .starts_with("def ")
+        })
+}
 
 impl Python {
     /// The files worth parsing, and then, from the modules that import the SDK, the modules
@@ -137,5 +170,32 @@ mod tests {
             parsed,
             ["pkg/compat.py", "pkg/impl/updates.py", "pkg/server.py"]
         );
+    }
+
+    #[test]
+    fn a_callback_counts_where_the_engine_reads_it() {
+        for wired in [
+            "agent.thinking_callback = cb\n",
+            "self.thinking_callback: Cb = thinking_callback\n",
+            "x.thinking_callback\t= y\n",
+            "    init(thinking_callback=thinking_callback)\n",
+            "def __init__(self, thinking_callback, other=None):\n",
+            "def f(\n    thinking_callback\n):\n",
+            "def make_thinking_callback(conn):\n",
+            "    async def make_thinking_callback (conn):\n",
+            "import acp\n",
+        ] {
+            assert!(worth(wired), "{wired:?}");
+        }
+        for called in [
+            "self.thinking_callback(text)\n",
+            "self.thinking_callback.fire()\n",
+            "if x.thinking_callback == y:\n",
+            "thinking_callbacks = []\n",
+            "x = make_thinking_callback(conn)\n",
+            "nothing here\n",
+        ] {
+            assert!(!worth(called), "{called:?}");
+        }
     }
 }

@@ -49,18 +49,6 @@ pub const RUNTIME_NAME: &str = "acp_progress";
 /// tree that still holds it once every piece is out.
 const MARKER: &str = "acp_progress";
 
-/// Words a file must hold to be parsed (see [`Language::worth_parsing`]).
-static WORTH: LazyLock<Needles> = LazyLock::new(|| {
-    Needles::new(&[
-        "acp",
-        "_callback",
-        "on_first_delta",
-        "session_update",
-        "sessionUpdate",
-        "session/", // a JSON-RPC loop of the agent's own
-    ])
-});
-
 /// Report rows of the engine-level shape beyond the shared ones: the placement proof.
 const ENGINE_EXTRA_CHECKS: &[&str] = &["bound"];
 
@@ -288,20 +276,24 @@ impl Python {
         let mut inserted: Vec<(usize, std::ops::Range<usize>, &Part)> = Vec::new();
         // each patched text parsed from the tree before the plan (only what the edits touch
         // is new), the files side by side, the longest first
-        let mut jobs: Vec<(&str, Changes, String)> = Vec::new();
+        // (file, its changes, its patched text: the one text the cache and the file share)
+        let mut jobs: Vec<(usize, Changes, std::sync::Arc<str>)> = Vec::new();
         for fp in plan.files.iter().filter(|f| !f.delete) {
             if let Some(i) = files.iter().position(|p| p.file.path == fp.file.path) {
-                jobs.push((&files[i].file.text, fp.changes(), fp.new_text()));
+                jobs.push((i, fp.changes(), fp.new_text().into()));
             }
         }
-        jobs.sort_by_key(|(_, _, new)| std::cmp::Reverse(new.len()));
-        crate::lang::tree::cache::on_all_cores(&jobs, |(old, changes, new)| {
-            syntax::reparse(old, changes, new);
+        let mut longest_first: Vec<&(usize, Changes, std::sync::Arc<str>)> = jobs.iter().collect();
+        longest_first.sort_by_key(|(_, _, new)| std::cmp::Reverse(new.len()));
+        crate::lang::tree::cache::on_all_cores(&longest_first, |(i, changes, new)| {
+            syntax::reparse(&files[*i].file.text, changes, new);
         });
+        let mut jobs = jobs.into_iter();
         for fp in plan.files.iter().filter(|f| !f.delete) {
             let Some(i) = files.iter().position(|p| p.file.path == fp.file.path) else {
                 continue;
             };
+            let (_, _, new_text) = jobs.next().expect("one job per patched file");
             let mut edits: Vec<&crate::plan::Edit> = fp.edits.iter().collect();
             edits.sort_by_key(|e| e.offset);
             let mut shift: isize = 0;
@@ -315,8 +307,7 @@ impl Python {
                 shift += e.text.len() as isize - e.replaces as isize;
             }
             let mut file = fp.file.clone();
-            file.text = fp.new_text().into();
-            syntax::reparse(&files[i].file.text, &fp.changes(), &file.text); // cached above
+            file.text = new_text;
             patched[i] = parsed(file);
         }
         let ours = defined_by(parts);
@@ -384,15 +375,15 @@ impl Language for Python {
     }
 
     fn worth_parsing(&self, text: &str) -> bool {
-        WORTH.any_in(text)
+        files::worth(text)
     }
 
     /// The prefilter's words hold detection's (`import acp`, `session/prompt`) and the
     /// marker of inserted code (`acp_progress`): a file without them is only ever read by
     /// the search for the agent's classes and runners ([`Python::parse_all`]), which reads it
     /// again.
-    fn keeps(&self, project: &Project) -> Option<&'static Needles> {
-        project.config.python.is_empty().then_some(&*WORTH)
+    fn keeps(&self, project: &Project) -> Option<crate::lang::Keeps> {
+        project.config.python.is_empty().then_some(files::worth)
     }
 
     fn syntax_error(&self, text: &str) -> Option<(usize, String)> {

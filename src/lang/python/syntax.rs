@@ -19,7 +19,7 @@ pub fn parse(text: &str) -> Tree {
 pub fn reparse(
     old_text: &str,
     changes: &[(std::ops::Range<usize>, String)],
-    new_text: &str,
+    new_text: &std::sync::Arc<str>,
 ) -> Tree {
     let changes: Vec<crate::lang::tree::cache::Change> = changes
         .iter()

@@ -384,7 +384,7 @@ impl Language for Rust {
     /// Every file of a crate at the root (the one place an agent is looked for, see
     /// [`Language::detect`]: module declarations matter in every file); elsewhere only what
     /// names ACP or holds inserted code.
-    fn keeps(&self, project: &Project) -> Option<&'static crate::needles::Needles> {
+    fn keeps(&self, project: &Project) -> Option<crate::lang::Keeps> {
         static KEEP: std::sync::LazyLock<crate::needles::Needles> =
             std::sync::LazyLock::new(|| {
                 crate::needles::Needles::new(&[
@@ -395,7 +395,7 @@ impl Language for Rust {
                 ])
             });
         let a_crate = project.root.join("Cargo.toml").is_file();
-        (!a_crate && project.config.rust.is_empty()).then_some(&*KEEP)
+        (!a_crate && project.config.rust.is_empty()).then_some(|text: &str| KEEP.any_in(text))
     }
 
     /// Rust source, or (for the dependency edit) a Cargo manifest. Kept per text: apply

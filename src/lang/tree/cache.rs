@@ -138,12 +138,12 @@ pub struct Change<'a> {
 /// The tree of `new_text`, the text `old_text` after `changes`: the cached one, else an
 /// incremental parse from `old_text`'s cached tree (only what the changes touch is parsed
 /// again), else `parse(new_text, None)`; cached. `parse` is the language's parser given a
-/// previous tree already edited.
+/// previous tree already edited. The cache keeps `new_text` itself, not a copy.
 pub fn reparse(
     grammar: Grammar,
     old_text: &str,
     changes: &[Change],
-    new_text: &str,
+    new_text: &Arc<str>,
     parse: impl FnOnce(&str, Option<&Tree>) -> Tree,
 ) -> Tree {
     let key = text_hash(grammar, new_text);
@@ -167,7 +167,7 @@ pub fn reparse(
     if let Some(tree) = c.get(&key, new_text) {
         return tree; // another thread parsed it meanwhile
     }
-    c.insert(key, new_text.into(), &tree);
+    c.insert(key, new_text.clone(), &tree);
     tree
 }
 
@@ -429,7 +429,7 @@ mod tests {
             new.replace_range(range.clone(), text);
         }
         crate::lang::python::syntax::parse(old);
-        let tree = crate::lang::python::syntax::reparse(old, &changes, &new);
+        let tree = crate::lang::python::syntax::reparse(old, &changes, &new.as_str().into());
         assert_eq!(
             tree.root_node().to_sexp(),
             plain(&new).root_node().to_sexp()
@@ -459,7 +459,7 @@ mod tests {
         let mut new = old.to_string();
         new.insert_str(at, &changes[0].1);
         let before = crate::lang::python::syntax::parse(old);
-        let after = crate::lang::python::syntax::reparse(old, &changes, &new);
+        let after = crate::lang::python::syntax::reparse(old, &changes, &new.as_str().into());
         assert_eq!(
             before.root_node().child(0).map(|c| c.id()),
             after.root_node().child(0).map(|c| c.id()),

@@ -188,10 +188,14 @@ impl Language for TypeScript {
     /// The prefilter's words (they hold `session/prompt` and the markers of inserted code)
     /// and the SDKs' names (detection): a module without them is read again when an agent
     /// of its own JSON-RPC imports it ([`TypeScript::parse_all`]).
-    fn keeps(&self, project: &Project) -> Option<&'static crate::needles::Needles> {
+    fn keeps(&self, project: &Project) -> Option<crate::lang::Keeps> {
         static KEEP: std::sync::LazyLock<crate::needles::Needles> =
             std::sync::LazyLock::new(|| crate::needles::Needles::new(&[WORDS, SDKS].concat()));
-        project.config.typescript.is_empty().then_some(&*KEEP)
+        project
+            .config
+            .typescript
+            .is_empty()
+            .then_some(|text: &str| KEEP.any_in(text))
     }
 
     fn syntax_error(&self, text: &str) -> Option<(usize, String)> {
