@@ -1,6 +1,6 @@
 //! `acp-patch revert`: after apply (once or twice) the tree comes back byte for byte — on
 //! pi-acp 0.0.34 here, on every fixture in the fixture runner (tests/it/fixtures.rs) and on
-//! Hermes in its own test (tests/it/python.rs); the dry run is a diff `git apply` takes; hand-edited or moved inserted code is refused with its file:line and
+//! Hermes in its own test (tests/it/python/hermes_published.rs); the dry run is a diff `git apply` takes; hand-edited or moved inserted code is refused with its file:line and
 //! nothing written; the ambiguity traps (an import the agent had vs. one apply added, the
 //! Cargo.toml additions, blocks inserted several times, parameters, `{}` bodies).
 

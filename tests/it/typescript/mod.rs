@@ -3,6 +3,7 @@
 //! rebuilt from its npm package; claude-agent-acp from its sources when they are at hand).
 
 mod errors;
+mod placement;
 mod real;
 mod style;
 
@@ -76,4 +77,20 @@ pub(crate) fn applied(name: &str) -> tempfile::TempDir {
 /// The files of a tree as text, by relative path (for reading a patched file).
 pub(crate) fn read(dir: &Path, rel: &str) -> String {
     std::fs::read_to_string(dir.join(rel)).unwrap_or_else(|e| panic!("{rel}: {e}"))
+}
+
+fn write(dir: &Path, rel: &str, text: &str) {
+    let p = dir.join(rel);
+    std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+    std::fs::write(p, text).unwrap();
+}
+
+fn edit(dir: &Path, rel: &str, from: &str, to: &str) {
+    let text = read(dir, rel);
+    assert!(text.contains(from), "{rel} lacks {from:?}");
+    write(dir, rel, &text.replacen(from, to, 1));
+}
+
+fn verify(dir: &Path) -> Run {
+    acp_patch(&["verify", path_str(dir)], None)
 }

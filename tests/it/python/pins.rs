@@ -1,0 +1,432 @@
+//! Pins and what they say.
+
+use super::*;
+
+/// Two agent classes with `async def prompt`, neither handed to the SDK where we can see it.
+fn unbound_pair() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let agent = |name: &str| {
+        format!(
+            "import acp\n\n\nclass {name}:\n    def on_connect(self, conn):\n        self._conn = conn\n\n    async def prompt(self, prompt, session_id, **kwargs):\n        await self._conn.session_update(session_id=session_id, update=acp.update_agent_message_text(\"hi\"))\n        return acp.PromptResponse(stop_reason=\"end_turn\")\n"
+        )
+    };
+    write(dir.path(), "pair/__init__.py", "");
+    write(dir.path(), "pair/first.py", &agent("FirstAgent"));
+    write(dir.path(), "pair/second.py", &agent("SecondAgent"));
+    write(
+        dir.path(),
+        "pair/main.py",
+        "from pair.launcher import serve\nfrom pair.first import FirstAgent\n\nserve(FirstAgent)\n",
+    );
+    dir
+}
+
+/// The pin lines an error suggests (`prompt = "..."`).
+fn suggested_pins(stderr: &str, key: &str) -> Vec<String> {
+    stderr
+        .lines()
+        .filter_map(|l| l.trim().strip_prefix(&format!("{key} = \"")))
+        .map(|l| l.trim_end_matches('"').to_string())
+        .collect()
+}
+
+#[test]
+fn every_listed_prompt_candidate_is_accepted_as_a_pin() {
+    let dir = unbound_pair();
+    let before = snapshot_tree(dir.path());
+    let run = acp_patch(&["apply", path_str(dir.path())], None);
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    assert!(
+        run.stderr
+            .contains("found 2 candidates for the ACP prompt handler"),
+        "{}",
+        run.stderr
+    );
+    assert_eq!(before, snapshot_tree(dir.path()), "nothing may be written");
+    let listed: Vec<String> = run
+        .stderr
+        .lines()
+        .filter(|l| l.starts_with("    pair/"))
+        .map(|l| {
+            let (loc, name) = l.trim().split_once("  ").unwrap();
+            format!("{}:{}", loc.split(':').next().unwrap(), name.trim())
+        })
+        .collect();
+    assert_eq!(
+        listed,
+        [
+            "pair/first.py:FirstAgent.prompt",
+            "pair/second.py:SecondAgent.prompt"
+        ]
+    );
+    assert_eq!(suggested_pins(&run.stderr, "prompt"), [listed[0].clone()]);
+    for pin in &listed {
+        let d = unbound_pair();
+        write(
+            d.path(),
+            "acp-patch.toml",
+            &format!("[python]\nprompt = \"{pin}\"\n"),
+        );
+        let run = acp_patch(&["apply", path_str(d.path())], None);
+        assert_eq!(run.code, 0, "pin {pin}: {}", run.stderr);
+        let file = pin.split(':').next().unwrap();
+        let patched = std::fs::read_to_string(d.path().join(file)).unwrap();
+        assert!(
+            patched.contains("@acp_progress.prompt_handler(lambda self: self._conn)"),
+            "{patched}"
+        );
+        assert_eq!(acp_patch(&["verify", path_str(d.path())], None).code, 0);
+    }
+}
+
+#[test]
+fn a_pin_that_matches_nothing_names_what_it_looked_for_and_what_it_saw() {
+    let cases = [
+        (
+            "prompt = \"streamy/agent.py:StreamyAgent.promt\"",
+            "it looks for `StreamyAgent.promt` in streamy/agent.py; the candidates are: streamy/agent.py:StreamyAgent.prompt",
+        ),
+        (
+            "connection = \"streamy/agent.py:StreamyAgent._connection\"",
+            "it looks for `StreamyAgent._connection` in streamy/agent.py; the candidates are: streamy/agent.py:StreamyAgent._conn",
+        ),
+        (
+            "emitter = \"streamy/agent.py:StreamyAgent.emit\"",
+            "it looks for `StreamyAgent.emit` in streamy/agent.py; the candidates are: streamy/agent.py:StreamyAgent._emit",
+        ),
+    ];
+    for (pin, says) in cases {
+        let dir = copy_tree(&fixture_before());
+        edit(
+            &dir.path().join("acp-patch.toml"),
+            "[smoke]",
+            &format!("[python]\n{pin}\n\n[smoke]"),
+        );
+        let before = snapshot_tree(dir.path());
+        let run = acp_patch(&["apply", path_str(dir.path())], None);
+        assert_eq!(run.code, 1, "{pin}: {}", run.stderr);
+        assert!(
+            run.stderr.contains("matches nothing"),
+            "{pin}: {}",
+            run.stderr
+        );
+        assert!(run.stderr.contains(says), "{pin}: {}", run.stderr);
+        assert_eq!(before, snapshot_tree(dir.path()));
+    }
+}
+
+#[test]
+fn an_emitter_pin_limits_the_wrapped_sends_to_that_function() {
+    let dir = copy_tree(&fixture("python/inline_sends/before"));
+    write(
+        dir.path(),
+        "inline/probe.py",
+        "async def probe(conn):\n    await conn.session_update(session_id=\"x\", update=None)\n",
+    );
+    let all = acp_patch(&["apply", "--dry-run", path_str(dir.path())], None);
+    assert!(
+        all.stdout
+            .contains("+    await acp_progress.emitter(conn).session_update"),
+        "{}",
+        all.stdout
+    );
+    write(
+        dir.path(),
+        "acp-patch.toml",
+        "[python]\nemitter = \"inline/agent.py:InlineAgent.prompt\"\n",
+    );
+    let pinned = acp_patch(&["apply", "--dry-run", path_str(dir.path())], None);
+    assert_eq!(pinned.code, 0, "{}", pinned.stderr);
+    assert!(
+        !pinned.stdout.contains("inline/probe.py"),
+        "{}",
+        pinned.stdout
+    );
+    assert_eq!(
+        pinned
+            .stdout
+            .matches("acp_progress.emitter(self._conn)")
+            .count(),
+        4
+    );
+}
+
+#[test]
+fn connection_candidates_are_listed_and_each_is_accepted_as_a_pin() {
+    let agent = "import acp\n\n\nclass TwoWays(acp.Agent):\n    def __init__(self):\n        self._a = open_link(\"a\")\n        self._b = open_link(\"b\")\n\n    async def prompt(self, prompt, session_id, **kwargs):\n        await self._a.session_update(session_id=session_id, update=acp.update_agent_message_text(\"a\"))\n        await self._b.session_update(session_id=session_id, update=acp.update_agent_message_text(\"b\"))\n        return acp.PromptResponse(stop_reason=\"end_turn\")\n";
+    let make = || {
+        let d = tempfile::tempdir().unwrap();
+        write(d.path(), "agent.py", agent);
+        d
+    };
+    let dir = make();
+    let run = acp_patch(&["apply", path_str(dir.path())], None);
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    assert!(
+        run.stderr.contains("found 2 candidates for the connection"),
+        "{}",
+        run.stderr
+    );
+    assert_eq!(
+        suggested_pins(&run.stderr, "connection"),
+        ["agent.py:TwoWays._a"]
+    );
+    for attr in ["_a", "_b"] {
+        let d = make();
+        write(
+            d.path(),
+            "acp-patch.toml",
+            &format!("[python]\nconnection = \"agent.py:TwoWays.{attr}\"\n"),
+        );
+        let dry = acp_patch(&["apply", "--dry-run", path_str(d.path())], None);
+        assert_eq!(dry.code, 0, "{attr}: {}", dry.stderr);
+        assert!(
+            dry.stdout.contains(&format!(
+                "@acp_progress.prompt_handler(lambda self: self.{attr})"
+            )),
+            "{}",
+            dry.stdout
+        );
+    }
+}
+
+#[test]
+fn an_agent_that_keeps_the_connection_nowhere_gets_a_binding_in_on_connect() {
+    let dir = copy_tree(&fixture("python/queue_pump/before"));
+    // the agent now hands the connection straight to its pump and keeps no attribute of it
+    edit(
+        &dir.path().join("pumped/agent.py"),
+        "        self._conn = conn\n        self._pump = UpdatePump(conn)",
+        "        self._pump = UpdatePump(conn)",
+    );
+    let dry = acp_patch(&["apply", "--dry-run", path_str(dir.path())], None);
+    assert_eq!(dry.code, 0, "{}", dry.stderr);
+    assert!(
+        dry.stdout
+            .contains("+        acp_progress.bind(self, conn)\n"),
+        "{}",
+        dry.stdout
+    );
+    assert!(
+        dry.stdout.contains("+    @acp_progress.prompt_handler()\n"),
+        "{}",
+        dry.stdout
+    );
+    assert_eq!(acp_patch(&["apply", path_str(dir.path())], None).code, 0);
+    let v = acp_patch(&["verify", path_str(dir.path())], None);
+    assert_eq!(v.code, 0, "{}", v.stdout);
+    assert!(v.stdout.contains("(connection binding)"), "{}", v.stdout);
+}
+
+#[test]
+fn every_listed_hand_off_is_accepted_as_a_pin() {
+    // a callback-shaped agent that calls the executor twice in its prompt handler
+    let make = || {
+        let d = copy_tree(&fixture(CALLBACK_FIXTURE).join("before"));
+        edit(
+            &d.path().join("bridge/server.py"),
+            "        try:\n            await loop.run_in_executor(_pool, _work)",
+            "        await loop.run_in_executor(_pool, lambda: None)\n        try:\n            await loop.run_in_executor(_pool, _work)",
+        );
+        d
+    };
+    // unpinned, the refinement gives way to the protocol strategy (python_strategy.rs); the
+    // engine strategy pinned lists the hand-offs
+    let dir = make();
+    write(
+        dir.path(),
+        "acp-patch.toml",
+        "[python]\nstrategy = \"engine\"\n",
+    );
+    let run = acp_patch(&["apply", path_str(dir.path())], None);
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    assert!(
+        run.stderr
+            .contains("found 2 candidates for the hand-off to the engine"),
+        "{}",
+        run.stderr
+    );
+    let listed: Vec<String> = run
+        .stderr
+        .lines()
+        .filter(|l| l.starts_with("    bridge/server.py:"))
+        .map(|l| {
+            let (loc, name) = l.trim().split_once("  ").unwrap();
+            format!("{}:{}", loc.split(':').next().unwrap(), name.trim())
+        })
+        .collect();
+    assert_eq!(
+        listed,
+        [
+            "bridge/server.py:BridgeAgent.prompt.run_in_executor#1",
+            "bridge/server.py:BridgeAgent.prompt.run_in_executor#2"
+        ]
+    );
+    assert_eq!(suggested_pins(&run.stderr, "handoff"), [listed[0].clone()]);
+    for pin in &listed {
+        let d = make();
+        write(
+            d.path(),
+            "acp-patch.toml",
+            &format!("[python]\nhandoff = \"{pin}\"\n"),
+        );
+        let run = acp_patch(&["apply", path_str(d.path())], None);
+        assert_eq!(run.code, 0, "pin {pin}: {}", run.stderr);
+        assert_eq!(
+            acp_patch(&["verify", path_str(d.path())], None).code,
+            0,
+            "pin {pin}"
+        );
+    }
+    let d = make();
+    write(
+        d.path(),
+        "acp-patch.toml",
+        "[python]\nhandoff = \"bridge/server.py:BridgeAgent.prompt.to_thread#1\"\n",
+    );
+    let run = acp_patch(&["apply", path_str(d.path())], None);
+    assert_eq!(run.code, 1);
+    assert!(
+        run.stderr.contains(&format!(
+            "matches nothing: it looks for `BridgeAgent.prompt.to_thread#1` in bridge/server.py; the candidates are: {}",
+            listed.join(", ")
+        )),
+        "{}",
+        run.stderr
+    );
+}
+
+#[test]
+fn engine_pins_that_match_nothing_say_what_there_is() {
+    for (pin, says) in [
+        (
+            "llm_call = \"engine/loop.py:run_turn._nope\"",
+            "it looks for `run_turn._nope` in engine/loop.py; the candidates are: engine/loop.py:run_turn",
+        ),
+        (
+            "helpers = \"bridge/server.py\"",
+            "looks in bridge/server.py, which defines none of the adapter's tool-call builders; the candidates are: bridge/cards.py",
+        ),
+    ] {
+        let dir = copy_tree(&fixture(CALLBACK_FIXTURE).join("before"));
+        write(dir.path(), "acp-patch.toml", &format!("[python]\n{pin}\n"));
+        let run = acp_patch(&["apply", path_str(dir.path())], None);
+        assert_eq!(run.code, 1, "{pin}: {}", run.stderr);
+        assert!(run.stderr.contains(says), "{pin}: {}", run.stderr);
+    }
+}
+
+#[test]
+fn no_agent_and_missing_path() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("main.py"), "print('hello')\n").unwrap();
+    let run = acp_patch(&["apply", path_str(dir.path())], None);
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    assert!(run.stderr.contains("no ACP agent found"), "{}", run.stderr);
+    let verify = acp_patch(&["verify", path_str(dir.path())], None);
+    assert_eq!(verify.code, 1, "{}", verify.stderr);
+
+    let missing = dir.path().join("nope");
+    let run = acp_patch(&["apply", path_str(&missing)], None);
+    assert_eq!(run.code, 2);
+    assert!(
+        run.stderr.contains("no such file or folder"),
+        "{}",
+        run.stderr
+    );
+    assert_eq!(acp_patch(&["verify", path_str(&missing)], None).code, 2);
+}
+
+#[test]
+fn a_foreign_module_named_like_the_runtime_is_refused() {
+    let dir = copy_tree(&fixture_before());
+    write(dir.path(), "streamy/acp_progress.py", "VALUE = 1\n");
+    let before = snapshot_tree(dir.path());
+    let run = acp_patch(&["apply", path_str(dir.path())], None);
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    assert!(
+        run.stderr.contains("streamy/acp_progress.py:1: a module of this name exists and is not acp-patch's runtime module"),
+        "{}",
+        run.stderr
+    );
+    assert_eq!(before, snapshot_tree(dir.path()));
+}
+
+#[test]
+fn an_older_runtime_module_is_replaced_whole() {
+    let fresh = applied(FIXTURE);
+    let dir = applied(FIXTURE);
+    let module = dir.path().join("streamy/acp_progress.py");
+    edit(
+        &module,
+        "_DISABLED = (\"1\", \"true\", \"yes\")",
+        "_DISABLED = (\"1\",)  # an older runtime",
+    );
+    // as an earlier release wrote it: its checksum matches its text
+    let text = std::fs::read_to_string(&module).unwrap();
+    std::fs::write(&module, resealed(&text)).unwrap();
+    let v = acp_patch(&["verify", path_str(dir.path())], None);
+    assert_eq!(v.code, 1, "{}", v.stdout);
+    assert!(v.stdout.contains("malformed  runtime"), "{}", v.stdout);
+    assert!(
+        v.stdout
+            .contains("apply inserts the runtime module at streamy/acp_progress.py:1"),
+        "{}",
+        v.stdout
+    );
+    let run = acp_patch(&["apply", path_str(dir.path())], None);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(
+        run.stderr.contains("inserted 1 pieces into 1 files"),
+        "{}",
+        run.stderr
+    );
+    assert_same_tree(dir.path(), fresh.path());
+}
+
+#[test]
+fn a_hand_edited_runtime_module_is_refused_by_apply_verify_and_revert_naming_the_line() {
+    let dir = applied(FIXTURE);
+    let module = dir.path().join("streamy/acp_progress.py");
+    edit(
+        &module,
+        "_DISABLED = (\"1\", \"true\", \"yes\")",
+        "_DISABLED = (\"1\",)  # mine",
+    );
+    let line = std::fs::read_to_string(&module)
+        .unwrap()
+        .lines()
+        .position(|l| l.contains("# mine"))
+        .unwrap()
+        + 1;
+    let at = format!("streamy/acp_progress.py:{line}");
+    let v = acp_patch(&["verify", path_str(dir.path())], None);
+    assert_eq!(v.code, 1, "{}", v.stdout);
+    assert!(v.stdout.contains("malformed  runtime"), "{}", v.stdout);
+    assert!(
+        v.stdout.contains(&format!(
+            "{at}: the runtime module was edited by hand since acp-patch wrote it"
+        )),
+        "{}",
+        v.stdout
+    );
+    // the summary's advice is what works: apply refuses this tree, it does not insert
+    let summary = v.stdout.lines().last().unwrap_or_default();
+    assert!(
+        summary.ends_with(&format!("checks fail; the runtime module was edited by hand ({at}), so `acp-patch apply` and `acp-patch revert` refuse the tree: restore it (undo the edit) or remove it, then `acp-patch apply` writes this version's module and inserts what is missing")),
+        "{}",
+        v.stdout
+    );
+    assert!(
+        !v.stdout.contains("apply` inserts what is missing"),
+        "{}",
+        v.stdout
+    );
+    refused_by_every_writer(
+        dir.path(),
+        &[
+            &format!("{at}: the runtime module was edited by hand"),
+            "acp-patch's line reads `_DISABLED = (\"1\", \"true\", \"yes\")`",
+        ],
+    );
+}

@@ -1,0 +1,211 @@
+//! What verify proves about placement (names bound where read, the turn opened before the
+//! handler's work, every send wrapped) and what apply mends in a tree patched before or edited
+//! by hand: only the missing pieces, a runtime module refused when edited, replaced when out
+//! of date.
+
+use super::*;
+
+#[test]
+fn verify_reports_a_turn_that_reads_a_name_before_it_is_bound() {
+    // the Hermes-fork trap in TypeScript: a patch that reads `conn` where nothing binds it yet
+    let dir = applied("sdk1_agent");
+    edit(
+        dir.path(),
+        "src/agent.ts",
+        "return acpProgress.turn(this.conn, params.sessionId, async () => {",
+        "return acpProgress.turn(conn, params.sessionId, async () => {\n    const conn = this.conn",
+    );
+    let v = verify(dir.path());
+    assert_eq!(v.code, 1, "{}", v.stdout);
+    assert!(v.stdout.contains("malformed  bound"), "{}", v.stdout);
+    assert!(
+        v.stdout.contains(
+            "src/agent.ts:26: the turn start reads `conn`, which is not bound where it runs"
+        ),
+        "{}",
+        v.stdout
+    );
+}
+
+#[test]
+fn verify_reports_a_turn_that_opens_after_the_handler_began() {
+    let dir = applied("sdk1_agent");
+    edit(
+        dir.path(),
+        "src/agent.ts",
+        "    return acpProgress.turn(this.conn, params.sessionId, async () => {\n",
+        "    await this.update(params.sessionId, { sessionUpdate: 'agent_message_chunk', content: { type: 'text', text: '...' } })\n    return acpProgress.turn(this.conn, params.sessionId, async () => {\n",
+    );
+    let v = verify(dir.path());
+    assert_eq!(v.code, 1, "{}", v.stdout);
+    assert!(
+        v.stdout.contains(
+            "src/agent.ts:27: `EchoAgent.prompt` runs 1 statement(s) before the turn opens"
+        ),
+        "{}",
+        v.stdout
+    );
+}
+
+#[test]
+fn verify_reports_an_unwrapped_send_with_its_place_and_apply_wraps_it() {
+    let dir = applied("inline_switch");
+    edit(
+        dir.path(),
+        "src/agent.ts",
+        "  async authenticate(",
+        "  async notice(sessionId: string): Promise<void> {\n    await this.client.sessionUpdate({ sessionId, update: { sessionUpdate: \"agent_message_chunk\", content: { type: \"text\", text: \"hi\" } } });\n  }\n\n  async authenticate(",
+    );
+    let v = verify(dir.path());
+    assert_eq!(v.code, 1, "{}", v.stdout);
+    assert!(v.stdout.contains("malformed  sends"), "{}", v.stdout);
+    assert!(
+        v.stdout
+            .contains("apply inserts the emitter around the send at src/agent.ts:63"),
+        "{}",
+        v.stdout
+    );
+    let run = acp_patch(&["apply", "--allow-dirty", path_str(dir.path())], None);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(
+        run.stderr
+            .contains("src/agent.ts:63  emitter around the send"),
+        "{}",
+        run.stderr
+    );
+    assert!(
+        run.stderr.contains("inserted 1 pieces into 1 files"),
+        "{}",
+        run.stderr
+    );
+    assert_eq!(verify(dir.path()).code, 0);
+}
+
+#[test]
+fn partially_patched_tree_gets_only_the_missing_pieces() {
+    let full = applied("sdk2_agent");
+    let patched = read(full.path(), "src/main.ts");
+    let dir = copy_tree(full.path());
+    edit(
+        dir.path(),
+        "src/main.ts",
+        "acpProgress.cancelHandler(({ params }) => lumen.cancel(params))",
+        "({ params }) => lumen.cancel(params)",
+    );
+    let v = verify(dir.path());
+    assert_eq!(v.code, 1);
+    assert!(v.stdout.contains("malformed  turn_end"), "{}", v.stdout);
+    let run = acp_patch(&["apply", path_str(dir.path())], None);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(run.stderr.contains("inserted 1 pieces"), "{}", run.stderr);
+    assert_eq!(read(dir.path(), "src/main.ts"), patched);
+}
+
+#[test]
+fn a_hand_edited_runtime_module_is_refused_by_apply_verify_and_revert() {
+    let dir = applied("sdk1_agent");
+    let current = read(dir.path(), "src/acp-progress.ts");
+    let edited = current.replace(
+        "export function buildThinkingProgress",
+        "function mine(): void {}\n\nexport function buildThinkingProgress",
+    );
+    write(dir.path(), "src/acp-progress.ts", &edited);
+    let line = edited
+        .lines()
+        .position(|l| l.contains("function mine"))
+        .unwrap()
+        + 1;
+    let at = format!("src/acp-progress.ts:{line}");
+    let v = verify(dir.path());
+    assert_eq!(v.code, 1, "{}", v.stdout);
+    assert!(v.stdout.contains("malformed  runtime"), "{}", v.stdout);
+    assert!(
+        v.stdout.contains(&format!(
+            "{at}: the runtime module was edited by hand since acp-patch wrote it"
+        )) && !v.stdout.contains("out of date"),
+        "{}",
+        v.stdout
+    );
+    assert!(
+        v.stdout.contains(&format!("the runtime module was edited by hand ({at}), so `acp-patch apply` and `acp-patch revert` refuse the tree: restore it (undo the edit) or remove it"))
+            && !v.stdout.contains("apply` inserts what is missing"),
+        "{}",
+        v.stdout
+    );
+    refused_by_every_writer(
+        dir.path(),
+        &[&format!("{at}: the runtime module was edited by hand")],
+    );
+}
+
+#[test]
+fn an_out_of_date_runtime_module_is_replaced_whole() {
+    let dir = applied("sdk1_agent");
+    let current = read(dir.path(), "src/acp-progress.ts");
+    let old = current.replace(
+        "export function buildThinkingProgress",
+        "function unused(): void {}\n\nexport function buildThinkingProgress",
+    );
+    // as an earlier release wrote it: its checksum matches its text
+    write(dir.path(), "src/acp-progress.ts", &resealed(&old));
+    let v = verify(dir.path());
+    assert_eq!(v.code, 1, "{}", v.stdout);
+    assert!(v.stdout.contains("malformed  runtime"), "{}", v.stdout);
+    assert!(
+        v.stdout.contains("src/acp-progress.ts:1: out of date"),
+        "{}",
+        v.stdout
+    );
+    let dry = acp_patch(&["apply", "--dry-run", path_str(dir.path())], None);
+    assert!(
+        dry.stdout.contains("-function unused(): void {}"),
+        "{}",
+        dry.stdout
+    );
+    let run = acp_patch(&["apply", path_str(dir.path())], None);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(read(dir.path(), "src/acp-progress.ts"), current);
+    assert_eq!(verify(dir.path()).code, 0);
+}
+
+#[test]
+fn a_file_of_the_agent_where_the_module_goes_is_never_overwritten() {
+    let dir = copy_tree(&before("sdk1_agent"));
+    write(dir.path(), "src/acp-progress.ts", "export const mine = 1\n");
+    let pristine = snapshot_tree(dir.path());
+    let run = acp_patch(&["apply", path_str(dir.path())], None);
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    assert!(
+        run.stderr
+            .contains("src/acp-progress.ts:1: this file is not acp-patch's runtime module"),
+        "{}",
+        run.stderr
+    );
+    assert_eq!(pristine, snapshot_tree(dir.path()));
+}
+
+#[test]
+fn apply_at_a_monorepo_root_spells_imports_from_the_agent() {
+    let root = tempfile::tempdir().unwrap();
+    copy_into(
+        &before("per_kind_helpers"),
+        &root.path().join("services/pike"),
+    );
+    write(root.path(), "README.md", "# monorepo\n");
+    let run = acp_patch(&["apply", path_str(root.path())], None);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let agent = read(root.path(), "services/pike/src/agent.mts");
+    assert!(
+        agent.contains("import * as acpProgress from './acp-progress.mjs'\n"),
+        "{agent}"
+    );
+    assert!(
+        root.path()
+            .join("services/pike/src/acp-progress.mts")
+            .is_file()
+    );
+    assert_eq!(verify(root.path()).code, 0);
+    let pike = root.path().join("services/pike");
+    link_node_modules(&pike, "sdk1_agent");
+    tsc(&pike, "sdk1_agent");
+}
