@@ -205,7 +205,8 @@ type Listing = Vec<(Box<str>, EntryDigest)>;
 
 type EntryDigest = [u8; 32];
 
-/// Listings of trees taken ahead, on threads of their own, while the analysis runs.
+/// Listings of folders taken ahead, on threads of their own, while the analysis runs: each
+/// folder's path and its listing.
 type Prefetched = Vec<(PathBuf, Arc<OnceLock<Listing>>)>;
 
 fn prefetched() -> &'static Mutex<Prefetched> {
@@ -213,44 +214,55 @@ fn prefetched() -> &'static Mutex<Prefetched> {
     PREFETCHED.get_or_init(Default::default)
 }
 
-/// Starts listing the tree at `from` for [`tree_fingerprint`] on a thread of its own (a walk
-/// of the whole tree, which the analysis never waits for); valid until
-/// [`forget_prefetched`], which a command calls before it may write.
-pub fn prefetch_fingerprint(from: &Path) {
+/// Starts listing the folder `dir` for [`tree_fingerprint`] on a thread of its own (a walk
+/// of the folder, which the analysis never waits for): it serves the fingerprint of that
+/// folder and of every folder below it, until [`forget_prefetched`], which a command calls
+/// before it may write. A language lists only the folders its check may copy (an agent's
+/// project in a monorepo), not the whole tree.
+pub fn prefetch_fingerprint(dir: &Path) {
     let slot: Arc<OnceLock<Listing>> = Arc::default();
     prefetched()
         .lock()
         .expect("no poison")
-        .push((from.to_path_buf(), slot.clone()));
-    let from = from.to_path_buf();
+        .push((dir.to_path_buf(), slot.clone()));
+    let dir = dir.to_path_buf();
     std::thread::spawn(move || {
-        slot.get_or_init(|| listing(&from));
+        slot.get_or_init(|| listing(&dir));
     });
 }
 
-/// Forgets the listings prefetched for the tree at `from`.
+/// Forgets the listings prefetched for the tree at `from` and the folders in it.
 pub fn forget_prefetched(from: &Path) {
     prefetched()
         .lock()
         .expect("no poison")
-        .retain(|(p, _)| p != from);
+        .retain(|(p, _)| !p.starts_with(from));
 }
 
 /// The cache key of what a copy of the folder `scope` (relative, `/`-separated; empty: the
-/// whole tree) of the tree at `from` would hold: from the prefetched listing of the tree
-/// (waited for when still being taken), else from a walk of that folder alone.
+/// whole tree) of the tree at `from` would hold: from a prefetched listing of that folder or
+/// of one above it (waited for when still being taken), else from a walk of that folder
+/// alone.
 pub fn tree_fingerprint(from: &Path, scope: &str) -> String {
-    let slot = prefetched()
-        .lock()
-        .expect("no poison")
-        .iter()
-        .find(|(p, _)| p == from)
-        .map(|(_, s)| s.clone());
     let folder = if scope.is_empty() {
         from.to_path_buf()
     } else {
         from.join(scope)
     };
+    // the nearest prefetched folder at or above it, and where the folder is in its listing
+    let slot = prefetched()
+        .lock()
+        .expect("no poison")
+        .iter()
+        .filter_map(|(dir, slot)| {
+            let below = folder.strip_prefix(dir).ok()?;
+            Some((
+                dir.clone(),
+                below.to_string_lossy().into_owned(),
+                slot.clone(),
+            ))
+        })
+        .min_by_key(|(_, below, _)| below.len());
     let mut k = cache::Key::new("tree");
     if let Some(up) = node_modules_above(&folder) {
         k.text("above").text(&up.display().to_string());
@@ -261,13 +273,13 @@ pub fn tree_fingerprint(from: &Path, scope: &str) -> String {
         }
     };
     match slot {
-        Some(slot) => {
-            let all = slot.get_or_init(|| listing(from));
-            let prefix = format!("{scope}/");
+        Some((dir, below, slot)) => {
+            let all = slot.get_or_init(|| listing(&dir));
+            let prefix = format!("{below}/");
             feed(&mut all.iter().filter_map(|(rel, what)| {
-                let rel = if scope.is_empty() {
+                let rel = if below.is_empty() {
                     rel
-                } else if &**rel == scope {
+                } else if **rel == below {
                     ""
                 } else {
                     rel.strip_prefix(&prefix)?
@@ -356,5 +368,31 @@ mod tests {
         std::fs::write(root.join("e.py"), "v = 3\n").unwrap();
         assert_eq!(tree_fingerprint(&root, "pkg"), after);
         assert_ne!(tree_fingerprint(&root, ""), whole);
+    }
+
+    /// A folder's prefetched listing serves that folder and the folders below it, with the
+    /// fingerprint a walk on the spot gives; a folder outside it is walked when asked.
+    #[test]
+    fn a_prefetched_folder_serves_the_folders_below_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().to_path_buf();
+        std::fs::create_dir_all(root.join("agent/pkg/sub")).unwrap();
+        std::fs::create_dir_all(root.join("other")).unwrap();
+        std::fs::write(root.join("agent/pyproject.toml"), "").unwrap();
+        std::fs::write(root.join("agent/pkg/a.py"), "x = 1\n").unwrap();
+        std::fs::write(root.join("agent/pkg/sub/b.py"), "y = 1\n").unwrap();
+        std::fs::write(root.join("other/c.py"), "z = 1\n").unwrap();
+        let scopes = ["agent", "agent/pkg", "agent/pkg/sub", "other", ""];
+        let on_the_spot: Vec<String> = scopes.iter().map(|s| tree_fingerprint(&root, s)).collect();
+        prefetch_fingerprint(&root.join("agent"));
+        for (scope, want) in scopes.iter().zip(&on_the_spot) {
+            assert_eq!(&tree_fingerprint(&root, scope), want, "{scope:?}");
+        }
+        // the prefetched listing stands for the folders below it until forgotten
+        std::fs::write(root.join("agent/pkg/d.py"), "w = 2\n").unwrap();
+        assert_eq!(tree_fingerprint(&root, "agent/pkg"), on_the_spot[1]);
+        forget_prefetched(&root);
+        assert_ne!(tree_fingerprint(&root, "agent/pkg"), on_the_spot[1]);
+        assert_eq!(tree_fingerprint(&root, "other"), on_the_spot[3]);
     }
 }

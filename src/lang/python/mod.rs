@@ -438,7 +438,9 @@ impl Language for Python {
 
     fn prefetch_toolchain(&self, project: &Project) {
         interpreter::prefetch(project);
-        crate::toolchain::prefetch_fingerprint(&project.root);
+        for dir in toolchain::likely_scopes(project) {
+            crate::toolchain::prefetch_fingerprint(&dir);
+        }
     }
 
     fn startup_check(

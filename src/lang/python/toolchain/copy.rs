@@ -121,40 +121,94 @@ impl<'p> TreeCopy<'p> {
     }
 }
 
+/// What makes a folder a Python project of its own.
+const MANIFESTS: &[&str] = &["pyproject.toml", "setup.py", "setup.cfg"];
+
+/// The folders a check will likely copy, known before the analysis: for each file that
+/// imports the SDK, the project [`copied_scope`] would give its import root (taken here as the
+/// folder above its regular packages); the whole tree when one is the tree, or no file
+/// imports the SDK. A guess that only decides what is listed ahead
+/// ([`crate::toolchain::prefetch_fingerprint`]): a scope it misses is listed when asked.
+pub(in crate::lang::python) fn likely_scopes(project: &Project) -> Vec<PathBuf> {
+    let packages: std::collections::HashSet<&str> = project
+        .rels()
+        .filter_map(|rel| rel.strip_suffix("__init__.py"))
+        .map(|dir| dir.trim_end_matches('/'))
+        .collect();
+    let parent = |rel: &str| {
+        rel.rsplit_once('/')
+            .map_or(String::new(), |(d, _)| d.to_string())
+    };
+    let mut scopes: Vec<String> = Vec::new();
+    for f in project.files_with_extension(&["py"]) {
+        if !crate::lang::python::syntax::mentions_sdk(&f.text) {
+            continue;
+        }
+        let mut root = parent(&f.rel);
+        while !root.is_empty() && packages.contains(root.as_str()) {
+            root = parent(&root);
+        }
+        let scope = project_of(project, &root);
+        if scope.is_empty() {
+            return vec![project.root.clone()];
+        }
+        scopes.push(scope);
+    }
+    if scopes.is_empty() {
+        return vec![project.root.clone()];
+    }
+    // a project inside another is listed with it
+    scopes.sort();
+    scopes.dedup();
+    let all = scopes.clone();
+    scopes.retain(|s| !all.iter().any(|o| s.starts_with(&format!("{o}/"))));
+    scopes.iter().map(|s| project.root.join(s)).collect()
+}
+
+/// The project of an import root (relative, `/`-separated): the nearest folder at or above it
+/// that holds a manifest, else the import root itself; the whole tree (empty) when the root is
+/// the tree or above it, or no folder below the tree but the tree itself holds a manifest.
+fn project_of(project: &Project, import_root: &str) -> String {
+    let holds_manifest = |dir: &str| {
+        MANIFESTS
+            .iter()
+            .any(|m| project.root.join(dir).join(m).is_file())
+    };
+    if import_root.is_empty() || import_root.split('/').any(|s| s == "..") {
+        return String::new();
+    }
+    let dirs: Vec<&str> = import_root.split('/').collect();
+    match (1..=dirs.len())
+        .rev()
+        .find(|&n| holds_manifest(&dirs[..n].join("/")))
+    {
+        Some(own) => dirs[..own].join("/"),
+        // the tree itself is the project (`src/` beside its `pyproject.toml`)
+        None if holds_manifest("") => String::new(),
+        None => import_root.to_string(),
+    }
+}
+
 /// The folder of the tree a check copies: the agent's own project — the nearest folder at
 /// or above each import root that holds a Python project's manifest, else the import root
 /// (what `import` reaches from there, and what its own modules read beside themselves) —
 /// never the rest of a monorepo around it. The whole tree when an import root is the tree
 /// or above it, or there is none.
 pub(super) fn copied_scope(project: &Project, modules: &[Module]) -> String {
-    const MANIFESTS: &[&str] = &["pyproject.toml", "setup.py", "setup.cfg"];
-    let holds_manifest = |dir: &str| {
-        MANIFESTS
-            .iter()
-            .any(|m| project.root.join(dir).join(m).is_file())
-    };
-    let mut scope: Option<Vec<&str>> = None;
+    let mut scope: Option<Vec<String>> = None;
     for m in modules {
-        if m.root.is_empty() || m.root.split('/').any(|s| s == "..") {
-            return String::new();
+        let own = project_of(project, &m.root);
+        if own.is_empty() {
+            return own;
         }
-        let mut dirs: Vec<&str> = m.root.split('/').collect();
-        match (1..=dirs.len())
-            .rev()
-            .find(|&n| holds_manifest(&dirs[..n].join("/")))
-        {
-            Some(own) => dirs.truncate(own),
-            // the tree itself is the project (`src/` beside its `pyproject.toml`)
-            None if holds_manifest("") => return String::new(),
-            None => {}
-        }
+        let dirs: Vec<String> = own.split('/').map(str::to_string).collect();
         scope = Some(match scope {
             None => dirs,
             Some(s) => s
-                .iter()
+                .into_iter()
                 .zip(&dirs)
-                .take_while(|(a, b)| a == b)
-                .map(|(a, _)| *a)
+                .take_while(|(a, b)| a == *b)
+                .map(|(a, _)| a)
                 .collect(),
         });
     }
@@ -272,6 +326,43 @@ pub(super) fn path_of(tree: &Path, rel: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// What is listed ahead: the project of each file importing the SDK (else the folder above
+    /// its packages), a project inside another listed with it; the whole tree once a file
+    /// importing it is a module of the tree's own top.
+    #[test]
+    fn the_likely_scopes_are_the_projects_of_the_files_importing_the_sdk() {
+        let dir = tempfile::tempdir().unwrap();
+        let write = |rel: &str, text: &str| {
+            let path = dir.path().join(rel);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(path, text).unwrap();
+        };
+        let scopes = || {
+            let project = crate::lang::load(dir.path(), &Default::default()).unwrap();
+            let root = project.root.clone();
+            let got: Vec<String> = likely_scopes(&project)
+                .iter()
+                .map(|d| d.strip_prefix(&root).unwrap().display().to_string())
+                .collect();
+            got
+        };
+        write("agents/one/pyproject.toml", "");
+        write("agents/one/src/one/server.py", "import acp\n");
+        write("agents/one/tools/nested/setup.py", "");
+        write("agents/one/tools/nested/n.py", "from acp import Agent\n");
+        write("agents/two/setup.cfg", "");
+        write("agents/two/two.py", "import acp.schema\n");
+        write("lib/unrelated.py", "import json\n");
+        assert_eq!(scopes(), ["agents/one", "agents/two"]);
+        // no manifest: the folder above the file's packages
+        write("bare/x/__init__.py", "");
+        write("bare/x/agent.py", "import acp\n");
+        write("bare/top.py", "import acp\n");
+        assert_eq!(scopes(), ["agents/one", "agents/two", "bare"]);
+        write("loose.py", "import acp\n");
+        assert_eq!(scopes(), [""]);
+    }
 
     fn module(root: &str) -> Module {
         Module {

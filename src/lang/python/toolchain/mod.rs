@@ -13,6 +13,7 @@ use std::process::{Command, Stdio};
 
 mod copy;
 
+pub(in crate::lang::python) use copy::likely_scopes;
 use copy::{TreeCopy, run};
 
 const CHECK: &str = include_str!("startup_check.py");
