@@ -7,16 +7,17 @@ use super::*;
 pub(super) fn dispatched<'a>(files: &'a [Parsed], method: &str) -> Vec<(usize, Node<'a>)> {
     let mut out = Vec::new();
     for (i, p) in files.iter().enumerate() {
-        if !is_agent_file(p) {
+        if !is_agent_file(p) || !may_name_method(&p.file.text, method) {
             continue;
         }
         let src = p.file.text.as_ref();
         let root = p.tree().root_node();
+        let names = MethodNames::new(root, src);
         let mut arms = Vec::new();
         for case in descendants(root, "switch_case") {
             if case
                 .child_by_field_name("value")
-                .and_then(|v| method_named(v, src, root))
+                .and_then(|v| names.of(v))
                 .is_some_and(|m| m == method)
             {
                 arms.push(case);
@@ -35,7 +36,7 @@ pub(super) fn dispatched<'a>(files: &'a [Parsed], method: &str) -> Vec<(usize, N
                     ]
                     .into_iter()
                     .flatten()
-                    .any(|side| method_named(side, src, root).is_some_and(|m| m == method))
+                    .any(|side| names.of(side).is_some_and(|m| m == method))
             });
             if compares && let Some(then) = cond.child_by_field_name("consequence") {
                 arms.push(then);
@@ -55,7 +56,7 @@ pub(super) fn dispatched<'a>(files: &'a [Parsed], method: &str) -> Vec<(usize, N
             };
             let named = match key.kind() {
                 "property_identifier" => None,
-                _ => method_named(key, src, root),
+                _ => names.of(key),
             };
             if named.is_some_and(|m| m == method)
                 && let Some(v) = pair.child_by_field_name("value")
@@ -67,7 +68,7 @@ pub(super) fn dispatched<'a>(files: &'a [Parsed], method: &str) -> Vec<(usize, N
             let args = arguments(c);
             if callee(c, src).1 == "set"
                 && args.len() == 2
-                && method_named(args[0], src, root).is_some_and(|m| m == method)
+                && names.of(args[0]).is_some_and(|m| m == method)
             {
                 entries.push(args[1]);
             }
@@ -78,7 +79,7 @@ pub(super) fn dispatched<'a>(files: &'a [Parsed], method: &str) -> Vec<(usize, N
                 a.child_by_field_name("right"),
             ) && l.kind() == "subscript_expression"
                 && l.child_by_field_name("index")
-                    .and_then(|k| method_named(k, src, root))
+                    .and_then(|k| names.of(k))
                     .is_some_and(|m| m == method)
             {
                 entries.push(r);
@@ -250,11 +251,18 @@ pub fn handlers<'a>(
     }
     // SDK 2.x: `.onRequest(session/prompt, fn)`, `.onNotification(session/cancel, fn)`
     for (i, p) in files.iter().enumerate() {
-        if !is_agent_file(p) {
+        let src = p.file.text.as_ref();
+        let registers = |role: &str, method: &str| {
+            crate::needles::contains(src, role) && may_name_method(src, method)
+        };
+        if !is_agent_file(p)
+            || !(registers("onRequest", "session/prompt")
+                || registers("onNotification", "session/cancel"))
+        {
             continue;
         }
-        let src = p.file.text.as_ref();
         let root = p.tree().root_node();
+        let names = MethodNames::new(root, src);
         for c in descendants(root, "call_expression") {
             let (obj, name) = callee(c, src);
             let role = match name {
@@ -268,10 +276,7 @@ pub fn handlers<'a>(
             } else {
                 "session/cancel"
             };
-            if obj.is_empty()
-                || args.len() < 2
-                || method_named(args[0], src, root).is_none_or(|m| m != want)
-            {
+            if obj.is_empty() || args.len() < 2 || names.of(args[0]).is_none_or(|m| m != want) {
                 continue;
             }
             let expr = *args.last().expect("two arguments");

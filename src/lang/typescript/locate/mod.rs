@@ -152,43 +152,92 @@ pub fn is_sdk_copy(p: &Parsed) -> bool {
         })
 }
 
-/// The protocol method a node names: a string (`"session/prompt"`), a constant
-/// (`methods.agent.session.prompt`, `AGENT_METHODS.session_prompt`) or a module-level
-/// `const` holding the string.
-pub fn method_named(node: Node, src: &str, root: Node) -> Option<String> {
-    match node.kind() {
-        "string" => string_value(node, src).map(str::to_string),
-        "member_expression" => {
-            let prop = node
-                .child_by_field_name("property")
-                .map(|p| text(p, src))
-                .unwrap_or("");
-            let obj = node.child_by_field_name("object")?;
-            if let Some(rest) = prop.strip_prefix("session_") {
-                return Some(format!("session/{rest}"));
-            }
-            let obj_prop = if obj.kind() == "member_expression" {
-                obj.child_by_field_name("property")
-                    .map(|p| text(p, src))
-                    .unwrap_or("")
-            } else {
-                text(obj, src)
+/// Whether `src` may hold a node [`MethodNames::of`] reads as `method` (`session/<m>`): the
+/// string, `X.session_<m>`, or `session.<m>` (`?.` and spaces allowed around the dot). A
+/// literal test that decides which files are walked for the method: a bundle's modules hold
+/// `session` and `prompt` everywhere, and a walk of each costs seconds.
+pub fn may_name_method(src: &str, method: &str) -> bool {
+    let m = method.strip_prefix("session/").unwrap_or(method);
+    crate::needles::contains(src, &format!("session/{m}"))
+        || crate::needles::contains(src, &format!("session_{m}"))
+        || crate::needles::positions(src, m).any(|at| {
+            let Some(before) = src[..at].trim_end().strip_suffix('.') else {
+                return false;
             };
-            (obj_prop == "session").then(|| format!("session/{prop}"))
+            let before = before.strip_suffix('?').unwrap_or(before);
+            before.trim_end().ends_with("session")
+        })
+}
+
+/// The protocol methods a file's nodes name, read once per file: a string
+/// (`"session/prompt"`), a constant (`methods.agent.session.prompt`,
+/// `AGENT_METHODS.session_prompt`) or a variable holding the string — the file's variables
+/// indexed on the first identifier asked about (a bundle asks about thousands: one pass over
+/// its declarations, not one per question).
+pub struct MethodNames<'t> {
+    root: Node<'t>,
+    src: &'t str,
+    /// Each name's string, from the first declaration of that name with a value.
+    constants: std::cell::OnceCell<std::collections::HashMap<&'t str, Option<&'t str>>>,
+}
+
+impl<'t> MethodNames<'t> {
+    pub fn new(root: Node<'t>, src: &'t str) -> Self {
+        MethodNames {
+            root,
+            src,
+            constants: std::cell::OnceCell::new(),
         }
-        "identifier" => {
-            let name = text(node, src);
-            descendants(root, "variable_declarator")
-                .into_iter()
-                .filter(|d| {
-                    d.child_by_field_name("name")
-                        .is_some_and(|n| text(n, src) == name)
-                })
-                .find_map(|d| d.child_by_field_name("value"))
-                .and_then(|v| string_value(v, src))
-                .map(str::to_string)
+    }
+
+    /// The protocol method `node` names.
+    pub fn of(&self, node: Node<'t>) -> Option<String> {
+        let src = self.src;
+        match node.kind() {
+            "string" => string_value(node, src).map(str::to_string),
+            "member_expression" => {
+                let prop = node
+                    .child_by_field_name("property")
+                    .map(|p| text(p, src))
+                    .unwrap_or("");
+                let obj = node.child_by_field_name("object")?;
+                if let Some(rest) = prop.strip_prefix("session_") {
+                    return Some(format!("session/{rest}"));
+                }
+                let obj_prop = if obj.kind() == "member_expression" {
+                    obj.child_by_field_name("property")
+                        .map(|p| text(p, src))
+                        .unwrap_or("")
+                } else {
+                    text(obj, src)
+                };
+                (obj_prop == "session").then(|| format!("session/{prop}"))
+            }
+            "identifier" => self
+                .constants()
+                .get(text(node, src))
+                .copied()
+                .flatten()
+                .map(str::to_string),
+            _ => None,
         }
-        _ => None,
+    }
+
+    fn constants(&self) -> &std::collections::HashMap<&'t str, Option<&'t str>> {
+        self.constants.get_or_init(|| {
+            let mut by_name = std::collections::HashMap::new();
+            for d in descendants(self.root, "variable_declarator") {
+                if let (Some(name), Some(value)) = (
+                    d.child_by_field_name("name"),
+                    d.child_by_field_name("value"),
+                ) {
+                    by_name
+                        .entry(text(name, self.src))
+                        .or_insert_with(|| string_value(value, self.src));
+                }
+            }
+            by_name
+        })
     }
 }
 
@@ -298,5 +347,42 @@ pub(super) fn candidate(files: &[Parsed], file: usize, line: usize, name: &str) 
             line,
         },
         name: name.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The literal test admits every text in which `MethodNames` can read the method, and
+    /// turns down those that only use the words.
+    #[test]
+    fn a_file_may_name_a_method_only_where_the_reader_can_find_it() {
+        let admitted = [
+            r#"switch (m.method) { case "session/prompt": return 1 }"#,
+            "const P = 'session/prompt';",
+            "if (msg.method === AGENT_METHODS.session_prompt) {}",
+            "map.set(methods.agent.session.prompt, f)",
+            "map.set(methods.agent.session\n    ?.prompt, f)",
+            "x[session . prompt] = f",
+        ];
+        for text in admitted {
+            assert!(may_name_method(text, "session/prompt"), "{text:?}");
+            let tree = crate::lang::typescript::syntax::parse(text, false);
+            let names = MethodNames::new(tree.root_node(), text);
+            let mut read = Vec::new();
+            crate::lang::tree::walk(tree.root_node(), &mut |n| {
+                read.extend(names.of(n));
+                true
+            });
+            assert!(read.iter().any(|m| m == "session/prompt"), "{text:?}: {read:?}");
+        }
+        for text in [
+            "const prompt = session.getPrompt();",
+            "// session: the user's prompt",
+            "const s = 'session/update';",
+        ] {
+            assert!(!may_name_method(text, "session/prompt"), "{text:?}");
+        }
     }
 }

@@ -20,11 +20,16 @@ static BOUND_SENDS: LazyLock<ShapeQuery> = LazyLock::new(|| {
 pub fn sends(files: &[Parsed]) -> Result<Vec<Send<'_>>> {
     let mut out: Vec<Send> = Vec::new();
     for (i, p) in files.iter().enumerate() {
-        if !is_agent_file(p) {
+        let src = p.file.text.as_ref();
+        // every send below names the method: `sessionUpdate`, or `session/update` as
+        // `MethodNames` reads it
+        let may_send = crate::needles::contains(src, "sessionUpdate")
+            || may_name_method(src, "session/update");
+        if !is_agent_file(p) || !may_send {
             continue;
         }
-        let src = p.file.text.as_ref();
         let root = p.tree().root_node();
+        let names = MethodNames::new(root, src);
         for c in descendants(root, "call_expression") {
             let Some(f) = c.child_by_field_name("function") else {
                 continue;
@@ -41,7 +46,7 @@ pub fn sends(files: &[Parsed]) -> Result<Vec<Send<'_>>> {
                 Some("sessionUpdate") => obj.kind() != "super",
                 _ => args
                     .first()
-                    .and_then(|a| method_named(*a, src, root))
+                    .and_then(|a| names.of(*a))
                     .is_some_and(|m| m == "session/update"),
             };
             if !sdk {
@@ -79,7 +84,7 @@ pub fn sends(files: &[Parsed]) -> Result<Vec<Send<'_>>> {
                         .is_some_and(|k| text(k, src).trim_matches(['"', '\'']) == "method")
                     && pair
                         .child_by_field_name("value")
-                        .and_then(|v| method_named(v, src, root))
+                        .and_then(|v| names.of(v))
                         .is_some_and(|m| m == "session/update")
             });
             if !is_update || in_inserted_connection(obj, src) {
