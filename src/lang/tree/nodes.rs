@@ -11,8 +11,19 @@ pub fn line(n: Node) -> usize {
     n.start_position().row + 1
 }
 
-/// The text of a node's `name` field (empty when it has none).
+/// The text of a node's `name` field (empty when it has none); a JavaScript class expression
+/// a declaration binds (`var Agent = class { ... }`, what bundlers emit) is named by it.
 pub fn name_of<'a>(node: Node, src: &'a str) -> &'a str {
+    if node.kind() == "class"
+        && let Some(binding) = node.parent().filter(|d| {
+            d.kind() == "variable_declarator" && d.child_by_field_name("value") == Some(node)
+        })
+    {
+        return binding
+            .child_by_field_name("name")
+            .filter(|n| n.kind() == "identifier")
+            .map_or("", |n| text(n, src));
+    }
     node.child_by_field_name("name")
         .map(|n| text(n, src))
         .unwrap_or("")

@@ -199,7 +199,7 @@ pub fn this_class(func: Node) -> Option<Node> {
                 return enclosing_class(f);
             }
             "function_declaration" | "function_expression" | "generator_function" => return None,
-            "class_declaration" | "abstract_class_declaration" => return Some(f),
+            "class_declaration" | "abstract_class_declaration" | "class" => return Some(f),
             _ => {}
         }
         cur = f.parent();

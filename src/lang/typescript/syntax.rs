@@ -113,6 +113,12 @@ pub fn mask_grammar_gaps(text: &str) -> std::borrow::Cow<'_, str> {
 pub fn classes(root: Node) -> Vec<Node> {
     let mut out = descendants(root, "class_declaration");
     out.extend(descendants(root, "abstract_class_declaration"));
+    // `var Agent = class { ... }`: a class a declaration binds (see `name_of`)
+    out.extend(descendants(root, "class").into_iter().filter(|c| {
+        c.parent().is_some_and(|d| {
+            d.kind() == "variable_declarator" && d.child_by_field_name("value") == Some(*c)
+        })
+    }));
     out.sort_by_key(|n| n.start_byte());
     out
 }

@@ -375,7 +375,10 @@ mod tests {
                 read.extend(names.of(n));
                 true
             });
-            assert!(read.iter().any(|m| m == "session/prompt"), "{text:?}: {read:?}");
+            assert!(
+                read.iter().any(|m| m == "session/prompt"),
+                "{text:?}: {read:?}"
+            );
         }
         for text in [
             "const prompt = session.getPrompt();",

@@ -72,7 +72,10 @@ fn method_of<'t>(node: Node<'t>) -> Option<Node<'t>> {
 fn class_of<'t>(node: Node<'t>) -> Option<Node<'t>> {
     let mut cur = node.parent();
     while let Some(n) = cur {
-        if matches!(n.kind(), "class_declaration" | "abstract_class_declaration") {
+        if matches!(
+            n.kind(),
+            "class_declaration" | "abstract_class_declaration" | "class"
+        ) {
             return Some(n);
         }
         cur = n.parent();
