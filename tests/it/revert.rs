@@ -529,3 +529,27 @@ fn agents_own_names_containing_the_marker_do_not_block_revert() {
         round_trip(original.path());
     }
 }
+
+/// Revert names the pieces apply named, each once and at the same line: a send wrapped by
+/// two insertions on its line is one piece both ways (it was listed twice by revert).
+#[test]
+fn revert_lists_the_pieces_apply_listed() {
+    let pieces = |run: &Run| -> Vec<String> {
+        run.stderr
+            .lines()
+            .filter(|l| l.starts_with("  "))
+            .map(str::to_string)
+            .collect()
+    };
+    for case in [
+        "python/asyncio_agent",
+        "python/callback_agent",
+        "typescript/sdk1_agent",
+        "rust/trait_agent",
+    ] {
+        let dir = copy_tree(&fixture(case).join("before"));
+        let applied = pieces(&apply_ok(dir.path()));
+        assert!(applied.len() > 4, "{case}: {applied:?}");
+        assert_eq!(pieces(&revert_ok(dir.path())), applied, "{case}");
+    }
+}

@@ -122,6 +122,10 @@ pub(super) fn removal_plan(inv: &Inventory) -> Result<(Plan, Vec<Placed>)> {
     }
     plan.sort();
     removed.sort_by(|a, b| (&a.file, a.line).cmp(&(&b.file, b.line)));
+    // a piece made of several insertions on one line (around a send) is one piece, as apply
+    // counts it
+    let mut seen = std::collections::HashSet::new();
+    removed.retain(|p| seen.insert((p.file.clone(), p.line, p.piece.clone())));
     Ok((plan, removed))
 }
 
