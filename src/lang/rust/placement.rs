@@ -162,6 +162,10 @@ pub fn findings(input: &Input) -> Vec<Finding> {
             }
         }
     }
+    // the SDK path (the raw one has no handlers here and checks its own starts)
+    if !input.handlers.is_empty() {
+        stray_starts(input, &mut out);
+    }
     // every `turn_end(&acp_turn, ..)` reads an `acp_turn` bound before it
     for t in input.turn_ends {
         if !t.respond.anchor.wrapped {
@@ -262,6 +266,101 @@ pub fn findings(input: &Input) -> Vec<Finding> {
         }
     }
     out
+}
+
+/// The calls that start a turn (`acp_progress::begin|open|turn(..)`).
+const STARTS: [&str; 3] = [
+    "acp_progress::begin(",
+    "acp_progress::open(",
+    "acp_progress::turn(",
+];
+
+/// Every turn start in the agent's code that is not a prompt handler's own: a fn the handler
+/// calls with its request, responder or connection (a helper, never called by the SDK) that
+/// starts a turn too ends the handler's turn at once (no card) and, as its guard drops when it
+/// returns, fails the new one. Turn starts inside macro arguments are not seen.
+fn stray_starts(input: &Input, out: &mut Vec<Finding>) {
+    let files = input.files;
+    let mut own: Vec<(usize, std::ops::Range<usize>)> = Vec::new();
+    for h in input.handlers {
+        let file = h.anchor.site.file;
+        match &h.block {
+            Some(block) => {
+                if let Some((_, stmt)) = find_stmt(&files[file].file.text, block, &STARTS) {
+                    own.push((file, stmt.span().byte_range()));
+                }
+            }
+            None => own.push((file, h.expr.clone())),
+        }
+    }
+    struct V(Vec<(std::ops::Range<usize>, usize, String)>);
+    impl<'ast> Visit<'ast> for V {
+        fn visit_expr_call(&mut self, c: &'ast syn::ExprCall) {
+            if let syn::Expr::Path(p) = &*c.func {
+                let segs: Vec<String> = p
+                    .path
+                    .segments
+                    .iter()
+                    .map(|s| s.ident.to_string())
+                    .collect();
+                if let [.., module, what] = segs.as_slice()
+                    && module == "acp_progress"
+                    && ["begin", "open", "turn"].contains(&what.as_str())
+                {
+                    self.0
+                        .push((c.span().byte_range(), c.span().start().line, what.clone()));
+                }
+            }
+            syn::visit::visit_expr_call(self, c);
+        }
+    }
+    for (i, p) in files.iter().enumerate() {
+        let Some(ast) = &p.ast else { continue };
+        if p.file.text.starts_with(runtime::MARKER) {
+            continue;
+        }
+        let mut v = V(Vec::new());
+        v.visit_file(ast);
+        for (range, line, what) in v.0 {
+            if own
+                .iter()
+                .any(|(f, r)| *f == i && r.start <= range.start && range.end <= r.end)
+            {
+                continue;
+            }
+            let within = |r: std::ops::Range<usize>| r.start <= range.start && range.end <= r.end;
+            let fns = input
+                .collected
+                .fns
+                .iter()
+                .filter(|(f, x)| *f == i && within(x.span().byte_range()))
+                .map(|(_, x)| (x.span().byte_range().len(), x.sig.ident.to_string()));
+            let methods = input
+                .collected
+                .methods
+                .iter()
+                .filter(|(f, _, x)| *f == i && within(x.span().byte_range()))
+                .map(|(_, ty, x)| {
+                    (
+                        x.span().byte_range().len(),
+                        format!("{ty}::{}", x.sig.ident),
+                    )
+                });
+            let name = fns
+                .chain(methods)
+                .min_by_key(|(len, _)| *len)
+                .map(|(_, name)| format!("{name}, which is not a prompt handler the SDK calls,"))
+                .unwrap_or_else(|| "code outside the prompt handlers".to_string());
+            out.push(bad(
+                "hook.start",
+                i,
+                line,
+                format!(
+                    "{name} starts a turn of its own (`acp_progress::{what}`): called in a prompt's path, it ends the handler's turn at once (no card) and fails its own when it returns; remove the line (apply starts a turn only in the prompt handlers)"
+                ),
+            ));
+        }
+    }
 }
 
 fn check_args(out: &mut Vec<Finding>, h: &Handler, stmt: &syn::Stmt, line: usize) {

@@ -109,14 +109,38 @@ pub fn prompt_handlers(
         .filter(|(_, closure, registered, _)| is_prompt_closure(closure, *registered))
         .map(|(_, closure, ..)| quote::ToTokens::to_token_stream(closure).to_string())
         .collect();
-    for (file, f) in &c.fns {
+    // a fn with the prompt's parameters that another prompt handler calls is a helper of that
+    // handler (it is handed the request, the responder or the connection; the SDK never calls
+    // it): its turn would replace the handler's
+    let fn_candidates: Vec<&(usize, syn::ItemFn)> = c
+        .fns
+        .iter()
+        .filter(|(_, f)| fn_is_prompt_handler(&f.sig))
+        .collect();
+    let bodies: Vec<(Option<&syn::Ident>, proc_macro2::TokenStream)> = c
+        .closures
+        .iter()
+        .filter(|(_, closure, registered, _)| is_prompt_closure(closure, *registered))
+        .map(|(_, closure, ..)| (None, quote::ToTokens::to_token_stream(&closure.body)))
+        .chain(fn_candidates.iter().map(|(_, f)| {
+            (
+                Some(&f.sig.ident),
+                quote::ToTokens::to_token_stream(&f.block),
+            )
+        }))
+        .collect();
+    let called_by_handler = |f: &syn::ItemFn| {
+        bodies.iter().any(|(caller, body)| {
+            *caller != Some(&f.sig.ident) && calls_fn(body.clone(), &f.sig.ident)
+        })
+    };
+    for (file, f) in fn_candidates {
         let called = format!("{} (", f.sig.ident);
-        let strict = fn_is_prompt_handler(&f.sig) && f.sig.inputs.len() == 3;
-        let loose = fn_is_prompt_handler(&f.sig)
-            && !closure_calls
-                .iter()
-                .any(|t| t.contains(&called) || t.contains(&format!(":: {called}")));
-        if strict || loose {
+        let strict = f.sig.inputs.len() == 3;
+        let loose = !closure_calls
+            .iter()
+            .any(|t| t.contains(&called) || t.contains(&format!(":: {called}")));
+        if (strict || loose) && !called_by_handler(f) {
             match entry_fn(
                 files,
                 *file,
@@ -131,6 +155,25 @@ pub fn prompt_handlers(
         }
     }
     (found, refused)
+}
+
+/// Whether a body calls the fn `name` (`name(..)`, `path::name(..)`; not a method of that
+/// name), macro arguments included (`tokio::select!`, `#[cfg]`-gated code alike).
+fn calls_fn(body: proc_macro2::TokenStream, name: &syn::Ident) -> bool {
+    use proc_macro2::{Delimiter, TokenTree};
+    let tokens: Vec<TokenTree> = body.into_iter().collect();
+    tokens.iter().enumerate().any(|(i, t)| match t {
+        TokenTree::Group(g) => calls_fn(g.stream(), name),
+        TokenTree::Ident(id) if id == name => {
+            let call = matches!(tokens.get(i + 1), Some(TokenTree::Group(g)) if g.delimiter() == Delimiter::Parenthesis);
+            let after = |c: char| {
+                i > 0 && matches!(&tokens[i - 1], TokenTree::Punct(p) if p.as_char() == c)
+            };
+            let defined = i > 0 && matches!(&tokens[i - 1], TokenTree::Ident(k) if k == "fn");
+            call && !after('.') && !defined
+        }
+        _ => false,
+    })
 }
 
 fn is_prompt_closure(c: &syn::ExprClosure, registered: bool) -> bool {
@@ -336,4 +379,37 @@ pub fn method_handler(
         },
         self_ty: Some(ty.to_string()),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::calls_fn;
+
+    fn calls(body: &str, name: &str) -> bool {
+        calls_fn(
+            body.parse().unwrap(),
+            &syn::Ident::new(name, proc_macro2::Span::call_site()),
+        )
+    }
+
+    #[test]
+    fn a_call_of_the_fn_is_seen_in_nested_blocks_paths_and_macros() {
+        assert!(calls(
+            "{ cx.spawn(async move { let g = watch(&req, &responder, &cx); }) }",
+            "watch"
+        ));
+        assert!(calls("{ prompt::watch(&req) }", "watch"));
+        assert!(calls(
+            "{ tokio::select! { _ = watch(&req) => {} } }",
+            "watch"
+        ));
+    }
+
+    #[test]
+    fn a_method_a_definition_or_a_mention_is_not_a_call() {
+        assert!(!calls("{ self.watch(&req) }", "watch"));
+        assert!(!calls("{ fn watch(req: &PromptRequest) {} }", "watch"));
+        assert!(!calls("{ register(watch) }", "watch"));
+        assert!(!calls("{ watcher(&req) }", "watch"));
+    }
 }
