@@ -131,3 +131,30 @@ fn env_prefix_renames_every_variable() {
     }
     assert!(!module.contains("\"ACP_"), "an ACP_ variable is left");
 }
+
+#[test]
+fn verify_reports_a_turn_started_again_in_a_helper_the_handler_calls() {
+    // as an earlier acp-patch left zeph-acp: a helper handed the request, the responder and
+    // the connection opened a turn of its own, which ends the handler's at once
+    let dir = applied(&case("helper_fn_agent"));
+    edit(
+        dir.path(),
+        "src/prompt.rs",
+        ") -> tokio::sync::oneshot::Sender<()> {\n",
+        ") -> tokio::sync::oneshot::Sender<()> {\n    let _acp_turn = crate::acp_progress::begin(&cx, &request.session_id);\n",
+    );
+    let run = acp_patch(&["verify", path_str(dir.path())], None);
+    assert_eq!(run.code, 1, "{}", run.stdout);
+    assert!(
+        run.stdout.contains("malformed  hook.start"),
+        "{}",
+        run.stdout
+    );
+    assert!(
+        run.stdout.contains(
+            "spawn_cancel_watch, which is not a prompt handler the SDK calls, starts a turn of its own"
+        ),
+        "{}",
+        run.stdout
+    );
+}
