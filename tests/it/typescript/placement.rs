@@ -209,3 +209,35 @@ fn apply_at_a_monorepo_root_spells_imports_from_the_agent() {
     link_node_modules(&pike, "sdk1_agent");
     tsc(&pike, "sdk1_agent");
 }
+
+#[test]
+fn verify_reports_a_session_id_read_from_the_wrong_object() {
+    // the handlers are handed the whole JSON-RPC request: a turn or cancel reading
+    // `request.sessionId` (undefined: the card would go out on no session) is malformed
+    let dir = applied("raw_envelope");
+    edit(
+        dir.path(),
+        "src/server.ts",
+        "request.params.sessionId, async () => {",
+        "request.sessionId, async () => {",
+    );
+    edit(
+        dir.path(),
+        "src/server.ts",
+        "acpProgress.cancel(request.params.sessionId);",
+        "acpProgress.cancel(request.sessionId);",
+    );
+    let v = verify(dir.path());
+    assert_eq!(v.code, 1, "{}", v.stdout);
+    assert!(v.stdout.contains("malformed  bound"), "{}", v.stdout);
+    for what in ["turn start", "cancel"] {
+        assert!(
+            v.stdout.contains(&format!(
+                "the {what} reads the session id as `request.sessionId`, but"
+            )) && v.stdout.contains("is handed the whole JSON-RPC message"),
+            "{what}: {}",
+            v.stdout
+        );
+    }
+    assert!(!v.stdout.contains("checks hold"), "{}", v.stdout);
+}

@@ -2,150 +2,6 @@
 
 use super::*;
 
-/// The function a hand-rolled dispatcher calls for `method` (`case "session/prompt": return
-/// this.prompt(msg.params)`, `if (msg.method === "session/prompt") ...`).
-pub(super) fn dispatched<'a>(files: &'a [Parsed], method: &str) -> Vec<(usize, Node<'a>)> {
-    let mut out = Vec::new();
-    for (i, p) in files.iter().enumerate() {
-        if !is_agent_file(p) || !may_name_method(&p.file.text, method) {
-            continue;
-        }
-        let src = p.file.text.as_ref();
-        let root = p.tree().root_node();
-        let names = MethodNames::new(root, src);
-        let mut arms = Vec::new();
-        for case in descendants(root, "switch_case") {
-            if case
-                .child_by_field_name("value")
-                .and_then(|v| names.of(v))
-                .is_some_and(|m| m == method)
-            {
-                arms.push(case);
-            }
-        }
-        for cond in descendants(root, "if_statement") {
-            let Some(c) = cond.child_by_field_name("condition") else {
-                continue;
-            };
-            let compares = descendants(c, "binary_expression").into_iter().any(|b| {
-                let op = b.child_by_field_name("operator").map(|o| text(o, src));
-                matches!(op, Some("===" | "=="))
-                    && [
-                        b.child_by_field_name("left"),
-                        b.child_by_field_name("right"),
-                    ]
-                    .into_iter()
-                    .flatten()
-                    .any(|side| names.of(side).is_some_and(|m| m == method))
-            });
-            if compares && let Some(then) = cond.child_by_field_name("consequence") {
-                arms.push(then);
-            }
-        }
-        // a handler map: `{ "session/prompt": handlePrompt }`, `[METHODS.prompt]: ...`,
-        // `map.set("session/prompt", fn)`, `handlers["session/prompt"] = fn`
-        let mut entries: Vec<Node> = Vec::new();
-        for pair in descendants(root, "pair") {
-            let Some(key) = pair.child_by_field_name("key") else {
-                continue;
-            };
-            let key = if key.kind() == "computed_property_name" {
-                key.named_child(0).unwrap_or(key)
-            } else {
-                key
-            };
-            let named = match key.kind() {
-                "property_identifier" => None,
-                _ => names.of(key),
-            };
-            if named.is_some_and(|m| m == method)
-                && let Some(v) = pair.child_by_field_name("value")
-            {
-                entries.push(v);
-            }
-        }
-        for c in descendants(root, "call_expression") {
-            let args = arguments(c);
-            if callee(c, src).1 == "set"
-                && args.len() == 2
-                && names.of(args[0]).is_some_and(|m| m == method)
-            {
-                entries.push(args[1]);
-            }
-        }
-        for a in descendants(root, "assignment_expression") {
-            if let (Some(l), Some(r)) = (
-                a.child_by_field_name("left"),
-                a.child_by_field_name("right"),
-            ) && l.kind() == "subscript_expression"
-                && l.child_by_field_name("index")
-                    .and_then(|k| names.of(k))
-                    .is_some_and(|m| m == method)
-            {
-                entries.push(r);
-            }
-        }
-        for v in entries {
-            let target = match v.kind() {
-                "arrow_function" | "function_expression" | "function" => Some((i, v)),
-                "identifier" => super::classes::resolve_function(files, i, text(v, src)),
-                "member_expression" => {
-                    let obj = v.child_by_field_name("object").map(|o| text(o, src));
-                    let prop = v.child_by_field_name("property").map(|o| text(o, src));
-                    match (obj, prop) {
-                        (Some("this"), Some(name)) => enclosing_class(v)
-                            .and_then(|class| member(files, i, class, name))
-                            .and_then(|(f, m)| member_function(m).map(|func| (f, func))),
-                        _ => None,
-                    }
-                }
-                // `this.handlePrompt.bind(this)`
-                "call_expression" if callee(v, src).1 == "bind" => v
-                    .child_by_field_name("function")
-                    .and_then(|f| f.child_by_field_name("object"))
-                    .filter(|o| text(*o, src).starts_with("this."))
-                    .and_then(|o| {
-                        let name = text(o, src).strip_prefix("this.")?;
-                        let class = enclosing_class(v)?;
-                        let (f, m) = member(files, i, class, name)?;
-                        member_function(m).map(|func| (f, func))
-                    }),
-                _ => None,
-            };
-            if let Some(t) = target
-                && !out.contains(&t)
-            {
-                out.push(t);
-            }
-        }
-        for arm in arms {
-            let target = descendants(arm, "call_expression")
-                .into_iter()
-                .find_map(|c| {
-                    let (obj, name) = callee(c, src);
-                    if obj == "this" {
-                        let class = enclosing_class(c)?;
-                        let (f, m) = member(files, i, class, name)?;
-                        Some((f, member_function(m)?))
-                    } else if obj.is_empty() {
-                        top_level_functions(root, src)
-                            .into_iter()
-                            .find(|(n, _)| n == name)
-                            .map(|(_, d)| (i, d))
-                    } else {
-                        None
-                    }
-                });
-            if let Some(t) = target
-                && !out.contains(&t)
-            {
-                out.push(t);
-            }
-        }
-    }
-    out
-}
-
 /// Every handler the SDK (or the agent's own dispatcher) calls for `session/prompt` and
 /// `session/cancel`, each with its cover; `pins` narrows them (and may name a prompt
 /// method the SDK binding was not found for).
@@ -312,7 +168,7 @@ pub fn handlers<'a>(
         (Role::Prompt, "session/prompt"),
         (Role::Cancel, "session/cancel"),
     ] {
-        for (f, func) in dispatched(files, method) {
+        for (f, func, passed) in dispatched(files, method) {
             let conn = match role {
                 Role::Prompt => raw_connection(decisions, files, f, func, sends, pins)?,
                 Role::Cancel => None, // a cancel sends nothing
@@ -325,7 +181,7 @@ pub fn handlers<'a>(
                         name: qualified(files, f, func),
                     },
                     role,
-                    cover: body_cover(files, f, func, conn)?,
+                    cover: dispatched_cover(files, f, func, conn, passed)?,
                 },
             );
         }
@@ -516,7 +372,7 @@ pub(super) fn select<'a>(
                 name: qualified(files, f, func),
             },
             role: Role::Prompt,
-            cover: body_cover(files, f, func, conn)?,
+            cover: dispatched_cover(files, f, func, conn, Passed::Unknown)?,
         });
         if let Some((cf, cm)) = member(files, f, class, "cancel")
             && let Some(cfunc) = member_function(cm)
@@ -528,7 +384,7 @@ pub(super) fn select<'a>(
                     name: qualified(files, cf, cfunc),
                 },
                 role: Role::Cancel,
-                cover: body_cover(files, cf, cfunc, conn)?,
+                cover: dispatched_cover(files, cf, cfunc, conn, Passed::Unknown)?,
             });
         }
     }

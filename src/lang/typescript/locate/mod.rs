@@ -9,6 +9,7 @@
 
 mod classes;
 mod connection;
+mod dispatch;
 mod flow;
 mod handlers;
 mod sends;
@@ -16,6 +17,7 @@ mod sends;
 use classes::{Built, object_function, sdk_built, sdk_classes};
 pub use connection::field_candidates;
 use connection::{pinned_connection, raw_connection, stored_connection, used_connection};
+use dispatch::dispatched;
 pub use handlers::handlers;
 pub use sends::sends;
 
@@ -45,10 +47,23 @@ pub enum Cover<'a> {
         func: Node<'a>,
         conn: Option<Conn>,
         session_id: String,
+        /// What the handler is handed, when a dispatcher (or its own reads) shows it.
+        passed: Passed,
     },
     /// The function value handed to the SDK is wrapped (`handler(fn)` / `cancelHandler(fn)`):
     /// the SDK's context carries the client and the params.
     Value { expr: Node<'a>, wrapped: bool },
+}
+
+/// What an agent's own dispatcher hands the function it calls for a method, with why (for the
+/// report): the message it dispatches on (the whole JSON-RPC request, whose session id is
+/// `params.sessionId`), that message's `params` (whose session id is `sessionId`), or what no
+/// dispatcher shows (the SDK's params).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Passed {
+    Unknown,
+    Params(String),
+    Envelope(String),
 }
 
 /// The connection a start card goes out on: where it is bound, as the handler spells it
@@ -284,9 +299,8 @@ pub(super) fn qualified(files: &[Parsed], file: usize, func: Node) -> String {
     }
 }
 
-/// The session id of a request, as the handler spells it: `params.sessionId`, or `sessionId`
-/// when the request is destructured.
-pub(super) fn session_id_of(func: Node, src: &str) -> Option<String> {
+/// The pattern of a function's first parameter.
+fn first_pattern(func: Node) -> Option<Node> {
     let params = func
         .child_by_field_name("parameters")
         .map(named_children)
@@ -295,7 +309,40 @@ pub(super) fn session_id_of(func: Node, src: &str) -> Option<String> {
         Some(p) => *p,
         None => func.child_by_field_name("parameter")?,
     };
-    let pattern = first.child_by_field_name("pattern").unwrap_or(first);
+    Some(first.child_by_field_name("pattern").unwrap_or(first))
+}
+
+/// The session id of a request, as the handler spells it: `params.sessionId`, or `sessionId`
+/// when the request is destructured; when the handler is handed the whole JSON-RPC message
+/// (`envelope`), `msg.params.sessionId`, or `params.sessionId` when it destructures `params`.
+pub(super) fn session_id_of(func: Node, src: &str, envelope: bool) -> Option<String> {
+    let pattern = first_pattern(func)?;
+    if envelope {
+        return match pattern.kind() {
+            "identifier" => Some(format!("{}.params.sessionId", text(pattern, src))),
+            "object_pattern" => named_children(pattern)
+                .into_iter()
+                .find_map(|p| match p.kind() {
+                    "shorthand_property_identifier_pattern" if text(p, src) == "params" => {
+                        Some("params.sessionId".to_string())
+                    }
+                    "pair_pattern"
+                        if p.child_by_field_name("key")
+                            .is_some_and(|k| text(k, src) == "params") =>
+                    {
+                        let v = p.child_by_field_name("value")?;
+                        params_session_id(v, src)
+                    }
+                    _ => None,
+                }),
+            _ => None,
+        };
+    }
+    params_session_id(pattern, src)
+}
+
+/// The session id of the params a pattern binds.
+fn params_session_id(pattern: Node, src: &str) -> Option<String> {
     match pattern.kind() {
         "identifier" => Some(format!("{}.sessionId", text(pattern, src))),
         "object_pattern" => named_children(pattern)
@@ -324,8 +371,64 @@ pub(super) fn body_cover<'a>(
     func: Node<'a>,
     conn: Option<Conn>,
 ) -> Result<Cover<'a>> {
+    cover_of(files, file, func, conn, Passed::Unknown)
+}
+
+/// Whether a function reads `<first parameter>.params` (only a whole JSON-RPC message has
+/// `params`; the params of `session/prompt` and `session/cancel` have none), with where.
+fn reads_params(files: &[Parsed], file: usize, func: Node) -> Option<usize> {
     let src = files[file].file.text.as_ref();
-    let session_id = session_id_of(func, src).ok_or_else(|| Error::Unsupported {
+    let pattern = first_pattern(func).filter(|p| p.kind() == "identifier")?;
+    let name = text(pattern, src);
+    let body = func.child_by_field_name("body")?;
+    descendants(body, "member_expression")
+        .into_iter()
+        .find(|m| {
+            m.child_by_field_name("object")
+                .is_some_and(|o| o.kind() == "identifier" && text(o, src) == name)
+                && m.child_by_field_name("property")
+                    .is_some_and(|p| text(p, src) == "params")
+        })
+        .map(|m| line(m))
+}
+
+/// The cover of a handler an agent's own dispatcher calls, handed `passed`: when no dispatcher
+/// shows what, a handler that reads `<parameter>.params` is handed the whole message.
+pub(super) fn dispatched_cover<'a>(
+    files: &'a [Parsed],
+    file: usize,
+    func: Node<'a>,
+    conn: Option<Conn>,
+    passed: Passed,
+) -> Result<Cover<'a>> {
+    let src = files[file].file.text.as_ref();
+    let passed = match passed {
+        Passed::Unknown => match reads_params(files, file, func) {
+            Some(at) => Passed::Envelope(format!(
+                "it reads `{}.params` ({}:{at}): it is handed the whole JSON-RPC message",
+                first_pattern(func)
+                    .map(|p| text(p, src))
+                    .unwrap_or_default(),
+                files[file].file.rel
+            )),
+            None => Passed::Unknown,
+        },
+        known => known,
+    };
+    cover_of(files, file, func, conn, passed)
+}
+
+/// The cover of a handler handed `passed` (an SDK's handler: the params).
+fn cover_of<'a>(
+    files: &'a [Parsed],
+    file: usize,
+    func: Node<'a>,
+    conn: Option<Conn>,
+    passed: Passed,
+) -> Result<Cover<'a>> {
+    let src = files[file].file.text.as_ref();
+    let envelope = matches!(passed, Passed::Envelope(_));
+    let session_id = session_id_of(func, src, envelope).ok_or_else(|| Error::Unsupported {
         file: files[file].file.rel.clone(),
         line: line(func),
         message: format!(
@@ -337,6 +440,7 @@ pub(super) fn body_cover<'a>(
         func,
         conn,
         session_id,
+        passed,
     })
 }
 

@@ -2,6 +2,52 @@
 
 use super::*;
 
+/// The session id a present turn start or cancel reads (`read`, its argument), against the
+/// one the handler is handed (`session`: as apply spells it, and what the handler is handed):
+/// a handler handed the whole JSON-RPC message must read `msg.params.sessionId`, one handed the
+/// params `params.sessionId`.
+pub(super) fn check_session(
+    b: &mut Builder,
+    h: &Handler,
+    read: Option<Node>,
+    session: (&str, &Passed),
+    what: &str,
+) {
+    let file = h.file();
+    let src = b.files[file].file.text.as_ref();
+    let (want, passed) = session;
+    let Some(read) = read else { return };
+    let read_text: String = text(read, src).split_whitespace().collect();
+    let (handed, why) = match passed {
+        Passed::Envelope(why) => ("the whole JSON-RPC message", why),
+        Passed::Params(why) => ("the params of the request", why),
+        Passed::Unknown => return,
+    };
+    if read_text == want {
+        b.finding(
+            "bound",
+            Status::Ok,
+            file,
+            line(read),
+            format!(
+                "`{want}` read by the {what}: the session id of {handed} `{}` is handed ({why})",
+                h.anchor.name
+            ),
+        );
+    } else {
+        b.finding(
+            "bound",
+            Status::Malformed,
+            file,
+            line(read),
+            format!(
+                "the {what} reads the session id as `{read_text}`, but `{}` is handed {handed} ({why}): its session id is `{want}`",
+                h.anchor.name
+            ),
+        );
+    }
+}
+
 /// A block's statements can take a line of their own at its top and bottom: its `{` ends a line
 /// and its `}` starts one.
 pub(super) fn block_on_own_lines(block: Node, src: &str) -> bool {
@@ -119,8 +165,9 @@ pub(super) fn prompt_cover(
     h: &Handler,
     func: Node,
     conn: &Option<Conn>,
-    session_id: &str,
+    session: (&str, &Passed),
 ) -> Result<()> {
+    let session_id = session.0;
     let file = h.file();
     let p = &b.files[file];
     let src = p.file.text.as_ref();
@@ -219,6 +266,8 @@ pub(super) fn prompt_cover(
                 );
             }
             check_reads(b, file, func, call, "turn start");
+            let read = arguments(call).get(1).copied();
+            check_session(b, h, read, session, "turn start");
             connection_finding(b, conn);
             return Ok(());
         }
@@ -292,6 +341,8 @@ pub(super) fn prompt_cover(
                 Some(body.end_position().row + 1),
             );
             check_reads(b, file, func, body, "turn start");
+            let read = arguments(body).get(1).copied();
+            check_session(b, h, read, session, "turn start");
             connection_finding(b, conn);
             return Ok(());
         }
@@ -333,8 +384,9 @@ pub(super) fn cancel_cover(
     b: &mut Builder,
     h: &Handler,
     func: Node,
-    session_id: &str,
+    session: (&str, &Passed),
 ) -> Result<()> {
+    let session_id = session.0;
     let file = h.file();
     let p = &b.files[file];
     let src = p.file.text.as_ref();
@@ -345,7 +397,9 @@ pub(super) fn cancel_cover(
     let style = b.style(file);
     let code = restyle(&format!("{NS}.cancel({session_id});"), style);
     if body.kind() == "statement_block" {
-        if let Some((_, stmt, _)) = ns_statement(body, "cancel", src) {
+        if let Some((_, stmt, call)) = ns_statement(body, "cancel", src) {
+            let read = arguments(call).first().copied();
+            check_session(b, h, read, session, "cancel");
             let indent = indent_at(src, stmt.start_byte());
             let (at, inserted) = if starts_line(stmt, src) && ends_line(stmt, src) {
                 (
@@ -382,6 +436,11 @@ pub(super) fn cancel_cover(
         }
     } else {
         if text(body, src).starts_with(&format!("({NS}.cancel(")) {
+            let read = descendants(body, "call_expression")
+                .into_iter()
+                .find(|c| callee(*c, src) == (NS, "cancel"))
+                .and_then(|c| arguments(c).first().copied());
+            check_session(b, h, read, session, "cancel");
             let open = format!("({NS}.cancel({session_id}), ");
             let l = Some(line(body));
             b.push(CHECK_CANCEL, "cancel", file, body.start_byte(), open, l);

@@ -185,12 +185,19 @@ pub(super) fn import_part(b: &mut Builder, file: usize, module: &Module) -> Resu
     };
     let code = restyle(&code, b.style(file));
     let eol = p.file.style().eol;
+    // the first top-level node that is code: not a comment, `#!` line or directive
+    // (`"use strict"`); with no import, the import goes before it, a blank line between
+    let first_code = top.iter().copied().find(|n| {
+        !(n.kind() == "comment"
+            || n.kind() == "hash_bang_line"
+            || (n.kind() == "expression_statement"
+                && n.named_child(0).is_some_and(|s| s.kind() == "string")))
+    });
     if let Some((stmt, found)) = present {
-        // as apply inserted it: after the other imports, or before the first statement
-        let first = top
-            .first()
-            .is_none_or(|n| n.start_byte() > stmt.start_byte());
-        let text = if first && imports.is_empty() {
+        // as apply inserted it: after the other imports (one line), before the first
+        // statement of code (a blank line after it), or at the end of a file without code
+        let before_code = first_code.is_some_and(|n| n.start_byte() > stmt.start_byte());
+        let text = if before_code && imports.is_empty() {
             format!("{code}{eol}{eol}")
         } else {
             format!("{code}{eol}")
@@ -223,18 +230,10 @@ pub(super) fn import_part(b: &mut Builder, file: usize, module: &Module) -> Resu
             let text = crate::lang::pieces::at_end_of_file(src, at, format!("{code}{eol}"), eol);
             (at, text)
         }
-        None => {
-            let first = top.iter().copied().find(|n| {
-                !(n.kind() == "comment"
-                    || n.kind() == "hash_bang_line"
-                    || (n.kind() == "expression_statement"
-                        && n.named_child(0).is_some_and(|s| s.kind() == "string")))
-            });
-            match first {
-                Some(n) => (line_start(src, n.start_byte()), format!("{code}{eol}{eol}")),
-                None => (src.len(), format!("{code}{eol}")),
-            }
-        }
+        None => match first_code {
+            Some(n) => (line_start(src, n.start_byte()), format!("{code}{eol}{eol}")),
+            None => (src.len(), format!("{code}{eol}")),
+        },
     };
     b.push(
         CHECK_IMPORT,

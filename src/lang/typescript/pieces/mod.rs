@@ -9,7 +9,7 @@ mod imports;
 use covers::{cancel_cover, prompt_cover, value_cover};
 use imports::import_part;
 
-use super::locate::{Conn, Cover, Handler, Role, Send};
+use super::locate::{Conn, Cover, Handler, Passed, Role, Send};
 use super::placement::*;
 use super::runtime::NS;
 use crate::error::{Error, Result};
@@ -141,15 +141,19 @@ pub fn build(
                     func,
                     conn,
                     session_id,
+                    passed,
                 },
                 Role::Prompt,
-            ) => prompt_cover(&mut b, h, *func, conn, session_id)?,
+            ) => prompt_cover(&mut b, h, *func, conn, (session_id, passed))?,
             (
                 Cover::Body {
-                    func, session_id, ..
+                    func,
+                    session_id,
+                    passed,
+                    ..
                 },
                 Role::Cancel,
-            ) => cancel_cover(&mut b, h, *func, session_id)?,
+            ) => cancel_cover(&mut b, h, *func, (session_id, passed))?,
             (Cover::Value { expr, wrapped }, _) => value_cover(&mut b, h, *expr, *wrapped),
         }
     }
