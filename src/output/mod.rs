@@ -135,16 +135,31 @@ fn revert_summary(s: &mut Streams, outcome: &RevertOutcome) {
 
 fn init_summary(s: &mut Streams, outcome: &InitOutcome, dry_run: bool) {
     let decided = outcome.sites.iter().filter(|x| x.decided).count();
-    let verb = match (dry_run, outcome.appended) {
-        (true, _) => "would write",
-        (false, true) => "appended to",
-        (false, false) => "wrote",
-    };
-    s.say(&format!(
-        "acp-patch: {verb} {} with {} sites ({decided} found, pins commented out)",
-        outcome.path,
-        outcome.sites.len()
-    ));
+    let total = outcome.sites.len();
+    if outcome.appended && outcome.toml.is_empty() {
+        s.say(&format!(
+            "acp-patch: {} already lists the {total} sites (pinned or listed); nothing to add",
+            outcome.path
+        ));
+    } else if outcome.kept > 0 {
+        let verb = if dry_run { "would add" } else { "added" };
+        s.say(&format!(
+            "acp-patch: {verb} {} of {total} sites to {} (pins commented out); the {} it already had (pinned or listed) are kept as they are",
+            total - outcome.kept,
+            outcome.path,
+            outcome.kept
+        ));
+    } else {
+        let verb = match (dry_run, outcome.appended) {
+            (true, _) => "would write",
+            (false, true) => "appended to",
+            (false, false) => "wrote",
+        };
+        s.say(&format!(
+            "acp-patch: {verb} {} with {total} sites ({decided} found, pins commented out)",
+            outcome.path
+        ));
+    }
     for why in &outcome.stopped {
         s.say(&format!("note: the survey stopped early: {why}"));
     }

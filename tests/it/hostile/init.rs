@@ -68,7 +68,7 @@ fn apply_like_init(dir: &Path) -> String {
 }
 
 #[test]
-fn init_lists_candidates_of_an_ambiguous_site_and_refuses_to_overwrite_pins() {
+fn init_lists_candidates_of_an_ambiguous_site_and_keeps_a_pin_of_one() {
     let dir = tree(PY);
     edit(dir.path(), AGENT, |t| {
         format!(
@@ -90,19 +90,107 @@ fn init_lists_candidates_of_an_ambiguous_site_and_refuses_to_overwrite_pins() {
         "{}",
         ran.stdout
     );
-    // a config that already has the [python] table is not written over
+    // a config that already has the [python] table pinning the prompt handler (as the
+    // candidates line says to do): init adds the rest into that table, the pin kept
     edit(dir.path(), "acp-patch.toml", |t| {
         format!("[python]\nprompt = \"streamy/agent.py:StreamyAgent.prompt\"\n{t}")
     });
-    let before = state(dir.path());
+    let had = std::fs::read_to_string(dir.path().join("acp-patch.toml")).unwrap();
     let ran = run(&["init", path_str(dir.path())]);
-    check(
-        dir.path(),
-        &before,
-        &ran,
-        1,
-        &["acp-patch.toml: already exists", "init --dry-run"],
+    assert_eq!(ran.code, 0, "{}", ran.stderr);
+    let written = std::fs::read_to_string(dir.path().join("acp-patch.toml")).unwrap();
+    assert!(
+        written.starts_with("[python]\nprompt = \"streamy/agent.py:StreamyAgent.prompt\"\n# "),
+        "{written}"
     );
+    assert!(
+        written.ends_with(&had[had.find("# How").unwrap()..]),
+        "{written}"
+    );
+    toml::from_str::<toml::Table>(&written).unwrap();
+    let apply = run(&["apply", "--dry-run", path_str(dir.path())]);
+    assert_eq!(apply.code, 0, "{}", apply.stderr);
+}
+
+/// The flow init's own note gives: pin a site in the `[python]` table init wrote (or one
+/// of the user's own), run init again. It adds only what the table lacks, at the table's
+/// end, and keeps the user's pin, comments and order; a second init changes nothing.
+#[test]
+fn init_merges_into_a_table_that_holds_a_pin_and_a_second_init_is_a_no_op() {
+    let dir = tree(PY);
+    let smoke = std::fs::read_to_string(dir.path().join("acp-patch.toml")).unwrap();
+    let config = format!(
+        "[python]\n# pinned by hand\nprompt = \"streamy/agent.py:StreamyAgent.prompt\"  # keep\n\n{smoke}"
+    );
+    std::fs::write(dir.path().join("acp-patch.toml"), &config).unwrap();
+    let added = "# connection at streamy/agent.py:30\n\
+                 # connection = \"streamy/agent.py:StreamyAgent._conn\"\n";
+    let toml_path = dir.path().join("acp-patch.toml");
+    let shown = toml_path.display();
+
+    let dry = run(&["init", "--dry-run", path_str(dir.path())]);
+    assert_eq!(dry.code, 0, "{}", dry.stderr);
+    assert_eq!(dry.stdout, format!("[python]\n{added}"));
+    assert_eq!(
+        dry.stderr,
+        format!(
+            "acp-patch: would add 1 of 2 sites to {shown} (pins commented out); the 1 it already had (pinned or listed) are kept as they are\n"
+        )
+    );
+
+    let ran = run(&["init", path_str(dir.path())]);
+    assert_eq!(ran.code, 0, "{}", ran.stderr);
+    assert_eq!(ran.stdout, "");
+    assert_eq!(
+        ran.stderr,
+        format!(
+            "acp-patch: added 1 of 2 sites to {shown} (pins commented out); the 1 it already had (pinned or listed) are kept as they are\n"
+        )
+    );
+    let written = std::fs::read_to_string(&toml_path).unwrap();
+    assert_eq!(
+        written,
+        format!(
+            "[python]\n# pinned by hand\nprompt = \"streamy/agent.py:StreamyAgent.prompt\"  # keep\n{added}\n{smoke}"
+        )
+    );
+
+    // again: nothing to add, nothing written, nothing printed to stdout
+    let before = state(dir.path());
+    for args in [&["init"][..], &["init", "--dry-run"][..]] {
+        let again = run(&[args, &[path_str(dir.path())]].concat());
+        assert_eq!(again.code, 0, "{}", again.stderr);
+        assert_eq!(again.stdout, "");
+        assert_eq!(
+            again.stderr,
+            format!(
+                "acp-patch: {shown} already lists the 2 sites (pinned or listed); nothing to add\n"
+            )
+        );
+        assert_eq!(state(dir.path()), before, "a second init wrote");
+    }
+    // and apply honours the pin
+    let apply = run(&["apply", "--dry-run", path_str(dir.path())]);
+    assert_eq!(apply.code, 0, "{}", apply.stderr);
+}
+
+/// A config init wrote itself: a second init is a no-op too.
+#[test]
+fn a_second_init_on_its_own_file_changes_nothing() {
+    for case in [PY, TS, RS] {
+        let dir = tree(case);
+        let first = run(&["init", path_str(dir.path())]);
+        assert_eq!(first.code, 0, "{case}: {}", first.stderr);
+        let before = state(dir.path());
+        let again = run(&["init", path_str(dir.path())]);
+        assert_eq!(again.code, 0, "{case}: {}", again.stderr);
+        assert!(
+            again.stderr.contains("(pinned or listed); nothing to add"),
+            "{case}: {}",
+            again.stderr
+        );
+        assert_eq!(state(dir.path()), before, "{case}: a second init wrote");
+    }
 }
 
 #[test]
