@@ -10,6 +10,10 @@ pub enum Status {
     Missing,
     Duplicated,
     Malformed,
+    /// Not (all) run here: the start-up check of a module the interpreter at hand cannot
+    /// import, unpatched too (a dependency it lacks). Neither holds nor fails: the exit code
+    /// is the other rows'.
+    Unchecked,
 }
 
 impl Status {
@@ -19,7 +23,13 @@ impl Status {
             Status::Missing => "missing",
             Status::Duplicated => "duplicated",
             Status::Malformed => "malformed",
+            Status::Unchecked => "unchecked",
         }
+    }
+
+    /// A row that fails verify (not ok, and not merely unchecked).
+    pub fn fails(self) -> bool {
+        !matches!(self, Status::Ok | Status::Unchecked)
     }
 }
 
@@ -162,7 +172,7 @@ pub struct Report {
 
 impl Report {
     pub fn ok(&self) -> bool {
-        self.checks.iter().all(|c| c.status == Status::Ok)
+        self.checks.iter().all(|c| !c.status.fails())
     }
 
     pub fn exit_code(&self) -> u8 {

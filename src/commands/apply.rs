@@ -7,7 +7,7 @@ use crate::error::{Error, Result};
 use crate::lang::Language;
 use crate::plan::{Placed, Plan};
 use crate::project::{Options, Project};
-use crate::report::{Report, Status};
+use crate::report::Report;
 use crate::toolchain::{CopyMode, Patched, copy_tree};
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -78,7 +78,7 @@ fn plan_checked(lang: &dyn Language, project: &Project) -> Result<(Plan, Vec<Str
             problems: reports
                 .iter()
                 .flat_map(|r| r.checks.iter())
-                .filter(|c| c.status != Status::Ok)
+                .filter(|c| c.status.fails())
                 .map(|c| format!("{} {}: {}", c.id, c.status.word(), c.detail()))
                 .collect(),
         });

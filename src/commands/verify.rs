@@ -72,9 +72,16 @@ fn startup_rows(
             if !s.applies {
                 return Ok(());
             }
+            // the row lists what started; what did not is said apart, with why, and the row
+            // is then not a plain ok
             if !s.proven.is_empty() {
                 row.locations.push(Location::Many(s.proven.clone()));
-            } else if !s.notes.is_empty() {
+            }
+            if !s.not_started.is_empty() {
+                row.status = Status::Unchecked;
+                row.details = s.not_started.clone();
+            } else if s.proven.is_empty() && !s.notes.is_empty() {
+                row.status = Status::Unchecked;
                 row.details = vec!["not started here (see the notes)".into()];
             }
             notes.extend(s.notes);

@@ -8,7 +8,6 @@ use super::{Context, Printer, SmokeResult, Streams, smoke, smoke_text};
 use crate::commands::init::InitOutcome;
 use crate::commands::{ApplyOutcome, RevertOutcome, VerifyOutcome};
 use crate::error::Error;
-use crate::report::Status;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
@@ -74,7 +73,7 @@ impl Printer for Github {
     ) -> io::Result<()> {
         for report in &outcome.reports {
             let root = PathBuf::from(&report.root);
-            for c in report.checks.iter().filter(|c| c.status != Status::Ok) {
+            for c in report.checks.iter().filter(|c| c.status.fails()) {
                 // the place to fix: where apply would insert, else the first place found
                 let place = c.insert_at.as_ref().or(c.locations.first());
                 let line = place

@@ -42,7 +42,11 @@ pub type Unpatched<'a> = &'a dyn Fn() -> Option<HashMap<String, Option<String>>>
 pub struct Startup {
     /// Whether the language has a start-up check (verify then shows its `starts` row).
     pub applies: bool,
+    /// What was started (Python: modules imported; TypeScript: files).
     pub proven: Vec<String>,
+    /// What could not be started here, each `what: not started here (why, briefly)`; the
+    /// notes say it in full.
+    pub not_started: Vec<String>,
     pub notes: Vec<String>,
 }
 

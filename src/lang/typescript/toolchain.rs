@@ -114,6 +114,10 @@ pub fn startup(project: &Project, files: &[Patched], unpatched: Unpatched) -> Re
                         f.rel, b.line, b.message
                     ));
                     proven.retain(|p| p != &f.rel);
+                    out.not_started.push(format!(
+                        "{}: not started here (it does not compile unpatched either, see the notes)",
+                        f.rel
+                    ));
                 }
                 None => {
                     return Err(Error::WouldNotCompile {

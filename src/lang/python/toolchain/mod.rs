@@ -92,6 +92,10 @@ pub fn startup(project: &Project, files: &[Patched], unpatched: Unpatched) -> Re
             "no Python interpreter found{} (pass --python or set ACP_PATCH_PYTHON): the patched files were checked with tree-sitter only, and not started",
             wanted(&found)
         ));
+        out.not_started.push(
+            "the patched modules: not started here (no Python interpreter found, see the notes)"
+                .into(),
+        );
         return Ok(out);
     };
     let python = choice.python.clone();
@@ -113,10 +117,15 @@ pub fn startup(project: &Project, files: &[Patched], unpatched: Unpatched) -> Re
                 "{} could not check the patched files ({why}): they were checked with tree-sitter only, and not started",
                 python.display()
             ));
+            out.not_started.push(format!(
+                "the patched modules: not started here ({} could not run the check, see the notes)",
+                python.display()
+            ));
             return Ok(out);
         }
     };
     let by = format!("Python {} ({})", answer.version, python.display());
+    let short = format!("Python {}", answer.version);
     if let Some(r) = &found.requirement
         && let Some(v) = interpreter::parse_version(&answer.version)
         && !r.allows(v)
@@ -138,6 +147,7 @@ pub fn startup(project: &Project, files: &[Patched], unpatched: Unpatched) -> Re
         .collect();
     // a module the interpreter lacks that is none of the agent's (its SDK, say): that
     // interpreter is not the agent's; what the patch imports the agent depends on already
+    let mut lacking: Vec<usize> = Vec::new();
     let failing_modules: Vec<usize> = failing_modules
         .into_iter()
         .filter(|&i| {
@@ -148,6 +158,11 @@ pub fn startup(project: &Project, files: &[Patched], unpatched: Unpatched) -> Re
                         "`import {}` fails with {by}: it lacks `{name}`, which the agent depends on ({problem}): not started here (pass --python or set ACP_PATCH_PYTHON to the agent's own interpreter)",
                         modules[i].name
                     ));
+                    out.not_started.push(format!(
+                        "{}: not started here ({short} lacks `{name}`, see the notes)",
+                        modules[i].name
+                    ));
+                    lacking.push(i);
                     false
                 }
                 None => true,
@@ -155,7 +170,10 @@ pub fn startup(project: &Project, files: &[Patched], unpatched: Unpatched) -> Re
         })
         .collect();
     if failing_files.is_empty() && failing_modules.is_empty() {
-        out.proven = modules.iter().map(|m| m.name.clone()).collect();
+        out.proven = (0..modules.len())
+            .filter(|i| !lacking.contains(i))
+            .map(|i| modules[i].name.clone())
+            .collect();
         return Ok(out);
     }
     // the same checks on the tree unpatched, for what failed
@@ -225,8 +243,16 @@ pub fn startup(project: &Project, files: &[Patched], unpatched: Unpatched) -> Re
             .iter()
             .position(|&j| j == i)
             .and_then(|k| base.imports.get(k));
+        if lacking.contains(&i) {
+            continue; // a dependency that interpreter lacks: said above
+        }
         if noted.contains(&m.rel) {
-            continue; // it does not compile there unpatched either: said above
+            // it does not compile there unpatched either: said above
+            out.not_started.push(format!(
+                "{}: not started here (it does not compile unpatched either, see the notes)",
+                m.name
+            ));
+            continue;
         }
         let unpatched_problem = unpatched_result.and_then(ImportResult::problem);
         // a module the patch creates fails as the agent's own modules fail unpatched (a
@@ -241,13 +267,25 @@ pub fn startup(project: &Project, files: &[Patched], unpatched: Unpatched) -> Re
                 "`import {}` fails with {by} as the agent's own modules do unpatched ({problem}): not started here (pass --python or set ACP_PATCH_PYTHON to the agent's own interpreter)",
                 m.name
             ));
+            out.not_started.push(format!(
+                "{}: not started here (it fails as the agent's own modules do unpatched: {}, see the notes)",
+                m.name,
+                brief(&problem)
+            ));
             continue;
         }
         match unpatched_problem {
-            Some(p) if p == problem => out.notes.push(format!(
-                "`import {}` fails with {by} unpatched too ({p}): not started here (a dependency that interpreter lacks? pass --python or set ACP_PATCH_PYTHON to the agent's own)",
-                m.name
-            )),
+            Some(p) if p == problem => {
+                out.notes.push(format!(
+                    "`import {}` fails with {by} unpatched too ({p}): not started here (a dependency that interpreter lacks? pass --python or set ACP_PATCH_PYTHON to the agent's own)",
+                    m.name
+                ));
+                out.not_started.push(format!(
+                    "{}: not started here (it fails unpatched too: {}, see the notes)",
+                    m.name,
+                    brief(&p)
+                ));
+            }
             other => {
                 let r = &answer.imports[i];
                 return Err(Error::WouldNotStart {
@@ -269,6 +307,15 @@ pub fn startup(project: &Project, files: &[Patched], unpatched: Unpatched) -> Re
     }
     out.proven = proven;
     Ok(out)
+}
+
+/// An import's failure as a row says it: its first line, on one line of the row.
+fn brief(problem: &str) -> String {
+    problem
+        .lines()
+        .next()
+        .unwrap_or_default()
+        .replace("; ", ", ")
 }
 
 /// The top-level module a `ModuleNotFoundError` names when it is not the agent's own (no
