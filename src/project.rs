@@ -176,13 +176,15 @@ impl Limits {
         max_depth: 64,
     };
 
-    /// The defaults, with `ACP_PATCH_MAX_FILES` / `ACP_PATCH_MAX_BYTES` when set.
+    /// The defaults, with `ACP_PATCH_MAX_FILES` / `ACP_PATCH_MAX_BYTES` /
+    /// `ACP_PATCH_MAX_FILE_BYTES` when set.
     pub fn from_env() -> Limits {
         let var = |name: &str| std::env::var(name).ok().and_then(|v| v.parse::<u64>().ok());
         Limits {
             max_entries: var("ACP_PATCH_MAX_FILES")
                 .map_or(Self::DEFAULT.max_entries, |v| v as usize),
             max_bytes: var("ACP_PATCH_MAX_BYTES").unwrap_or(Self::DEFAULT.max_bytes),
+            max_file_bytes: var("ACP_PATCH_MAX_FILE_BYTES").unwrap_or(Self::DEFAULT.max_file_bytes),
             ..Self::DEFAULT
         }
     }

@@ -79,10 +79,24 @@ pub(crate) fn agents(project: &Project) -> Result<Vec<&'static dyn Language>> {
         .collect();
     if found.is_empty() {
         let mut detail = "no source file imports an ACP SDK or handles `session/prompt`, and acp-patch.toml pins no prompt handler".to_string();
+        // the files not read, named (no note is printed beside an error)
         if !project.skipped.is_empty() {
+            const SHOWN: usize = 5;
+            let n = project.skipped.len();
+            let files: Vec<String> = project
+                .skipped
+                .iter()
+                .take(SHOWN)
+                .map(|(rel, why)| format!("{rel}: {why}"))
+                .collect();
+            let more = match n.saturating_sub(SHOWN) {
+                0 => String::new(),
+                k => format!(", and {k} more"),
+            };
             detail.push_str(&format!(
-                "; {} source files were not read (see the notes)",
-                project.skipped.len()
+                "; {n} source {} not read: {}{more}",
+                if n == 1 { "file was" } else { "files were" },
+                files.join(", ")
             ));
         }
         return Err(explain(

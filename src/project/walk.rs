@@ -147,10 +147,9 @@ pub(super) fn read_sources(
                     return ignore::WalkState::Continue;
                 }
                 if meta.len() > limits.max_file_bytes {
+                    let (size, limit) = sizes(meta.len(), limits.max_file_bytes);
                     skip(format!(
-                        "{} MiB, more than the {} MiB acp-patch reads of one file; not read",
-                        meta.len() >> 20,
-                        limits.max_file_bytes >> 20
+                        "{size}, more than the {limit} acp-patch reads of one file; not read (raise the limit with ACP_PATCH_MAX_FILE_BYTES=N, in bytes)"
                     ));
                     return ignore::WalkState::Continue;
                 }
@@ -331,6 +330,19 @@ pub(super) fn is_leftover(name: &str) -> bool {
         || name
             .strip_prefix(".acp-patch-")
             .is_some_and(|rest| rest.len() == 6 && rest.chars().all(|c| c.is_ascii_alphanumeric()))
+}
+
+/// A file's size and the limit it passes as the notes say them: whole MiB, or bytes when
+/// whole MiB would not tell them apart (a file of 16.5 MiB over a 16 MiB limit).
+fn sizes(bytes: u64, limit: u64) -> (String, String) {
+    if bytes >> 20 > limit >> 20 && limit.is_multiple_of(1 << 20) {
+        (
+            format!("{} MiB", bytes >> 20),
+            format!("{} MiB", limit >> 20),
+        )
+    } else {
+        (format!("{bytes} bytes"), format!("{limit} bytes"))
+    }
 }
 
 #[cfg(test)]

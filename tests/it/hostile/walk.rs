@@ -112,3 +112,53 @@ fn empty_folder_has_no_agent() {
         ],
     );
 }
+
+/// A tree whose only candidate is a source file over the per-file limit (a 30 MB bundle
+/// holding `session/prompt`, as qwen-code's): no agent is found, and the error itself names
+/// the file not read, its size, the limit and how to raise it (no note is printed beside an
+/// error), in text and JSON alike; raised, the file is read.
+#[test]
+fn a_tree_whose_only_file_is_over_the_size_limit_names_it_in_the_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let head = "// bundle\nconst METHOD = \"session/prompt\";\n";
+    let mut text = String::with_capacity(30_000_000);
+    text.push_str(head);
+    let line = "var x = 1;\n";
+    while text.len() + line.len() <= 30_000_000 {
+        text.push_str(line);
+    }
+    std::fs::write(dir.path().join("bundle.js"), &text).unwrap();
+    let root = path_str(dir.path());
+    let why = "bundle.js: 28 MiB, more than the 16 MiB acp-patch reads of one file; not read \
+               (raise the limit with ACP_PATCH_MAX_FILE_BYTES=N, in bytes)";
+    let before = state(dir.path());
+    for cmd in ["apply", "verify"] {
+        let ran = run_env(&[cmd, root], &[]);
+        check(dir.path(), &before, &ran, 1, &[]);
+        assert_eq!(ran.stdout, "", "{cmd}");
+        assert_eq!(
+            ran.stderr,
+            format!(
+                "acp-patch: error: {root}: no ACP agent found (no source file imports an ACP SDK or handles `session/prompt`, and acp-patch.toml pins no prompt handler; 1 source file was not read: {why}); point acp-patch at the agent's folder, or pin the sites in acp-patch.toml\n"
+            ),
+            "{cmd}"
+        );
+        let json = run_env(&[cmd, "--format", "json", root], &[]);
+        assert_eq!(json.code, 1, "{cmd}: {}", json.stderr);
+        assert!(
+            json.stdout
+                .contains(&format!("1 source file was not read: {why}")),
+            "{cmd}: {}{}",
+            json.stdout,
+            json.stderr
+        );
+    }
+    // raised: the file is read (whatever it holds, it is no longer named as not read)
+    let raised = run_env(
+        &["verify", root],
+        &[("ACP_PATCH_MAX_FILE_BYTES", "40000000")],
+    );
+    let all = format!("{}{}", raised.stdout, raised.stderr);
+    assert!(!all.contains("not read"), "{all}");
+    assert!(!all.contains("panicked"), "{all}");
+}
