@@ -266,31 +266,44 @@ fn class_names_of(expr: Node, src: &str, depth: usize) -> Vec<String> {
             .unwrap_or_default(),
         "identifier" => {
             let name = text(expr, src);
-            let scope = enclosing_function(expr);
             // the class itself, handed over as the connection's factory
             let mut out = vec![name.to_string()];
-            if let Some(f) = scope {
-                for (n, param) in parameters(f, src) {
-                    if n == name
-                        && let Some(t) = param.child_by_field_name("type")
-                    {
-                        out.extend(
-                            descendants(t, "identifier")
-                                .into_iter()
-                                .map(|i| text(i, src).to_string()),
-                        );
+            // the scope that binds the name: the enclosing function, or (a closure reads its
+            // outer function's names: `agent = X()`, then `async def main(): await
+            // run_agent(agent)`) the nearest function around it that does, else the module
+            let mut scope = enclosing_function(expr);
+            loop {
+                let mut binds = false;
+                if let Some(f) = scope {
+                    for (n, param) in parameters(f, src) {
+                        if n != name {
+                            continue;
+                        }
+                        binds = true;
+                        if let Some(t) = param.child_by_field_name("type") {
+                            out.extend(
+                                descendants(t, "identifier")
+                                    .into_iter()
+                                    .map(|i| text(i, src).to_string()),
+                            );
+                        }
                     }
                 }
-            }
-            let body = scope
-                .and_then(|f| f.child_by_field_name("body"))
-                .unwrap_or_else(|| top_level(expr).parent().unwrap_or(expr));
-            for a in descendants_same_scope(body, "assignment") {
-                if a.child_by_field_name("left")
-                    .is_some_and(|l| l.kind() == "identifier" && text(l, src) == name)
-                    && let Some(r) = a.child_by_field_name("right")
-                {
-                    out.extend(class_names_of(r, src, depth + 1));
+                let body = scope
+                    .and_then(|f| f.child_by_field_name("body"))
+                    .unwrap_or_else(|| top_level(expr).parent().unwrap_or(expr));
+                for a in descendants_same_scope(body, "assignment") {
+                    if a.child_by_field_name("left")
+                        .is_some_and(|l| l.kind() == "identifier" && text(l, src) == name)
+                        && let Some(r) = a.child_by_field_name("right")
+                    {
+                        binds = true;
+                        out.extend(class_names_of(r, src, depth + 1));
+                    }
+                }
+                match scope {
+                    Some(f) if !binds => scope = enclosing_function(f),
+                    _ => break,
                 }
             }
             out

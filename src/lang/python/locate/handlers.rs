@@ -56,6 +56,75 @@ fn prompt_methods<'a>(files: &'a [Parsed]) -> Vec<(At<'a>, String)> {
     out
 }
 
+/// Of the `prompt` methods no binding chose, those the SDK can be calling for `session/prompt`
+/// (all of them when that leaves none): not a client's (a class that defines `session_update`
+/// or `request_permission` is handed updates and permission requests: the client side of the
+/// SDK, whose `prompt` drives another agent), and with a signature the SDK can call (it calls
+/// `prompt(prompt=..., session_id=..., ...)`, or older ones and the legacy form hand one
+/// request object).
+fn sdk_callable<'a>(
+    files: &'a [Parsed],
+    classes: &Classes<'a>,
+    all: Vec<(At<'a>, String)>,
+) -> Vec<(At<'a>, String)> {
+    let callable: Vec<(At<'a>, String)> = all
+        .iter()
+        .filter(|(at, _)| {
+            let src = &files[at.file].file.text;
+            let client = class_of(at.node).is_some_and(|c| {
+                let class = At {
+                    file: at.file,
+                    node: c,
+                };
+                CLIENT_METHODS
+                    .iter()
+                    .any(|m| classes.method(files, class, m).is_some())
+            });
+            !client && takes_a_prompt(at.node, src)
+        })
+        .cloned()
+        .collect();
+    if callable.is_empty() { all } else { callable }
+}
+
+/// Methods the SDK calls on a client (the editor's side), never on an agent.
+const CLIENT_METHODS: &[&str] = &["session_update", "request_permission"];
+
+/// Whether the SDK can call `def` with a prompt request: every parameter it requires (beyond
+/// `self`) is `prompt` or `session_id`, each of which it takes (by name or `**kwargs`), or it
+/// requires exactly one (the request object).
+fn takes_a_prompt(def: Node, src: &str) -> bool {
+    let Some(params) = def.child_by_field_name("parameters") else {
+        return false;
+    };
+    let (mut required, mut named, mut splat) = (Vec::new(), Vec::new(), false);
+    for p in named_children(params).into_iter().skip(1) {
+        let inner = if p.kind() == "typed_parameter" {
+            p.named_child(0).unwrap_or(p)
+        } else {
+            p
+        };
+        match inner.kind() {
+            "identifier" => {
+                required.push(text(inner, src));
+                named.push(text(inner, src));
+            }
+            "default_parameter" | "typed_default_parameter" => {
+                named.extend(p.child_by_field_name("name").map(|n| text(n, src)));
+            }
+            "dictionary_splat_pattern" => splat = true,
+            _ => {}
+        }
+    }
+    let takes = |n: &str| splat || named.contains(&n);
+    required.len() == 1
+        || (required
+            .iter()
+            .all(|r| matches!(*r, "prompt" | "session_id"))
+            && takes("prompt")
+            && takes("session_id"))
+}
+
 fn class_of(def: Node) -> Option<Node> {
     def.parent()
         .and_then(|n| {
@@ -117,7 +186,7 @@ pub fn locate<'a>(
         });
         found = vec![(class.expect("a prompt method is in a class"), *at)];
     } else if found.is_empty() {
-        let all = prompt_methods(files);
+        let all = sdk_callable(files, &classes, prompt_methods(files));
         let chosen = super::choose(decisions,
             files,
             all,
@@ -274,7 +343,8 @@ fn send_kwargs(files: &[Parsed], class: At, sends: &[Send]) -> Vec<(String, Stri
 
 #[cfg(test)]
 mod tests {
-    use super::PROMPT_METHODS;
+    use super::super::wire::parsed_tree as tree;
+    use super::*;
 
     /// `handlers.scm`: a method named `prompt` of a class, decorated or not, nested classes
     /// too; not a function outside a class, nor a method of another name.
@@ -294,5 +364,38 @@ mod tests {
             })
             .collect();
         assert_eq!(found, [("A".to_string(), 2), ("B".to_string(), 6)]);
+    }
+
+    /// The prompt handlers the fallback (no class bound to the SDK in the tree) chooses from.
+    fn fallback(files: &[Parsed]) -> Vec<String> {
+        sdk_callable(files, &Classes::of(files), prompt_methods(files))
+            .into_iter()
+            .map(|(at, name)| format!("{}:{name}", files[at.file].file.rel))
+            .collect()
+    }
+
+    #[test]
+    fn the_fallback_leaves_out_clients_and_methods_the_sdk_cannot_call() {
+        let agent = "import acp\n\nclass Served(Base):\n    async def prompt(self, prompt, session_id, **kwargs):\n        pass\n";
+        let legacy =
+            "import acp\n\nclass Old:\n    async def prompt(self, params):\n        pass\n";
+        let client = "import acp\n\nclass Editor:\n    async def session_update(self, session_id, update, **kw):\n        pass\n\n    async def prompt(self, session_id, prompt):\n        pass\n";
+        let backend = "import acp\n\nclass Backend:\n    async def prompt(self, session_id, text):\n        return await self.conn.prompt(session_id=session_id, prompt=[text])\n";
+        let files = tree(&[
+            ("a/agent.py", agent),
+            ("a/legacy.py", legacy),
+            ("a/client.py", client),
+            ("a/backend.py", backend),
+        ]);
+        assert_eq!(
+            fallback(&files),
+            ["a/agent.py:Served.prompt", "a/legacy.py:Old.prompt"]
+        );
+        // none left: every candidate stays (a pin chooses)
+        let files = tree(&[("a/client.py", client), ("a/backend.py", backend)]);
+        assert_eq!(
+            fallback(&files),
+            ["a/client.py:Editor.prompt", "a/backend.py:Backend.prompt"]
+        );
     }
 }

@@ -9,6 +9,7 @@ use super::super::At;
 use super::methods::Method;
 use super::resolve::resolve_callable;
 use crate::lang::parts::Parsed;
+use crate::lang::python::locate::found::is_agent_file;
 use crate::lang::python::syntax::*;
 use tree_sitter::Node;
 
@@ -17,7 +18,9 @@ pub fn dispatched<'a>(files: &'a [Parsed], method: &Method<'a>) -> Vec<At<'a>> {
     let mut out: Vec<At<'a>> = Vec::new();
     for i in 0..files.len() {
         for m in method.mentions(i) {
+            // (never a function of acp-patch's own runtime module or of a test)
             if let Some(at) = handler_of(files, i, m)
+                && is_agent_file(&files[at.file])
                 && !out
                     .iter()
                     .any(|o| o.file == at.file && o.node.id() == at.node.id())
@@ -38,9 +41,9 @@ fn handler_of<'a>(files: &'a [Parsed], i: usize, m: Node<'a>) -> Option<At<'a>> 
             resolve_callable(files, i, parent.child_by_field_name("value")?)
         }
         // `if method == "session/prompt": ...` / `elif`
-        "comparison_operator" => first_call_target(files, i, compared_block(parent)?),
+        "comparison_operator" => branch_handler(files, i, compared_block(parent)?),
         // `case "session/prompt":`
-        "case_pattern" | "union_pattern" => first_call_target(files, i, case_block(parent)?),
+        "case_pattern" | "union_pattern" => branch_handler(files, i, case_block(parent)?),
         // `register("session/prompt", handler)`, `@rpc("session/prompt")`
         "argument_list" => registered(files, i, parent.parent()?, m),
         "keyword_argument" => registered(files, i, parent.parent()?.parent()?, parent),
@@ -88,15 +91,73 @@ fn case_block(pattern: Node) -> Option<Node> {
     None
 }
 
-/// The first function of the tree a block calls (or hands to a call: `create_task(self._on_prompt(...))`,
-/// `partial(self._on_prompt, ...)`).
-fn first_call_target<'a>(files: &'a [Parsed], i: usize, block: Node<'a>) -> Option<At<'a>> {
-    descendants(block, "call").into_iter().find_map(|c| {
-        resolve_callable(files, i, c.child_by_field_name("function")?).or_else(|| {
-            positional_args(c)
-                .into_iter()
-                .find_map(|a| resolve_callable(files, i, a))
+/// The function a dispatcher's branch for the method hands the request to: the call of a
+/// function of the tree (or one it hands to a call: `create_task(self._on_prompt(...))`,
+/// `partial(self._on_prompt, ...)`) in the branch's last statement that makes one, when all
+/// that follows it only ends the branch (`return`, `return result`, `break`). A branch that
+/// goes on working after its last such call handles the method inline: a helper it calls
+/// first (`session_id = self._session_id(params)`, a logger) is not its handler, nor is a
+/// write of a JSON-RPC message.
+fn branch_handler<'a>(files: &'a [Parsed], i: usize, block: Node<'a>) -> Option<At<'a>> {
+    let src = files[i].file.text.as_ref();
+    let stmts: Vec<Node<'a>> = named_children(block)
+        .into_iter()
+        .filter(|s| s.kind() != "comment")
+        .collect();
+    // (a write of the response after the hand-off ends the branch too)
+    let ends = |s: Node| ends_branch(s) || writes_a_message(s, src);
+    let (k, at) = stmts
+        .iter()
+        .enumerate()
+        .rev()
+        .filter(|(_, s)| !writes_a_message(**s, src))
+        .find_map(|(k, s)| call_target(files, i, *s).map(|at| (k, at)))?;
+    stmts[k + 1..].iter().all(|s| ends(*s)).then_some(at)
+}
+
+/// The first function of the tree a statement calls or hands to a call (not inside a nested
+/// function).
+fn call_target<'a>(files: &'a [Parsed], i: usize, stmt: Node<'a>) -> Option<At<'a>> {
+    if matches!(
+        stmt.kind(),
+        "function_definition" | "class_definition" | "decorated_definition"
+    ) {
+        return None;
+    }
+    descendants_same_scope(stmt, "call")
+        .into_iter()
+        .chain((stmt.kind() == "call").then_some(stmt))
+        .find_map(|c| {
+            resolve_callable(files, i, c.child_by_field_name("function")?).or_else(|| {
+                positional_args(c)
+                    .into_iter()
+                    .find_map(|a| resolve_callable(files, i, a))
+            })
         })
+}
+
+/// A statement that only ends a branch: `return` of nothing or of a value computed without a
+/// call, `break`, `continue`, `pass`.
+fn ends_branch(stmt: Node) -> bool {
+    match stmt.kind() {
+        "break_statement" | "continue_statement" | "pass_statement" => true,
+        "return_statement" => descendants(stmt, "call").is_empty(),
+        _ => false,
+    }
+}
+
+/// Whether a statement builds a JSON-RPC message in place (a dict with a `"jsonrpc"` or
+/// `"method"` key): a write of a message, not a hand-off to a handler.
+fn writes_a_message(stmt: Node, src: &str) -> bool {
+    descendants(stmt, "pair").into_iter().any(|p| {
+        p.child_by_field_name("key")
+            .filter(|k| k.kind() == "string")
+            .is_some_and(|k| {
+                matches!(
+                    text(k, src).trim_matches(|c| c == '"' || c == '\''),
+                    "jsonrpc" | "method"
+                )
+            })
     })
 }
 
@@ -200,5 +261,48 @@ mod tests {
         assert_eq!(handlers(&files, "session/prompt"), ["a.py:prompt"]);
         assert_eq!(handlers(&files, "session/cancel"), ["a.py:on_cancel"]);
         assert_eq!(handlers(&files, "session/load"), ["b.py:load"]);
+    }
+
+    #[test]
+    fn a_branch_hands_the_request_to_its_last_call_and_one_that_goes_on_has_no_handler() {
+        let src = r#"class S:
+    def _id(self, p):
+        return p["sessionId"]
+
+    def _log(self, m):
+        pass
+
+    def _write(self, m):
+        pass
+
+    async def _prompt(self, p):
+        return {}
+
+    async def _load(self, p):
+        return {}
+
+    async def dispatch(self, method, p, i):
+        if method == "session/prompt":
+            self._log(method)
+            result = await self._prompt(p)
+            self._write({"jsonrpc": "2.0", "id": i, "result": result})
+            return
+        if method == "session/cancel":
+            t = self._tasks.get(self._id(p))
+            t.cancel()
+            return None
+        if method == "session/load":
+            # a comment
+            return await self._load(p)
+        if method == "session/set_mode":
+            self._write({"jsonrpc": "2.0", "method": "session/update"})
+"#;
+        let files = tree(&[("a.py", src)]);
+        assert_eq!(handlers(&files, "session/prompt"), ["a.py:_prompt"]);
+        // handled inline after a helper: no handler
+        assert!(handlers(&files, "session/cancel").is_empty());
+        assert_eq!(handlers(&files, "session/load"), ["a.py:_load"]);
+        // a branch that only writes a message hands nothing over
+        assert!(handlers(&files, "session/set_mode").is_empty());
     }
 }

@@ -12,6 +12,8 @@ mod dispatch;
 mod follow;
 mod methods;
 mod resolve;
+#[cfg(test)]
+pub(in crate::lang::python) use resolve::tree as parsed_tree;
 mod writer;
 
 use super::At;

@@ -21,6 +21,9 @@ pub fn resolve_callable<'a>(files: &'a [Parsed], file: usize, expr: Node<'a>) ->
             let obj = expr.child_by_field_name("object")?;
             let name = text(expr.child_by_field_name("attribute")?, src);
             if text(obj, src) != "self" {
+                if let Some(held) = held_method(files, file, obj, name) {
+                    return Some(held);
+                }
                 return (obj.kind() == "identifier")
                     .then(|| {
                         imported_module(files, file, text(obj, src))
@@ -49,6 +52,61 @@ pub fn resolve_callable<'a>(files: &'a [Parsed], file: usize, expr: Node<'a>) ->
         }
         _ => None,
     }
+}
+
+/// `self.<attr>.<name>`: the method `name` of the class whose instance the reading class
+/// keeps in `self.<attr>` (`self.sessions = SessionManager(...)` in one of its methods), a
+/// class of the module or one it imports: a dispatcher that hands a method to an object it
+/// holds (`return await self.sessions.prompt(params)`).
+fn held_method<'a>(files: &'a [Parsed], file: usize, obj: Node<'a>, name: &str) -> Option<At<'a>> {
+    let src = files[file].file.text.as_ref();
+    if obj.kind() != "attribute" || text(obj.child_by_field_name("object")?, src) != "self" {
+        return None;
+    }
+    let attr = text(obj.child_by_field_name("attribute")?, src);
+    let class = enclosing_class(obj)?;
+    descendants(class, "assignment").into_iter().find_map(|a| {
+        let left = a.child_by_field_name("left")?;
+        let right = a.child_by_field_name("right")?;
+        if left.kind() != "attribute"
+            || text(left.child_by_field_name("object")?, src) != "self"
+            || text(left.child_by_field_name("attribute")?, src) != attr
+            || right.kind() != "call"
+        {
+            return None;
+        }
+        let built = class_named(files, file, callee_name(right, src), 0)?;
+        let bsrc = files[built.file].file.text.as_ref();
+        methods(built.node)
+            .into_iter()
+            .find(|m| name_of(*m, bsrc) == name)
+            .map(|m| At {
+                file: built.file,
+                node: m,
+            })
+    })
+}
+
+/// A module-level class of a file by name, or the one it imports under that name.
+fn class_named<'a>(files: &'a [Parsed], file: usize, name: &str, depth: usize) -> Option<At<'a>> {
+    let src = files[file].file.text.as_ref();
+    let root = files[file].tree().root_node();
+    if let Some(c) = named_children(root)
+        .into_iter()
+        .map(|n| match n.kind() {
+            "decorated_definition" => n.child_by_field_name("definition").unwrap_or(n),
+            _ => n,
+        })
+        .find(|n| n.kind() == "class_definition" && name_of(*n, src) == name)
+    {
+        return Some(At { file, node: c });
+    }
+    if depth > IMPORT_DEPTH {
+        return None;
+    }
+    imported_from(files, file, name)
+        .into_iter()
+        .find_map(|(target, orig)| class_named(files, target, &orig, depth + 1))
 }
 
 /// The class a definition is a method of (not through a nested function).
