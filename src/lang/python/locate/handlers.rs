@@ -56,22 +56,24 @@ fn prompt_methods<'a>(files: &'a [Parsed]) -> Vec<(At<'a>, String)> {
     out
 }
 
-/// Of the `prompt` methods no binding chose, those the SDK can be calling for `session/prompt`
-/// (all of them when that leaves none): not a client's (a class that defines `session_update`
-/// or `request_permission` is handed updates and permission requests: the client side of the
-/// SDK, whose `prompt` drives another agent), and with a signature the SDK can call (it calls
-/// `prompt(prompt=..., session_id=..., ...)`, or older ones and the legacy form hand one
-/// request object).
+/// Of the `prompt` methods no binding chose, those the SDK can be calling for `session/prompt`:
+/// never a client's (the editor's side of the SDK, whose `prompt` drives another agent: a
+/// class that defines `session_update` or `request_permission`, or one in a module that
+/// connects to an agent and serves none), and of the others those with a signature the SDK
+/// can call (it calls `prompt(prompt=..., session_id=...)`, or older ones and the legacy form
+/// hand one request object), the class with most of the other agent methods first. Also
+/// those left out, each named with why.
 fn sdk_callable<'a>(
     files: &'a [Parsed],
     classes: &Classes<'a>,
     all: Vec<(At<'a>, String)>,
-) -> Vec<(At<'a>, String)> {
-    let callable: Vec<(At<'a>, String)> = all
-        .iter()
-        .filter(|(at, _)| {
-            let src = &files[at.file].file.text;
-            let client = class_of(at.node).is_some_and(|c| {
+) -> (Vec<(At<'a>, String)>, Vec<String>) {
+    let (clients, agents): (Vec<_>, Vec<_>) = all.into_iter().partition(|(at, _)| {
+        let src = &files[at.file].file.text;
+        let client_module = CLIENT_ENTRIES.iter().any(|e| contains(src, e))
+            && !AGENT_ENTRIES.iter().any(|e| contains(src, e));
+        client_module
+            || class_of(at.node).is_some_and(|c| {
                 let class = At {
                     file: at.file,
                     node: c,
@@ -79,13 +81,81 @@ fn sdk_callable<'a>(
                 CLIENT_METHODS
                     .iter()
                     .any(|m| classes.method(files, class, m).is_some())
-            });
-            !client && takes_a_prompt(at.node, src)
-        })
-        .cloned()
-        .collect();
-    if callable.is_empty() { all } else { callable }
+            })
+    });
+    let (mut callable, uncallable): (Vec<_>, Vec<_>) = agents
+        .into_iter()
+        .partition(|(at, _)| takes_a_prompt(at.node, &files[at.file].file.text));
+    let named = |list: &[(At, String)], why: &str| -> Vec<String> {
+        list.iter()
+            .map(|(at, name)| {
+                let line = at.node.start_position().row + 1;
+                format!("`{name}` ({}:{line}) {why}", files[at.file].file.rel)
+            })
+            .collect()
+    };
+    let mut left_out = named(
+        &clients,
+        "is the client side: it connects to an agent or takes its updates",
+    );
+    left_out.extend(named(
+        &uncallable,
+        "takes arguments the SDK does not pass (it passes `prompt` and `session_id`, or one request)",
+    ));
+    // one apply patched already (its pin since removed): that one, as revert needs it
+    if callable
+        .iter()
+        .any(|(at, _)| patched(at.node, files, at.file))
+    {
+        callable.retain(|(at, _)| patched(at.node, files, at.file));
+    }
+    // the most agent-like first: the one a pin is suggested for
+    callable.sort_by_key(|(at, _)| {
+        let class = class_of(at.node).map(|c| At {
+            file: at.file,
+            node: c,
+        });
+        std::cmp::Reverse(class.map_or(0, |c| {
+            AGENT_METHODS
+                .iter()
+                .filter(|m| classes.method(files, c, m).is_some())
+                .count()
+        }))
+    });
+    (callable, left_out)
 }
+
+/// Whether a method carries the prompt-handler decorator apply inserts.
+fn patched(def: Node, files: &[Parsed], file: usize) -> bool {
+    let src = &files[file].file.text;
+    def.parent()
+        .filter(|d| d.kind() == "decorated_definition")
+        .is_some_and(|d| {
+            named_children(d)
+                .into_iter()
+                .filter(|n| n.kind() == "decorator")
+                .any(|n| text(n, src).contains("acp_progress.prompt_handler("))
+        })
+}
+
+/// Requests the SDK hands an agent besides `session/prompt` (its methods for them).
+const AGENT_METHODS: &[&str] = &[
+    "initialize",
+    "authenticate",
+    "new_session",
+    "load_session",
+    "cancel",
+    "set_session_mode",
+];
+
+/// What a module of the editor's side calls to reach an agent, and what an agent's module calls
+/// to serve one.
+const CLIENT_ENTRIES: &[&str] = &[
+    "ClientSideConnection",
+    "connect_to_agent",
+    "spawn_agent_process",
+];
+const AGENT_ENTRIES: &[&str] = &["run_agent", "AgentSideConnection"];
 
 /// Methods the SDK calls on a client (the editor's side), never on an agent.
 const CLIENT_METHODS: &[&str] = &["session_update", "request_permission"];
@@ -186,14 +256,21 @@ pub fn locate<'a>(
         });
         found = vec![(class.expect("a prompt method is in a class"), *at)];
     } else if found.is_empty() {
-        let all = sdk_callable(files, &classes, prompt_methods(files));
+        let (all, clients) = sdk_callable(files, &classes, prompt_methods(files));
         let chosen = super::choose(decisions,
             files,
             all,
             None,
             "ACP prompt handler",
             "prompt",
-            || "no class is handed to `acp.run_agent` / `AgentSideConnection` or derives from `acp.Agent`, no class in a module that imports `acp` has an `async def prompt`, and no dispatcher of `\"session/prompt\"` (a dict of handlers, `if`/`match` on the method, a call or decorator that registers a handler for it, a handler table) reaches a function of the tree; pin the handler in acp-patch.toml: `prompt = \"<file>.py:<function or Class.method>\"`".into(),
+            || {
+                let clients = if clients.is_empty() {
+                    String::new()
+                } else {
+                    format!(" that the SDK can call ({})", clients.join("; "))
+                };
+                format!("no class is handed to `acp.run_agent` / `AgentSideConnection` or derives from `acp.Agent`, no class in a module that imports `acp` has an `async def prompt`{clients}, and no dispatcher of `\"session/prompt\"` (a dict of handlers, `if`/`match` on the method, a call or decorator that registers a handler for it, a handler table) reaches a function of the tree; pin the handler in acp-patch.toml: `prompt = \"<file>.py:<function or Class.method>\"`")
+            },
         )
         .map_err(|e| match e {
             Error::Unlocatable { detail, .. } => Error::NoAgent {
@@ -231,6 +308,20 @@ pub fn locate<'a>(
         },
     );
     let sends = sends(files);
+    // no send in the tree: the updates leave through code outside it (a base class of an
+    // installed package): a card would open at every prompt and close only at its end
+    if sends.is_empty()
+        && let Some(h) = prompts.first()
+    {
+        return Err(Error::Unsupported {
+            file: files[h.site.file].file.rel.clone(),
+            line: h.site.line,
+            message: format!(
+                "`{}` handles session/prompt, but no call in the tree sends a session update (`<connection>.session_update(...)`): the agent's updates leave through code outside it, e.g. a base class of an installed package, so a card could open but would only close at the turn's end; point acp-patch at the package that sends them (nothing was written)",
+                h.name
+            ),
+        });
+    }
     let sends = match &pins.emitter {
         Some(pin) => {
             let pin = Pin::parse(pin);
@@ -369,6 +460,7 @@ mod tests {
     /// The prompt handlers the fallback (no class bound to the SDK in the tree) chooses from.
     fn fallback(files: &[Parsed]) -> Vec<String> {
         sdk_callable(files, &Classes::of(files), prompt_methods(files))
+            .0
             .into_iter()
             .map(|(at, name)| format!("{}:{name}", files[at.file].file.rel))
             .collect()
@@ -391,11 +483,36 @@ mod tests {
             fallback(&files),
             ["a/agent.py:Served.prompt", "a/legacy.py:Old.prompt"]
         );
-        // none left: every candidate stays (a pin chooses)
+        // none the SDK can call: no candidate
         let files = tree(&[("a/client.py", client), ("a/backend.py", backend)]);
-        assert_eq!(
-            fallback(&files),
-            ["a/client.py:Editor.prompt", "a/backend.py:Backend.prompt"]
+        assert!(fallback(&files).is_empty());
+        // a module that connects to an agent and serves none is the client side
+        let transport = "from acp import connect_to_agent\n\nclass Transport:\n    async def prompt(self, text):\n        pass\n";
+        let files = tree(&[("a/transport.py", transport), ("a/agent.py", agent)]);
+        assert_eq!(fallback(&files), ["a/agent.py:Served.prompt"]);
+    }
+
+    #[test]
+    fn an_agent_whose_updates_leave_outside_the_tree_is_refused_at_its_handler() {
+        // every update is sent by the installed base class: nothing here to complete a card
+        let agent = "import acp\nfrom lib import LibAgent\n\nclass Mine(LibAgent):\n    async def prompt(self, prompt, session_id, **kwargs):\n        return await super().prompt(prompt, session_id, **kwargs)\n\nasync def main():\n    await acp.run_agent(Mine())\n";
+        let files = tree(&[("a/agent.py", agent)]);
+        let decisions = crate::lang::survey::Decisions::default();
+        let e = locate(
+            &decisions,
+            std::path::Path::new("."),
+            &files,
+            &PythonPins::default(),
+        )
+        .err()
+        .expect("refused");
+        assert!(
+            matches!(&e, Error::Unsupported { file, line: 5, .. } if file == "a/agent.py"),
+            "{e}"
+        );
+        assert!(
+            e.to_string()
+                .contains("no call in the tree sends a session update")
         );
     }
 }

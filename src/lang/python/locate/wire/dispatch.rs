@@ -116,17 +116,24 @@ fn branch_handler<'a>(files: &'a [Parsed], i: usize, block: Node<'a>) -> Option<
 }
 
 /// The first function of the tree a statement calls or hands to a call (not inside a nested
-/// function).
+/// function); in a `try` or `with`, the one its body hands the request to. A call under an
+/// `if` or a loop is a path the branch may take (an early error reply), not its hand-off.
 fn call_target<'a>(files: &'a [Parsed], i: usize, stmt: Node<'a>) -> Option<At<'a>> {
-    if matches!(
-        stmt.kind(),
-        "function_definition" | "class_definition" | "decorated_definition"
-    ) {
-        return None;
+    match stmt.kind() {
+        "function_definition"
+        | "class_definition"
+        | "decorated_definition"
+        | "if_statement"
+        | "for_statement"
+        | "while_statement"
+        | "match_statement" => return None,
+        "try_statement" | "with_statement" => {
+            return branch_handler(files, i, stmt.child_by_field_name("body")?);
+        }
+        _ => {}
     }
     descendants_same_scope(stmt, "call")
         .into_iter()
-        .chain((stmt.kind() == "call").then_some(stmt))
         .find_map(|c| {
             resolve_callable(files, i, c.child_by_field_name("function")?).or_else(|| {
                 positional_args(c)
@@ -296,6 +303,16 @@ mod tests {
             return await self._load(p)
         if method == "session/set_mode":
             self._write({"jsonrpc": "2.0", "method": "session/update"})
+        if method == "session/new":
+            if not p:
+                self._log("no params")
+                return
+            self._tasks.add(p)
+        if method == "session/set_model":
+            try:
+                return await self._load(p)
+            except ValueError:
+                self._log("bad model")
 "#;
         let files = tree(&[("a.py", src)]);
         assert_eq!(handlers(&files, "session/prompt"), ["a.py:_prompt"]);
@@ -304,5 +321,9 @@ mod tests {
         assert_eq!(handlers(&files, "session/load"), ["a.py:_load"]);
         // a branch that only writes a message hands nothing over
         assert!(handlers(&files, "session/set_mode").is_empty());
+        // a call under an `if` is a path the branch may take (an early error), not its hand-off
+        assert!(handlers(&files, "session/new").is_empty());
+        // in a `try`, what its body hands the request to
+        assert_eq!(handlers(&files, "session/set_model"), ["a.py:_load"]);
     }
 }
