@@ -54,6 +54,28 @@ fn unpatched_tree_has_nothing_to_revert() {
     assert_same_tree(dir.path(), &before);
 }
 
+/// A tree apply cannot patch without a pin (two candidate prompt handlers) was never patched
+/// either: revert has nothing to take out and says so, with why apply would stop.
+#[test]
+fn unpatched_tree_apply_cannot_choose_in_has_nothing_to_revert() {
+    let dir = tempfile::tempdir().unwrap();
+    let class = |name: &str| {
+        format!(
+            "import acp\n\nclass {name}:\n    async def prompt(self, prompt, session_id, **kwargs):\n        await self._conn.session_update(session_id=session_id, update=None)\n"
+        )
+    };
+    std::fs::write(dir.path().join("one.py"), class("One")).unwrap();
+    std::fs::write(dir.path().join("two.py"), class("Two")).unwrap();
+    let refused = acp_patch(&["apply", "--dry-run", path_str(dir.path())], None);
+    assert_eq!(refused.code, 1, "{}", refused.stderr);
+    let run = revert_ok(dir.path());
+    assert_eq!(
+        run.stderr,
+        "note: python: no code of acp-patch's in the tree; apply would not patch it as it is either: found 2 candidates for the ACP prompt handler; nothing was written:\nacp-patch: nothing to revert: no piece acp-patch inserts is in place\n"
+    );
+    assert_eq!(run.stdout, "");
+}
+
 #[test]
 fn dry_run_prints_a_diff_git_applies_and_writes_nothing() {
     for case in [

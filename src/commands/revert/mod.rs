@@ -53,6 +53,21 @@ impl RevertOutcome {
     }
 }
 
+/// Whether any file of the language holds a trace of acp-patch (its runtime module, an import
+/// of it, a call into it): the names every inserted piece carries.
+fn touched(project: &Project, lang: &dyn Language) -> bool {
+    const TRACES: &[&str] = &[
+        "acp-patch",
+        "acp_progress",
+        "acpProgress",
+        "acp-progress",
+        "agent_progress_callback",
+    ];
+    project
+        .files_with_extension(lang.extensions())
+        .any(|f| TRACES.iter().any(|t| crate::needles::contains(&f.text, t)))
+}
+
 /// Plans the removal of every present part, checks it (exact bytes, the reverted files
 /// parse, apply on the reverted tree gives the current one), then (unless a dry run)
 /// writes it all or nothing.
@@ -65,12 +80,26 @@ pub fn revert(root: &Path, opts: &RevertOptions) -> Result<RevertOutcome> {
     let project = crate::lang::load(root, &opts.common)?;
     // every agent of the tree (a Python one and a TypeScript one, say): their files differ
     let mut notes = Vec::new();
+    let mut untouched = Vec::new();
     let per_agent = crate::commands::each_agent(
         &project,
         &mut notes,
         crate::commands::Startup::NotRun,
         |lang| {
-            let inventory = lang.inventory(&project)?;
+            let inventory = match lang.inventory(&project) {
+                Ok(inventory) => inventory,
+                // an agent apply never patched: nothing of acp-patch's to take out, whatever
+                // kept apply from choosing its sites (several candidates, a site not found)
+                Err(e) if !matches!(e, Error::NoAgent { .. }) && !touched(&project, lang) => {
+                    untouched.push(format!(
+                        "{}: no code of acp-patch's in the tree; apply would not patch it as it is either: {}",
+                        lang.name(),
+                        e.to_string().lines().next().unwrap_or_default()
+                    ));
+                    return Ok((Plan::default(), Vec::new()));
+                }
+                Err(e) => return Err(e),
+            };
             let (mine, taken) = removal_plan_of(lang, &inventory)?;
             if !mine.is_empty() {
                 check_current_parses(lang, &inventory)?;
@@ -81,6 +110,7 @@ pub fn revert(root: &Path, opts: &RevertOptions) -> Result<RevertOutcome> {
             Ok((mine, taken))
         },
     )?;
+    notes.extend(untouched);
     let mut plan = Plan::default();
     let mut removed = Vec::new();
     let mut langs = Vec::new();
