@@ -1,7 +1,10 @@
 // generated code: the crate's own lint levels are not asked of it
 #![allow(
-    dead_code,
+    unused,
     missing_docs,
+    missing_debug_implementations,
+    let_underscore,
+    rust_2018_idioms,
     unreachable_pub,
     unused_qualifications,
     clippy::all,

@@ -113,7 +113,7 @@ pub struct AcpEmitter<'a>(&'a AcpConnection);
 impl AcpEmitter<'_> {
     /// Same result as the SDK's: the agent's own update's (`Ok` while it is held); any other
     /// notification is sent as it is.
-    pub fn send_notification<N: acp_sdk::JsonRpcNotification>(
+    pub fn send_notification<N: {{NOTIFICATION}}>(
         self,
         notification: N,
     ) -> Result<(), acp_sdk::Error> {

@@ -1,8 +1,9 @@
-//! The agent's `Cargo.toml`: which `agent-client-protocol` it uses (from `Cargo.lock` when
-//! there is one), and the dependency the inserted code needs (tokio with its `rt` and `time`
+//! The agent's `Cargo.toml`: which ACP SDK it uses (`agent-client-protocol` or `sacp`, see
+//! [`Package`]) and which version (from `Cargo.lock` when there is one), and the dependency the inserted code needs (tokio with its `rt` and `time`
 //! features, for the runtime's timers): a marked table appended to the file, so the agent's
 //! own lines stay as they are and revert can take it out again.
 
+use super::sdk::Package;
 use crate::error::{Error, Result};
 use crate::project::Project;
 use crate::source::SourceFile;
@@ -11,12 +12,12 @@ use std::path::Path;
 use std::sync::{Arc, Mutex};
 use toml_edit::{DocumentMut, Item, Value};
 
-pub const SDK: &str = "agent-client-protocol";
-
 /// The agent's manifest and what it says about the SDK.
 pub struct Manifest {
     pub file: SourceFile,
-    /// The name the crate is imported as (`agent_client_protocol`, or a rename).
+    /// The SDK crate it depends on.
+    pub sdk: Package,
+    /// The name the crate is imported as (`agent_client_protocol`, `sacp`, or a rename).
     pub sdk_ident: String,
     /// `(major, minor)` of the SDK version in use.
     pub sdk_version: (u64, u64),
@@ -39,19 +40,20 @@ impl Manifest {
                     path: path.clone(),
                     message: e.to_string(),
                 })?;
-        let Some((key, req)) = sdk_dependency(&doc) else {
+        let Some((sdk, key, req)) = sdk_dependency(&doc) else {
             return Ok(None);
         };
-        let locked = locked_version(root);
+        let locked = locked_version_of(root, sdk.name());
         let text = locked.unwrap_or(req);
         let Some(version) = parse_version(&text) else {
             return Err(Error::Config {
                 path,
-                message: format!("cannot read the version of {SDK} (`{text}`)"),
+                message: format!("cannot read the version of {} (`{text}`)", sdk.name()),
             });
         };
         Ok(Some(Manifest {
             file,
+            sdk,
             sdk_ident: key.replace('-', "_"),
             sdk_version: version,
             sdk_version_text: text.trim_start_matches(['=', '^', '~', ' ']).to_string(),
@@ -73,6 +75,7 @@ impl Manifest {
             })?;
         Ok(Some(Manifest {
             file,
+            sdk: Package::Acp,
             sdk_ident: String::new(),
             sdk_version: (0, 0),
             sdk_version_text: String::new(),
@@ -225,14 +228,24 @@ impl Manifest {
 const BLOCK_MARKER: &str = "# acp-patch: dependencies of the inserted progress code";
 const BLOCK_TABLE: &str = "[target.'cfg(all())'.dependencies]";
 
-/// `(dependency key, version requirement)` of the SDK in `[dependencies]`.
-fn sdk_dependency(doc: &DocumentMut) -> Option<(String, String)> {
+/// Whether a manifest's text depends on an SDK (in `[dependencies]`, under its name or renamed).
+pub fn names_sdk(text: &str) -> Option<(Package, String)> {
+    let doc: DocumentMut = text.parse().ok()?;
+    sdk_dependency(&doc).map(|(p, key, _)| (p, key.replace('-', "_")))
+}
+
+/// `(SDK, dependency key, version requirement)` of the SDK in `[dependencies]` (the first of
+/// [`Package::ALL`] there, when it has several).
+fn sdk_dependency(doc: &DocumentMut) -> Option<(Package, String, String)> {
     let deps = doc.get("dependencies")?.as_table_like()?;
+    let mut found: Vec<(Package, String, String)> = Vec::new();
     for (key, item) in deps.iter() {
         let (package, version) = match item {
             Item::Value(Value::String(s)) => (key.to_string(), s.value().clone()),
             other => {
-                let t = other.as_table_like()?;
+                let Some(t) = other.as_table_like() else {
+                    continue;
+                };
                 let package = t
                     .get("package")
                     .and_then(|p| p.as_str())
@@ -246,16 +259,12 @@ fn sdk_dependency(doc: &DocumentMut) -> Option<(String, String)> {
                 (package, version)
             }
         };
-        if package == SDK {
-            return Some((key.to_string(), version));
+        if let Some(sdk) = Package::of_name(&package) {
+            found.push((sdk, key.to_string(), version));
         }
     }
-    None
-}
-
-/// The SDK version pinned in `Cargo.lock`, if there is exactly one.
-fn locked_version(root: &Path) -> Option<String> {
-    locked_version_of(root, SDK)
+    found.sort_by_key(|(p, _, _)| Package::ALL.iter().position(|q| q == p));
+    found.into_iter().next()
 }
 
 /// A package's version pinned in `Cargo.lock`, if there is exactly one.
@@ -324,6 +333,7 @@ mod tests {
     fn manifest(text: &str) -> Manifest {
         Manifest {
             file: SourceFile::from_text("Cargo.toml".into(), "Cargo.toml".into(), text.into()),
+            sdk: Package::Acp,
             sdk_ident: "agent_client_protocol".into(),
             sdk_version: (5, 2),
             sdk_version_text: "5.2.0".into(),
@@ -347,5 +357,28 @@ mod tests {
         assert!(m.insertion().unwrap().is_none());
         assert_eq!(parse_version("=0.10.4"), Some((0, 10)));
         assert_eq!(parse_version("5"), Some((5, 0)));
+    }
+
+    #[test]
+    fn finds_the_sdk_by_package_under_any_key() {
+        let sdk = |text: &str| names_sdk(text).map(|(p, k)| (p.name(), k));
+        assert_eq!(
+            sdk("[dependencies]\nsacp = \"10.1.0\"\nagent-client-protocol-schema = \"0.10\"\n"),
+            Some(("sacp", "sacp".into()))
+        );
+        assert_eq!(
+            sdk("[dependencies.proto]\npackage = \"sacp\"\nversion = \"10\"\n"),
+            Some(("sacp", "proto".into()))
+        );
+        assert_eq!(
+            sdk("[dependencies]\nsacp = \"10\"\nagent-client-protocol = \"0.11\"\n"),
+            Some(("agent-client-protocol", "agent_client_protocol".into()))
+        );
+        // other crates of the family, or crates whose names hold it, are no SDK
+        assert_eq!(
+            sdk("[dependencies]\nsacp-tokio = \"10\"\nsacp-cbor = \"1\"\n"),
+            None
+        );
+        assert_eq!(sdk("[dependencies]\nfoo = { workspace = true }\n"), None);
     }
 }

@@ -1,4 +1,4 @@
-//! Rust agents on the `agent-client-protocol` crate, patched by what the SDK contract fixes
+//! Rust agents on an ACP SDK crate (`agent-client-protocol`, `sacp`), patched by what the SDK contract fixes
 //! (the protocol strategy): the prompt handlers the SDK calls, every SDK send of a session
 //! update, the connection the SDK hands over, the turn's end. Files are parsed with `syn`
 //! (byte offsets from `proc-macro2` span locations); edits are spliced into the original text.
@@ -25,7 +25,6 @@ use crate::report::Shape;
 use crate::source::SourceFile;
 use manifest::Manifest;
 use modules::{Modules, RootKind};
-use sdk::Dialect;
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
@@ -171,24 +170,15 @@ impl Rust {
             None => return wire::parts::analyze(decisions, project, files),
         };
         let mut files = files;
-        if manifest.sdk_version < (0, 8) {
-            return Err(Error::Unsupported {
-                file: manifest.file.rel.clone(),
-                line: 1,
-                message: format!(
-                    "{} {} builds messages with struct literals (before 0.8); acp-patch inserts code for 0.8 and later",
-                    manifest::SDK,
-                    manifest.sdk_version_text
-                ),
-            });
-        }
         let texts: Vec<&str> = files
             .iter()
             .filter(|p| !is_runtime_module(p))
             .map(|p| p.file.text.as_ref())
             .collect();
-        let dialect =
-            Dialect::of(manifest.sdk_version, &texts).map_err(|message| Error::Unsupported {
+        let dialect = manifest
+            .sdk
+            .dialect(manifest.sdk_version, &manifest.sdk_version_text, &texts)
+            .map_err(|message| Error::Unsupported {
                 file: manifest.file.rel.clone(),
                 line: 1,
                 message,
@@ -353,6 +343,15 @@ fn place_runtime(
     Ok((module_files, lib_shared))
 }
 
+/// Whether a source names the crate imported as `ident`: the word (`use sacp::..`,
+/// `use agent_client_protocol as acp;`), not a longer name holding it (`sacp_cbor`).
+fn names_crate(text: &str, ident: &str) -> bool {
+    let word = |c: Option<char>| c.is_some_and(|c| c.is_alphanumeric() || c == '_');
+    text.match_indices(ident).any(|(at, _)| {
+        !word(text[..at].chars().next_back()) && !word(text[at + ident.len()..].chars().next())
+    })
+}
+
 /// [`Rust::syntax_error`], computed.
 fn syntax_error_now(text: &str) -> Option<(usize, String)> {
     match parse(text) {
@@ -421,15 +420,16 @@ impl Language for Rust {
         error
     }
 
-    /// The SDK in `Cargo.toml` and a source naming it; or, without it, a source naming
-    /// `session/prompt` (a JSON-RPC loop of the agent's own) or a `prompt` pin.
+    /// An SDK (`agent-client-protocol`, `sacp`) in `Cargo.toml` and a source naming it; or,
+    /// without one, a source naming `session/prompt` (a JSON-RPC loop of the agent's own) or a
+    /// `prompt` pin.
     fn detect(&self, project: &Project) -> bool {
         let Ok(manifest) = std::fs::read_to_string(project.root.join("Cargo.toml")) else {
             return false;
         };
         let mut sources = project.files_with_extension(self.extensions());
-        if manifest.contains(manifest::SDK) {
-            sources.any(|f| f.text.contains("agent_client_protocol"))
+        if let Some((_, ident)) = manifest::names_sdk(&manifest) {
+            sources.any(|f| names_crate(&f.text, &ident))
         } else {
             project.config.rust.prompt.is_some() || sources.any(|f| wire::mentions_prompt(&f.text))
         }
@@ -489,5 +489,21 @@ impl Language for Rust {
             &|_, _| true,
         )?;
         Ok(vec![report])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_source_names_the_sdk_crate_by_its_whole_name() {
+        let names = super::names_crate;
+        assert!(names("use sacp::schema::PromptRequest;", "sacp"));
+        assert!(names(
+            "use agent_client_protocol as acp;",
+            "agent_client_protocol"
+        ));
+        assert!(names("fn f(cx: sacp::JrConnectionCx<L>) {}", "sacp"));
+        assert!(!names("use sacp_cbor::Decoder;", "sacp"));
+        assert!(!names("use my_sacp::X;", "sacp"));
     }
 }

@@ -82,21 +82,13 @@ pub fn render(
         (
             "RESPONDER_PARAMS",
             if dialect.protocol_generic() {
-                "T: acp_sdk::JsonRpcResponse, P: acp_sdk::Protocol"
+                format!("T: {}, P: acp_sdk::Protocol", dialect.response_trait())
             } else {
-                "T: acp_sdk::JsonRpcResponse"
-            }
-            .into(),
+                format!("T: {}", dialect.response_trait())
+            },
         ),
-        (
-            "RESPONDER",
-            if dialect.protocol_generic() {
-                "acp_sdk::Responder<T, P>"
-            } else {
-                "acp_sdk::Responder<T>"
-            }
-            .into(),
-        ),
+        ("RESPONDER", dialect.responder().into()),
+        ("NOTIFICATION", dialect.notification_trait().into()),
     ];
     let vars: Vec<(&str, &str)> = vars.iter().map(|(k, v)| (*k, v.as_str())).collect();
     Ok(fill(&text, &vars))

@@ -33,8 +33,14 @@ pub(super) fn type_text(ty: &syn::Type) -> String {
         .replace(' ', "")
 }
 
+/// The responder of a prompt: `Responder<PromptResponse>` (sacp 10: `JrRequestCx<PromptResponse>`).
 pub(super) fn is_prompt_responder(ty: &str) -> bool {
-    ty.contains("Responder<") && ty.contains("PromptResponse")
+    (ty.contains("Responder<") || ty.contains("JrRequestCx<")) && ty.contains("PromptResponse")
+}
+
+/// The builder API's connection: `ConnectionTo<Client>` (sacp 10: `JrConnectionCx<AgentToClient>`).
+pub(super) fn is_connection(ty: &str) -> bool {
+    ty.contains("ConnectionTo") || ty.contains("JrConnectionCx")
 }
 
 /// A binding with its declared type (if any) in a scope.

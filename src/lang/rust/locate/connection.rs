@@ -10,7 +10,7 @@ use crate::lang::parts;
 use crate::lang::rust::Parsed;
 use crate::lang::rust::modules::Modules;
 use crate::lang::rust::sdk::Dialect;
-use crate::lang::rust::syntax::{Collected, span_text, type_text};
+use crate::lang::rust::syntax::{Collected, is_connection, span_text, type_text};
 use syn::spanned::Spanned;
 
 /// The site of a name's span in file `file`.
@@ -170,9 +170,7 @@ pub(super) fn wrap_sink(
         if let Some(f) = method {
             for i in &f.sig.inputs {
                 if let syn::FnArg::Typed(t) = i
-                    && quote::ToTokens::to_token_stream(&*t.ty)
-                        .to_string()
-                        .contains("ConnectionTo")
+                    && is_connection(&type_text(&t.ty))
                     && let syn::Pat::Ident(id) = &*t.pat
                 {
                     // a clone: the body moves the parameter into its `async move` block
@@ -189,7 +187,7 @@ pub(super) fn wrap_sink(
             file: files[h.anchor.site.file].file.rel.clone(),
             line: h.anchor.site.line,
             message: format!(
-                "{} takes no `ConnectionTo<Client>` for the card; pin the closure that calls it instead",
+                "{} takes no connection (`ConnectionTo<Client>`, `JrConnectionCx<AgentToClient>`) for the card; pin the closure that calls it instead",
                 h.anchor.name
             ),
         });

@@ -215,7 +215,9 @@ fn prompt_fn_params(sig: &syn::Signature) -> Option<(usize, usize, usize)> {
         .collect();
     let request = types.iter().position(|t| t.ends_with("PromptRequest"))?;
     let responder = types.iter().position(|t| is_prompt_responder(t))?;
-    let cx = types.iter().position(|t| t.contains("ConnectionTo"))?;
+    let cx = types
+        .iter()
+        .position(|t| crate::lang::rust::syntax::is_connection(t))?;
     Some((request, responder, cx))
 }
 

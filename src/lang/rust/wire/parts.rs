@@ -7,8 +7,9 @@
 use super::{Raw, locate};
 use crate::error::{Error, Result};
 use crate::lang::parts::{CHECK_SENDS, CHECK_TURN_END, Finding, Part};
-use crate::lang::rust::manifest::{Manifest, SDK};
+use crate::lang::rust::manifest::Manifest;
 use crate::lang::rust::modules::{self, Layout};
+use crate::lang::rust::sdk::Package;
 use crate::lang::rust::{Analysis, Parsed, pieces, placement, runtime, syntax};
 use crate::project::Project;
 use crate::report::Shape;
@@ -32,7 +33,10 @@ pub fn analyze(
         detail,
     };
     let Some(manifest) = Manifest::without_sdk(project)? else {
-        return Err(no_agent(format!("no Cargo.toml depending on {SDK}")));
+        return Err(no_agent(format!(
+            "no Cargo.toml depending on {}",
+            Package::names()
+        )));
     };
     let Layout {
         modules,
@@ -60,7 +64,8 @@ pub fn analyze(
         match locate(decisions, files, &cx)? {
             super::Located::Agent(raw) => Ok(raw),
             super::Located::NoDispatcher(pinnable) => Err(no_agent(format!(
-                "no Cargo.toml depending on {SDK}, and no dispatcher of `\"session/prompt\"` (a `match` arm, an `if method == ..`, a handler map; the string or a constant holding it) calls a fn of the crate{}",
+                "no Cargo.toml depending on {}, and no dispatcher of `\"session/prompt\"` (a `match` arm, an `if method == ..`, a handler map; the string or a constant holding it) calls a fn of the crate{}",
+                Package::names(),
                 match pinnable.first() {
                     Some(c) => format!(
                         "; the fn that handles it can be pinned, e.g. `[rust] prompt = \"{}:{}\"` (candidates: {})",
