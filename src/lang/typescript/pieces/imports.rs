@@ -76,16 +76,19 @@ pub(super) fn import_spec(files: &[Parsed], file: usize, module: &Module) -> Str
         let all: Vec<String> = files.iter().flat_map(relative_specifiers).collect();
         style_of(&all)
     };
-    match own.or_else(tree).unwrap_or("js") {
-        "js" => {
-            let js = match module.ext.as_str() {
+    match (own.or_else(tree).unwrap_or("js"), module.ext.as_str()) {
+        // `.mjs` / `.cjs` are found by no resolution under another name: Node's ESM resolver
+        // wants the file's own, and `require` tries only `.js`, `.json` and `.node`
+        (_, ext @ ("mjs" | "cjs")) => format!("{base}.{ext}"),
+        ("js", ext) => {
+            let js = match ext {
                 "mts" => "mjs",
                 "cts" => "cjs",
                 _ => "js",
             };
             format!("{base}.{js}")
         }
-        "ts" => format!("{base}.{}", module.ext),
+        ("ts", ext) => format!("{base}.{ext}"),
         _ => base,
     }
 }
