@@ -507,3 +507,53 @@ fn a_name_of_the_agent_that_the_import_would_shadow_is_refused() {
     );
     assert_eq!(pristine, snapshot_tree(dir.path()));
 }
+
+#[test]
+fn a_bundles_client_side_classes_are_no_prompt_handler_to_list_or_pin() {
+    // the bundle's copy of the SDK's ClientSideConnection sends session/prompt; its service's
+    // `prompt` is a generator: a pin on either is refused with why, nothing written
+    for (pin, why) in [
+        (
+            "agent.js:Qs.prompt",
+            "names no prompt handler: it sends `session/prompt` itself (line 73): the client side of the protocol",
+        ),
+        (
+            "agent.js:Zs.prompt",
+            "names no prompt handler: a generator, which the SDK cannot await a prompt response from",
+        ),
+    ] {
+        let dir = copy_tree(&before("bundle_renamed_sdk"));
+        write(
+            dir.path(),
+            "acp-patch.toml",
+            &format!("[typescript]\nprompt = \"{pin}\"\n"),
+        );
+        let run = acp_patch(&["apply", path_str(dir.path())], None);
+        assert_eq!(run.code, 1, "{}", run.stderr);
+        assert!(
+            run.stderr
+                .contains(&format!("the pin `prompt = \"{pin}\"` {why}")),
+            "{}",
+            run.stderr
+        );
+        assert!(!dir.path().join("acp-progress.js").exists());
+    }
+    // with the SDK's connection class not recognised (its factory called another way), the
+    // candidates are what a pin accepts: the agent's `prompt` only
+    let dir = copy_tree(&before("bundle_renamed_sdk"));
+    let agent = std::fs::read_to_string(dir.path().join("agent.js")).unwrap();
+    let agent = agent.replacen("let r = e(this), i", "let r = e.call(void 0, this), i", 1);
+    write(dir.path(), "agent.js", &agent);
+    let run = acp_patch(&["apply", "--dry-run", path_str(dir.path())], None);
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    assert!(
+        run.stderr.contains("agent.js:175  KiteAgent.prompt"),
+        "{}",
+        run.stderr
+    );
+    assert!(
+        !run.stderr.contains("Qs.prompt") && !run.stderr.contains("Zs.prompt"),
+        "{}",
+        run.stderr
+    );
+}

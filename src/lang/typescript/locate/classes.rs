@@ -28,14 +28,29 @@ pub(super) fn sdk_built<'a>(files: &'a [Parsed]) -> Vec<(Built<'a>, usize, usize
     let mut out = Vec::new();
     for (i, p) in files.iter().enumerate() {
         let src = p.file.text.as_ref();
-        if !src.contains("AgentSideConnection") {
+        let named = src.contains("AgentSideConnection");
+        let renamed = connection_classes(p);
+        if !named && renamed.is_empty() {
             continue;
         }
-        for n in descendants(p.tree().root_node(), "new_expression") {
+        let root = p.tree().root_node();
+        let mut news = if named {
+            descendants(root, "new_expression")
+        } else {
+            Vec::new()
+        };
+        for name in &renamed {
+            news.extend(new_expressions_of(root, src, name));
+        }
+        news.sort_by_key(|n| n.start_byte());
+        news.dedup();
+        for n in news {
             let ctor = n.child_by_field_name("constructor").map(|c| text(c, src));
-            if !ctor
-                .is_some_and(|c| c == "AgentSideConnection" || c.ends_with(".AgentSideConnection"))
-            {
+            if !ctor.is_some_and(|c| {
+                c == "AgentSideConnection"
+                    || c.ends_with(".AgentSideConnection")
+                    || renamed.iter().any(|r| r == c)
+            }) {
                 continue;
             }
             let Some(factory) = n
@@ -52,6 +67,104 @@ pub(super) fn sdk_built<'a>(files: &'a [Parsed]) -> Vec<(Built<'a>, usize, usize
         }
     }
     out
+}
+
+/// The classes of a file that are copies of the SDK's connection classes under other names (a
+/// bundle inlines the SDK and renames them: `var Yxe = class { constructor(e, n) { let r =
+/// e(this); ... case Hu.session_prompt: ... return r.prompt(l) ... } }`): the constructor calls
+/// its first parameter with `this` (the factory, handed the connection) and dispatches the
+/// protocol to what that returned — `session/prompt` to its `prompt` (the agent side's
+/// `AgentSideConnection`, `true`), or `session/update` to its `sessionUpdate` (the client
+/// side's `ClientSideConnection`, `false`). By literal hits first: a bundle is walked only
+/// around them.
+pub(super) fn sdk_copies(p: &Parsed) -> Vec<(Node<'_>, bool)> {
+    let src = p.file.text.as_ref();
+    let dispatches =
+        |body: &str, method: &str, call: &str| body.contains(call) && may_name_method(body, method);
+    if !(src.contains("(this)")
+        && (may_name_method(src, "session/prompt") || may_name_method(src, "session/update")))
+    {
+        return Vec::new();
+    }
+    let root = p.tree().root_node();
+    let mut out: Vec<(Node, bool)> = Vec::new();
+    for (at, _) in src.match_indices("(this)") {
+        let Some(call) = root
+            .named_descendant_for_byte_range(at, at + "(this)".len())
+            .filter(|a| a.kind() == "arguments")
+            .and_then(|a| a.parent())
+            .filter(|c| c.kind() == "call_expression")
+        else {
+            continue;
+        };
+        let Some(factory) = call
+            .child_by_field_name("function")
+            .filter(|f| f.kind() == "identifier")
+        else {
+            continue;
+        };
+        // the nearest function around the call: the class's constructor
+        let mut cur = call.parent();
+        while let Some(n) = cur {
+            if n.kind() == "method_definition" || is_function(n) {
+                break;
+            }
+            cur = n.parent();
+        }
+        let Some(ctor) = cur
+            .filter(|n| n.kind() == "method_definition" && member_name(*n, src) == "constructor")
+        else {
+            continue;
+        };
+        let first = parameter_names(ctor, src)
+            .into_iter()
+            .next()
+            .map(|(n, _)| n);
+        if first.as_deref() != Some(text(factory, src)) {
+            continue;
+        }
+        let body = text(ctor, src);
+        let side = if dispatches(body, "session/prompt", ".prompt(") {
+            true
+        } else if dispatches(body, "session/update", ".sessionUpdate(") {
+            false
+        } else {
+            continue;
+        };
+        if let Some(class) = enclosing_class(ctor)
+            && !out.iter().any(|(c, _)| *c == class)
+        {
+            out.push((class, side));
+        }
+    }
+    out
+}
+
+/// The names of a file's renamed copies of the SDK's `AgentSideConnection` ([`sdk_copies`]).
+fn connection_classes(p: &Parsed) -> Vec<String> {
+    let src = p.file.text.as_ref();
+    let mut out: Vec<String> = Vec::new();
+    for (class, agent_side) in sdk_copies(p) {
+        let name = name_of(class, src);
+        if agent_side && !name.is_empty() && !out.iter().any(|o| o == name) {
+            out.push(name.to_string());
+        }
+    }
+    out
+}
+
+/// The `new <name>(...)` expressions of a file, found by their text.
+fn new_expressions_of<'t>(root: Node<'t>, src: &str, name: &str) -> Vec<Node<'t>> {
+    let needle = format!("new {name}(");
+    src.match_indices(&needle)
+        .filter_map(|(at, _)| {
+            let mut n = root.descendant_for_byte_range(at, at + 3)?;
+            while n.start_byte() == at && n.kind() != "new_expression" {
+                n = n.parent()?;
+            }
+            (n.kind() == "new_expression" && n.start_byte() == at).then_some(n)
+        })
+        .collect()
 }
 
 /// `new AgentSideConnection((conn) => new X(conn, ...), stream)`: the class `X` and the index

@@ -216,7 +216,7 @@ pub fn handlers<'a>(
 }
 
 /// Every method named `prompt` of a class in the tree: what a `prompt` pin may name when no
-/// SDK binding was found.
+/// SDK binding was found (never one [`not_a_handler`] rules out).
 pub(super) fn prompt_methods<'a>(files: &'a [Parsed]) -> Vec<(usize, Node<'a>, Node<'a>)> {
     let mut out = Vec::new();
     for (i, p) in files.iter().enumerate() {
@@ -228,6 +228,7 @@ pub(super) fn prompt_methods<'a>(files: &'a [Parsed]) -> Vec<(usize, Node<'a>, N
             for m in class_members(class) {
                 if member_name(m, src) == "prompt"
                     && let Some(f) = member_function(m)
+                    && not_a_handler(p, class, f).is_none()
                 {
                     out.push((i, m, f));
                 }
@@ -238,7 +239,7 @@ pub(super) fn prompt_methods<'a>(files: &'a [Parsed]) -> Vec<(usize, Node<'a>, N
 }
 
 /// Every function-valued member of every class of the agent's files (what a `prompt` pin may
-/// name besides the methods called `prompt`).
+/// name besides the methods called `prompt`; never one [`not_a_handler`] rules out).
 pub(super) fn class_functions<'a>(files: &'a [Parsed]) -> Vec<(usize, Node<'a>, Node<'a>)> {
     let mut out = Vec::new();
     for (i, p) in files.iter().enumerate() {
@@ -247,13 +248,57 @@ pub(super) fn class_functions<'a>(files: &'a [Parsed]) -> Vec<(usize, Node<'a>, 
         }
         for class in classes(p.tree().root_node()) {
             for m in class_members(class) {
-                if let Some(f) = member_function(m) {
+                if let Some(f) = member_function(m)
+                    && not_a_handler(p, class, f).is_none()
+                {
                     out.push((i, m, f));
                 }
             }
         }
     }
     out
+}
+
+/// Why a class's function can never be the agent's prompt handler, if so: it is a generator
+/// (the SDK awaits a response, not a stream), it sends `session/prompt` itself (the client
+/// side: a copy of the SDK's `ClientSideConnection`, `sendRequest(methods.session_prompt, ..)`),
+/// or its class answers the client's half of the protocol (`sessionUpdate` and
+/// `requestPermission` both defined: an `acp.Client`).
+pub(super) fn not_a_handler(p: &Parsed, class: Node, func: Node) -> Option<String> {
+    let src = p.file.text.as_ref();
+    let mut cursor = func.walk();
+    if func
+        .children(&mut cursor)
+        .any(|c| c.kind() == "*" || c.kind() == "generator_function")
+        || func.kind() == "generator_function"
+    {
+        return Some("a generator, which the SDK cannot await a prompt response from".into());
+    }
+    let body = func.child_by_field_name("body")?;
+    if may_name_method(text(body, src), "session/prompt") {
+        let names = MethodNames::new(p.tree().root_node(), src);
+        let sends = descendants(body, "call_expression").into_iter().find(|c| {
+            arguments(*c)
+                .first()
+                .is_some_and(|a| names.of(*a).as_deref() == Some("session/prompt"))
+        });
+        if let Some(call) = sends {
+            return Some(format!(
+                "it sends `session/prompt` itself (line {}): the client side of the protocol",
+                line(call)
+            ));
+        }
+    }
+    let members: Vec<&str> = class_members(class)
+        .into_iter()
+        .map(|m| member_name(m, src))
+        .collect();
+    if members.contains(&"sessionUpdate") && members.contains(&"requestPermission") {
+        return Some(
+            "its class answers `session/update` and `session/request_permission`: the client side of the protocol".into(),
+        );
+    }
+    None
 }
 
 /// The prompt pin: keeps the handlers it names, or adds the method it names.
@@ -333,6 +378,31 @@ pub(super) fn select<'a>(
             .chain(class_functions(files))
             .find(|(f, _, func)| matches(*f, &qualified(files, *f, *func)));
         let Some((f, m, func)) = pinned else {
+            // a function the pin names that is no prompt handler: say why
+            for (i, p) in files
+                .iter()
+                .enumerate()
+                .filter(|(_, p)| p.file.rel == pin.file && is_agent_file(p))
+            {
+                for class in classes(p.tree().root_node()) {
+                    for m in class_members(class) {
+                        if let Some(func) = member_function(m)
+                            && matches(i, &qualified(files, i, func))
+                            && let Some(why) = not_a_handler(p, class, func)
+                        {
+                            return Err(Error::Unlocatable {
+                                site: "prompt handler",
+                                detail: format!(
+                                    "the pin `prompt = \"{}:{}\"` names no prompt handler: {why}",
+                                    pin.file,
+                                    qualified(files, i, func)
+                                ),
+                                pin_key: "typescript.prompt",
+                            });
+                        }
+                    }
+                }
+            }
             let mut names: Vec<String> = seen
                 .iter()
                 .map(|c| format!("{}:{} ({})", c.location.file, c.name, c.location.line))

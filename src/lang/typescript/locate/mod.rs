@@ -315,8 +315,18 @@ fn first_pattern(func: Node) -> Option<Node> {
 /// The session id of a request, as the handler spells it: `params.sessionId`, or `sessionId`
 /// when the request is destructured; when the handler is handed the whole JSON-RPC message
 /// (`envelope`), `msg.params.sessionId`, or `params.sessionId` when it destructures `params`.
+/// A function that declares no parameter is still handed the request: a function (not an
+/// arrow, whose `arguments` are its parent's) reads it as `arguments[0]`.
 pub(super) fn session_id_of(func: Node, src: &str, envelope: bool) -> Option<String> {
-    let pattern = first_pattern(func)?;
+    let Some(pattern) = first_pattern(func) else {
+        return (func.kind() != "arrow_function").then(|| {
+            if envelope {
+                "arguments[0]?.params?.sessionId".to_string()
+            } else {
+                "arguments[0]?.sessionId".to_string()
+            }
+        });
+    };
     if envelope {
         return match pattern.kind() {
             "identifier" => Some(format!("{}.params.sessionId", text(pattern, src))),
@@ -432,7 +442,7 @@ fn cover_of<'a>(
         file: files[file].file.rel.clone(),
         line: line(func),
         message: format!(
-            "`{}` takes no request parameter acp-patch can read the session id from; name it (`params`) or destructure `sessionId`",
+            "`{}` takes no request parameter acp-patch can read the session id from (an arrow function has no `arguments` of its own); name it (`params`) or destructure `sessionId`",
             qualified(files, file, func)
         ),
     })?;

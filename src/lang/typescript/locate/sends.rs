@@ -146,6 +146,23 @@ pub fn sends(files: &[Parsed]) -> Result<Vec<Send<'_>>> {
             }
         }
     }
+    // the calls inside a bundle's copy of the SDK's connection classes are the SDK's own (its
+    // `sessionUpdate` writing the notification, the client side handing one to its client)
+    let mut copies: Vec<(usize, Vec<(usize, usize)>)> = Vec::new();
+    out.retain(|s| {
+        let f = s.file();
+        if !copies.iter().any(|(c, _)| *c == f) {
+            let spans = super::classes::sdk_copies(&files[f])
+                .into_iter()
+                .map(|(c, _)| (c.start_byte(), c.end_byte()))
+                .collect();
+            copies.push((f, spans));
+        }
+        let at = s.call.start_byte();
+        !copies
+            .iter()
+            .any(|(c, spans)| *c == f && spans.iter().any(|(a, b)| (*a..*b).contains(&at)))
+    });
     out.sort_by_key(|s| (s.file(), s.call.start_byte()));
     Ok(out)
 }

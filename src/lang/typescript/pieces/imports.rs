@@ -76,16 +76,19 @@ pub(super) fn import_spec(files: &[Parsed], file: usize, module: &Module) -> Str
         let all: Vec<String> = files.iter().flat_map(relative_specifiers).collect();
         style_of(&all)
     };
-    match own.or_else(tree).unwrap_or("js") {
-        "js" => {
-            let js = match module.ext.as_str() {
+    match (own.or_else(tree).unwrap_or("js"), module.ext.as_str()) {
+        // `.mjs` / `.cjs` are found by no resolution under another name: Node's ESM resolver
+        // wants the file's own, and `require` tries only `.js`, `.json` and `.node`
+        (_, ext @ ("mjs" | "cjs")) => format!("{base}.{ext}"),
+        ("js", ext) => {
+            let js = match ext {
                 "mts" => "mjs",
                 "cts" => "cjs",
                 _ => "js",
             };
             format!("{base}.{js}")
         }
-        "ts" => format!("{base}.{}", module.ext),
+        ("ts", ext) => format!("{base}.{ext}"),
         _ => base,
     }
 }
@@ -197,12 +200,22 @@ pub(super) fn import_part(b: &mut Builder, file: usize, module: &Module) -> Resu
         // as apply inserted it: after the other imports (one line), before the first
         // statement of code (a blank line after it), or at the end of a file without code
         let before_code = first_code.is_some_and(|n| n.start_byte() > stmt.start_byte());
-        let text = if before_code && imports.is_empty() {
-            format!("{code}{eol}{eol}")
+        let rest = src[stmt.end_byte()..line_end_after(src, stmt.end_byte())].trim();
+        let (at, text) = if !rest.is_empty()
+            && !rest.starts_with("//")
+            && src[..stmt.start_byte()].ends_with(eol)
+        {
+            // inserted where the last import ends, code of the agent after it on its line (code
+            // that ran past that line's end: never a `//` comment)
+            (stmt.start_byte() - eol.len(), format!("{eol}{code}"))
+        } else if before_code && imports.is_empty() {
+            (
+                line_start(src, stmt.start_byte()),
+                format!("{code}{eol}{eol}"),
+            )
         } else {
-            format!("{code}{eol}")
+            (line_start(src, stmt.start_byte()), format!("{code}{eol}"))
         };
-        let at = line_start(src, stmt.start_byte());
         b.push(
             CHECK_IMPORT,
             "import of the runtime module",
@@ -227,8 +240,19 @@ pub(super) fn import_part(b: &mut Builder, file: usize, module: &Module) -> Resu
     let (offset, text) = match imports.last() {
         Some(last) => {
             let at = line_end_after(src, last.end_byte());
-            let text = crate::lang::pieces::at_end_of_file(src, at, format!("{code}{eol}"), eol);
-            (at, text)
+            // code after the import on its line that runs past the line's end (a multi-line
+            // template literal or comment, an object): the line's end is inside it, so the
+            // import goes right after the last one, starting a line, the agent's code after it
+            let spanned = top.iter().any(|n| {
+                n.start_byte() >= last.end_byte() && n.start_byte() < at && n.end_byte() >= at
+            });
+            if spanned {
+                (last.end_byte(), format!("{eol}{code}"))
+            } else {
+                let text =
+                    crate::lang::pieces::at_end_of_file(src, at, format!("{code}{eol}"), eol);
+                (at, text)
+            }
         }
         None => match first_code {
             Some(n) => (line_start(src, n.start_byte()), format!("{code}{eol}{eol}")),
