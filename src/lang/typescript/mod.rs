@@ -45,6 +45,25 @@ const WORDS: &[&str] = &[
     "agentProgressCallback",
 ];
 
+/// Words of a file that may hold an anchor: the SDK's connection, a send, the inserted code;
+/// with the methods' names as [`locate::may_name_method`] finds them.
+const ANCHOR_WORDS: &[&str] = &[
+    "AgentSideConnection",
+    "sessionUpdate",
+    "acpProgress",
+    "agentProgressCallback",
+];
+
+/// Whether a file may hold an anchor (and is worth parsing before anything asks for it).
+fn may_hold_anchor(text: &str) -> bool {
+    static ANCHORS: std::sync::LazyLock<crate::needles::Needles> =
+        std::sync::LazyLock::new(|| crate::needles::Needles::new(ANCHOR_WORDS));
+    ANCHORS.any_in(text)
+        || ["session/prompt", "session/update", "session/cancel"]
+            .iter()
+            .any(|m| locate::may_name_method(text, m))
+}
+
 /// Files parsed with the TSX grammar: `.tsx`, and JavaScript (JSX allowed; JavaScript has no
 /// `<T>x` casts, the one thing TSX reads differently).
 fn is_tsx(path: &std::path::Path) -> bool {
@@ -84,10 +103,13 @@ impl TypeScript {
         let parse =
             |f: &crate::source::SourceFile| Parsed::new(f.clone(), syntax::parser(is_tsx(&f.path)));
         let wanted: Vec<&crate::source::SourceFile> = sources(exts).collect();
+        // only a file that can hold an anchor is parsed up front; another (a bundle's chunk that
+        // says `prompt` and `session` but nothing of ACP) is parsed when a search reaches it by
+        // a word it holds (a class's name), else never: its tree would cost ten times its size
         for tsx in [false, true] {
             let texts: Vec<&std::sync::Arc<str>> = wanted
                 .iter()
-                .filter(|f| is_tsx(&f.path) == tsx)
+                .filter(|f| is_tsx(&f.path) == tsx && may_hold_anchor(&f.text))
                 .map(|f| &f.text)
                 .collect();
             syntax::prefetch(&texts, tsx);
@@ -98,10 +120,18 @@ impl TypeScript {
         let raw = parsed.iter().any(|p| {
             p.file.text.contains("\"session/update\"") || p.file.text.contains("'session/update'")
         });
+        // (followed from the files that may hold an anchor and the modules they reach, never
+        // from a file that only says `prompt` or `session`: a bundle's chunks are read for
+        // their imports no more than for anything else)
+        let followed = parsed.len();
         let mut next = 0;
         while raw && next < parsed.len() {
-            let wanted: Vec<String> = relative_imports(&parsed[next]);
+            let from = &parsed[next];
             next += 1;
+            if next <= followed && !may_hold_anchor(&from.file.text) {
+                continue;
+            }
+            let wanted: Vec<String> = relative_imports(from);
             for rel in wanted {
                 if parsed.iter().any(|p| p.file.rel == rel) {
                     continue;

@@ -221,10 +221,16 @@ pub fn enclosing_class(node: Node) -> Option<Node> {
     None
 }
 
-/// Classes named `name` in the tree.
+/// Classes named `name` in the tree (a file that does not hold the name is not parsed for it).
 pub fn classes_named<'t>(files: &'t [Parsed], name: &str) -> Vec<(usize, Node<'t>)> {
     let mut out = Vec::new();
+    if name.is_empty() {
+        return out;
+    }
     for (i, p) in files.iter().enumerate() {
+        if !crate::needles::contains(&p.file.text, name) {
+            continue;
+        }
         for c in classes(p.tree().root_node()) {
             if name_of(c, &p.file.text) == name {
                 out.push((i, c));
@@ -248,9 +254,24 @@ pub fn base_class<'t>(
         .into_iter()
         .find(|n| n.kind() == "extends_clause")?;
     let value = extends.child_by_field_name("value")?;
-    let name = text(value, src);
+    class_in_scope(files, file, text(value, src))
+}
+
+/// The class a name in file `file` refers to: the one that file declares (a module's own
+/// declaration: in a bundle that holds several builds of one module, each refers to its own),
+/// else the one class of that name in the tree.
+pub fn class_in_scope<'t>(
+    files: &'t [Parsed],
+    file: usize,
+    name: &str,
+) -> Option<(usize, Node<'t>)> {
     let found = classes_named(files, name);
-    (found.len() == 1).then(|| found[0])
+    let own: Vec<&(usize, Node)> = found.iter().filter(|(f, _)| *f == file).collect();
+    match (&own[..], &found[..]) {
+        ([one], _) => Some(**one),
+        ([], [one]) => Some(*one),
+        _ => None,
+    }
 }
 
 /// A class member (method, or a field holding a function) by name, own or inherited.
@@ -359,5 +380,114 @@ pub fn is_parameter_property(param: Node) -> bool {
             n.kind(),
             "accessibility_modifier" | "readonly" | "override_modifier"
         )
+    })
+}
+
+/// The class a field holds an instance of, when a constructor (own or inherited) builds it
+/// there: `this.<field> = new Y(...)`, `Y` one class of that name in the tree; with the `new`.
+pub fn constructed<'t>(
+    files: &'t [Parsed],
+    file: usize,
+    class: Node<'t>,
+    field: &str,
+) -> Option<(usize, Node<'t>, Node<'t>)> {
+    let (mut file, mut class) = (file, class);
+    for _ in 0..8 {
+        let src = files[file].file.text.as_ref();
+        let ctor = class_members(class)
+            .into_iter()
+            .find(|m| m.kind() == "method_definition" && member_name(*m, src) == "constructor");
+        if let Some(body) = ctor.and_then(body) {
+            for a in descendants(body, "assignment_expression") {
+                let (Some(l), Some(r)) = (
+                    a.child_by_field_name("left"),
+                    a.child_by_field_name("right"),
+                ) else {
+                    continue;
+                };
+                if text(l, src) != format!("this.{field}") || r.kind() != "new_expression" {
+                    continue;
+                }
+                let name = r
+                    .child_by_field_name("constructor")
+                    .filter(|c| c.kind() == "identifier")
+                    .map(|c| text(c, src))?;
+                let (f, c) = class_in_scope(files, file, name)?;
+                return Some((f, c, r));
+            }
+        }
+        (file, class) = base_class(files, file, class)?;
+    }
+    None
+}
+
+/// Where the last field of a path `this.a.b` gets its value before any method runs: `a` as
+/// [`field_bound`] finds it in the class, each next field in the class the one before it is
+/// built as ([`constructed`]); with how, field by field.
+pub fn path_bound(
+    files: &[Parsed],
+    file: usize,
+    class: Node,
+    path: &[&str],
+) -> Option<(Site, String)> {
+    if let [field] = path {
+        return field_bound(files, file, class, field);
+    }
+    let (mut file, mut class) = (file, class);
+    let mut hows = Vec::new();
+    let mut site = None;
+    for (k, field) in path.iter().enumerate() {
+        if k > 0 && field.starts_with('#') {
+            return None; // an ES private field is read by its own class only
+        }
+        let (s, how) = field_bound(files, file, class, field)?;
+        hows.push(format!(
+            "{}.{field}: {how}",
+            name_of(class, &files[file].file.text)
+        ));
+        site = Some(s);
+        if k + 1 < path.len() {
+            (file, class, _) = constructed(files, file, class, field)?;
+        }
+    }
+    Some((site?, hows.join("; ")))
+}
+
+/// The fields of `this.a.b` or `this.a["b"]` (as inserted code reads a connection another
+/// object of the class keeps): `["a", "b"]`.
+pub fn this_path<'t>(node: Node, src: &'t str) -> Option<Vec<&'t str>> {
+    match node.kind() {
+        "this" => Some(Vec::new()),
+        "parenthesized_expression" => this_path(node.named_child(0)?, src),
+        "member_expression" => {
+            let mut path = this_path(node.child_by_field_name("object")?, src)?;
+            path.push(text(node.child_by_field_name("property")?, src));
+            Some(path)
+        }
+        "subscript_expression" => {
+            let mut path = this_path(node.child_by_field_name("object")?, src)?;
+            path.push(string_value(node.child_by_field_name("index")?, src)?);
+            Some(path)
+        }
+        _ => None,
+    }
+}
+
+/// `private`/`protected` members of TypeScript are read from outside their class only with
+/// `x["name"]` (the checker lets element access by a literal through).
+pub fn is_hidden_member(files: &[Parsed], file: usize, class: Node, name: &str) -> bool {
+    let src = files[file].file.text.as_ref();
+    let hidden = |n: Node| {
+        named_children(n).into_iter().any(|c| {
+            c.kind() == "accessibility_modifier" && matches!(text(c, src), "private" | "protected")
+        })
+    };
+    class_members(class).into_iter().any(|m| {
+        (m.kind() == "public_field_definition" && member_name(m, src) == name && hidden(m))
+            || (m.kind() == "method_definition"
+                && member_name(m, src) == "constructor"
+                && parameters(m, src)
+                    .into_iter()
+                    .any(|(n, p)| n == name && hidden(p)))
     })
 }

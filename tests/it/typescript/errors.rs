@@ -228,7 +228,7 @@ fn a_prompt_pin_that_matches_nothing_names_what_it_looked_for() {
 }
 
 #[test]
-fn an_unknown_connection_lists_the_fields_a_pin_may_name() {
+fn an_unknown_connection_lists_only_the_fields_that_may_be_the_connection() {
     // the factory's argument reaches the fields through calls acp-patch does not follow
     let dir = copy_tree(&before("sdk1_agent"));
     edit(
@@ -253,16 +253,27 @@ fn an_unknown_connection_lists_the_fields_a_pin_may_name() {
         "{}",
         run.stderr
     );
+    // only what may be the connection: `link` is made of the factory's argument; `turns` and
+    // `llm` are set before a prompt too, but a card sent through them would fail at run time
     assert!(
-        run.stderr.contains("fields set before a prompt: src/agent.ts:EchoAgent.turns, src/agent.ts:EchoAgent.llm, src/agent.ts:EchoAgent.link"),
+        run.stderr
+            .contains("candidates a pin accepts:\n    src/agent.ts:"),
+        "{}",
+        run.stderr
+    );
+    assert!(run.stderr.contains("  EchoAgent.link\n"), "{}", run.stderr);
+    assert!(
+        !run.stderr.contains("EchoAgent.turns") && !run.stderr.contains("EchoAgent.llm"),
         "{}",
         run.stderr
     );
     assert!(
-        run.stderr.contains("[typescript]\n    connection = "),
+        run.stderr
+            .contains("[typescript]\n    connection = \"src/agent.ts:EchoAgent.link\""),
         "{}",
         run.stderr
     );
+    assert!(!run.stderr.contains("path/to/file"), "{}", run.stderr);
     assert_eq!(pristine, snapshot_tree(dir.path()));
 
     // a pin naming a field set only later is refused, with the fields it may name
@@ -280,7 +291,12 @@ fn an_unknown_connection_lists_the_fields_a_pin_may_name() {
         "{}",
         run.stderr
     );
-    assert!(run.stderr.contains("candidates: src/agent.ts:EchoAgent.turns, src/agent.ts:EchoAgent.llm, src/agent.ts:EchoAgent.link"), "{}", run.stderr);
+    assert!(
+        run.stderr
+            .contains("[typescript]\n    connection = \"src/agent.ts:EchoAgent.link\""),
+        "{}",
+        run.stderr
+    );
 
     // one it lists is accepted
     write(
@@ -424,7 +440,10 @@ fn a_connection_pin_that_matches_nothing_names_what_it_looked_for() {
     assert_eq!(run.code, 1, "{}", run.stderr);
     assert!(
         run.stderr.contains("the pin `connection = \"src/agent.ts:Nobody.conn\"` matches nothing")
-            && run.stderr.contains("candidates: src/agent.ts:EchoAgent.turns, src/agent.ts:EchoAgent.llm, src/agent.ts:EchoAgent.conn"),
+            // the connection only: `turns` and `llm` are set before a prompt but hold no connection
+            && run.stderr.contains("candidates a pin accepts:\n    src/agent.ts:10  EchoAgent.conn\n")
+            && !run.stderr.contains("EchoAgent.turns")
+            && !run.stderr.contains("EchoAgent.llm"),
         "{}",
         run.stderr
     );

@@ -11,6 +11,20 @@ pub(super) fn stored_connection(
     class: Node,
     index: usize,
 ) -> Option<Conn> {
+    stored_in(files, file, class, index, 0)
+}
+
+/// [`stored_connection`], `depth` objects deep: a class that keeps no field of the argument
+/// but builds an object with it (`this.sessions = new Manager(opts, conn)`) reaches it as
+/// that object's field (`this.sessions.conn`, or `this.sessions["conn"]` where TypeScript
+/// hides it), the field the object's own constructor stores it in.
+fn stored_in(
+    files: &[Parsed],
+    file: usize,
+    class: Node,
+    index: usize,
+    depth: usize,
+) -> Option<Conn> {
     let (mut file, mut class, mut index) = (file, class, index);
     for _ in 0..8 {
         let src = files[file].file.text.as_ref();
@@ -63,6 +77,11 @@ pub(super) fn stored_connection(
                 });
             }
         }
+        if depth < 3
+            && let Some(conn) = handed_on(files, file, class, body, &pname, depth)
+        {
+            return Some(conn);
+        }
         let sup = descendants(body, "call_expression").into_iter().find(|c| {
             c.child_by_field_name("function")
                 .is_some_and(|f| f.kind() == "super")
@@ -73,11 +92,105 @@ pub(super) fn stored_connection(
     None
 }
 
+/// The connection a constructor hands on to an object it keeps: `this.f = new Y(.., pname, ..)`
+/// with `Y`'s constructor storing that argument (the first such field).
+fn handed_on(
+    files: &[Parsed],
+    file: usize,
+    class: Node,
+    ctor_body: Node,
+    pname: &str,
+    depth: usize,
+) -> Option<Conn> {
+    let src = files[file].file.text.as_ref();
+    for a in descendants(ctor_body, "assignment_expression") {
+        let Some(field) = a
+            .child_by_field_name("left")
+            .and_then(|l| text(l, src).strip_prefix("this."))
+            .filter(|f| !f.contains(['.', '[']))
+        else {
+            continue;
+        };
+        let Some((yfile, yclass, new)) = constructed(files, file, class, field) else {
+            continue;
+        };
+        if a.child_by_field_name("right") != Some(new) {
+            continue;
+        }
+        let Some(j) = arguments(new).iter().position(|x| text(*x, src) == pname) else {
+            continue;
+        };
+        let inner = stored_in(files, yfile, yclass, j, depth + 1)?;
+        let rest = inner.anchor.text.strip_prefix("this.")?;
+        let (first, tail) = match rest.find(['.', '[']) {
+            Some(k) => rest.split_at(k),
+            None => (rest, ""),
+        };
+        if first.starts_with('#') {
+            return None; // an ES private field: only its own class reads it
+        }
+        let step = if !crate::lang::typescript::is_js(&files[yfile].file.rel)
+            && is_hidden_member(files, yfile, yclass, first)
+        {
+            format!("[\"{first}\"]")
+        } else {
+            format!(".{first}")
+        };
+        let class_name = name_of(class, src);
+        let yname = name_of(yclass, &files[yfile].file.text);
+        return Some(Conn {
+            anchor: Connection {
+                site: inner.anchor.site,
+                text: format!("this.{field}{step}{tail}"),
+                // what a pin names: the path, dotted
+                pin: Some(format!(
+                    "{class_name}.{field}.{}",
+                    rest.replace("[\"", ".").replace("\"]", "")
+                )),
+            },
+            origin: format!(
+                "the AgentSideConnection factory's argument, handed by {class_name}'s constructor to the {yname} it keeps in `this.{field}` ({})",
+                inner
+                    .origin
+                    .strip_prefix("the AgentSideConnection factory's argument, ")
+                    .unwrap_or(&inner.origin)
+            ),
+        });
+    }
+    None
+}
+
+/// How the handler reads a path of fields `a.b` of its class: `this.a.b`, with `["b"]` for a
+/// field TypeScript hides from other classes; none through an ES private field.
+fn path_text(files: &[Parsed], file: usize, class: Node, path: &[&str]) -> Option<String> {
+    let (mut file, mut class) = (file, class);
+    let mut out = "this".to_string();
+    for (k, field) in path.iter().enumerate() {
+        if k > 0 && field.starts_with('#') {
+            return None;
+        }
+        if k > 0
+            && !crate::lang::typescript::is_js(&files[file].file.rel)
+            && is_hidden_member(files, file, class, field)
+        {
+            out.push_str(&format!("[\"{field}\"]"));
+        } else {
+            out.push_str(&format!(".{field}"));
+        }
+        if k + 1 < path.len() {
+            (file, class, _) = constructed(files, file, class, field)?;
+        }
+    }
+    Some(out)
+}
+
 /// The `connection` pin (`file:Class.field`), when it names a field of this class.
 pub(super) fn pinned_connection(
     files: &[Parsed],
     file: usize,
     class: Node,
+    index: Option<usize>,
+    sends: &[Send],
     pins: &crate::config::TypeScriptPins,
 ) -> Result<Option<Conn>> {
     let Some(pin) = pins.connection.as_ref().map(|p| Pin::parse(p)) else {
@@ -95,49 +208,112 @@ pub(super) fn pinned_connection(
     if files[file].file.rel != pin.file {
         return Ok(None);
     }
-    match field_bound(files, file, class, field) {
-        Some((site, how)) => Ok(Some(Conn {
+    let path: Vec<&str> = field.split('.').collect();
+    match path_bound(files, file, class, &path).zip(path_text(files, file, class, &path)) {
+        Some(((site, how), text)) => Ok(Some(Conn {
             anchor: Connection {
                 site,
-                text: format!("this.{field}"),
+                text,
                 pin: Some(format!("{cname}.{field}")),
             },
             origin: format!("pinned in acp-patch.toml ({how})"),
         })),
-        None => Err(Error::Unlocatable {
+        None => Err(Error::NotFound {
             site: "connection",
             detail: format!(
-                "the pin `connection = \"{}:{cname}.{field}\"` names a field that {cname} never sets before a prompt (no initializer, no parameter property, no assignment in the constructor); candidates: {}",
+                "the pin `connection = \"{}:{cname}.{field}\"` names a field that {cname} never sets before a prompt (no initializer, no parameter property, no assignment in the constructor; a field of a field: one its constructor builds with `new`)",
                 pin.file,
-                field_candidates(files, file, class).join(", ")
             ),
             pin_key: "typescript.connection",
+            candidates: connection_candidates(files, file, class, index, sends),
         }),
     }
 }
 
-/// Fields of a class set before a prompt: what a `connection` pin may name.
-pub fn field_candidates(files: &[Parsed], file: usize, class: Node) -> Vec<String> {
+/// What a `connection` pin may name that is a connection: the fields the class's own sends go
+/// through, those its constructor sets from the factory's argument (argument `index`) by
+/// calls not followed, and those of an object it builds in its constructor
+/// (`Class.sessions.conn`) that the object's sends go through — each set before a prompt, as
+/// `file:Class.path`. Not a field that holds something else (a field a pin would take, but
+/// whose sends would fail at run time).
+pub fn connection_candidates(
+    files: &[Parsed],
+    file: usize,
+    class: Node,
+    index: Option<usize>,
+    sends: &[Send],
+) -> Vec<Candidate> {
     let src = files[file].file.text.as_ref();
     let cname = name_of(class, src);
-    let mut names: Vec<String> = Vec::new();
+    // the fields of a class its sends go through (`this.<field>.sessionUpdate(...)`)
+    let send_fields = |f: usize, c: Node| -> Vec<String> {
+        let fsrc = files[f].file.text.as_ref();
+        let mut out: Vec<String> = sends
+            .iter()
+            .filter(|s| s.file() == f && s.raw_template.is_none())
+            .filter(|s| enclosing_class(s.call) == Some(c))
+            .filter_map(|s| text(s.target, fsrc).strip_prefix("this."))
+            .filter(|x| !x.contains(['.', '[', '(']))
+            .map(str::to_string)
+            .collect();
+        out.sort();
+        out.dedup();
+        out
+    };
+    let mut paths: Vec<String> = send_fields(file, class);
     for m in class_members(class) {
-        let n = member_name(m, src).to_string();
-        if m.kind() == "public_field_definition" && !names.contains(&n) {
-            names.push(n);
+        if !(m.kind() == "method_definition" && member_name(m, src) == "constructor") {
+            continue;
         }
-        if m.kind() == "method_definition" && member_name(m, src) == "constructor" {
-            for (p, node) in parameters(m, src) {
-                if is_parameter_property(node) && !names.contains(&p) {
-                    names.push(p);
+        // the factory's argument, as the constructor names it
+        let pname = index
+            .and_then(|i| parameters(m, src).get(i).map(|(n, _)| n.clone()))
+            .filter(|n| !n.is_empty());
+        for a in body(m)
+            .map(|b| descendants(b, "assignment_expression"))
+            .unwrap_or_default()
+        {
+            let Some(field) = a
+                .child_by_field_name("left")
+                .and_then(|l| text(l, src).strip_prefix("this."))
+                .filter(|f| !f.contains(['.', '[']))
+            else {
+                continue;
+            };
+            if let Some((yf, yc, _)) = constructed(files, file, class, field) {
+                // an object of the agent's own: its fields, not itself
+                paths.extend(
+                    send_fields(yf, yc)
+                        .into_iter()
+                        .map(|g| format!("{field}.{g}")),
+                );
+            } else if let (Some(p), Some(r)) = (&pname, a.child_by_field_name("right")) {
+                // a value made of the argument by calls not followed (`keep(conn)`)
+                if reads(r, src).0.iter().any(|(n, _)| n == p) {
+                    paths.push(field.to_string());
                 }
             }
         }
     }
-    names
+    let mut seen = Vec::new();
+    paths.retain(|p| {
+        let new = !seen.contains(p);
+        seen.push(p.clone());
+        new
+    });
+    paths
         .into_iter()
-        .filter(|n| field_bound(files, file, class, n).is_some())
-        .map(|n| format!("{}:{cname}.{n}", files[file].file.rel))
+        .filter_map(|p| {
+            let path: Vec<&str> = p.split('.').collect();
+            path_text(files, file, class, &path)?;
+            let (site, _) = path_bound(files, file, class, &path)?;
+            let at = if site.file == file {
+                site.line
+            } else {
+                line(class)
+            };
+            Some(candidate(files, file, at, &format!("{cname}.{p}")))
+        })
         .collect()
 }
 

@@ -23,21 +23,27 @@ pub fn handlers<'a>(
     // SDK 0.x/1.x: the class the AgentSideConnection factory builds
     let bound = sdk_classes(files);
     for &(file, class, index, _, _) in &bound {
-        let conn = match pinned_connection(files, file, class, pins)? {
+        let conn = match pinned_connection(files, file, class, Some(index), sends, pins)? {
             Some(c) => Some(c),
             None => stored_connection(files, file, class, index)
                 .or_else(|| used_connection(files, file, class, sends)),
         };
-        if let (Some(c), 1) = (&conn, bound.len())
-            && let Some(field) = c.anchor.text.strip_prefix("this.")
-        {
-            let src = files[file].file.text.as_ref();
+        let src = files[file].file.text.as_ref();
+        let pin_name = conn.as_ref().and_then(|c| match &c.anchor.pin {
+            Some(p) if c.anchor.text.starts_with("this.") => Some(p.clone()),
+            _ => c
+                .anchor
+                .text
+                .strip_prefix("this.")
+                .map(|field| format!("{}.{field}", name_of(class, src))),
+        });
+        if let (Some(c), Some(name), 1) = (&conn, pin_name, bound.len()) {
             let at = if c.anchor.site.file == file {
                 c.anchor.site.line
             } else {
                 line(class)
             };
-            let pin = candidate(files, file, at, &format!("{}.{field}", name_of(class, src)));
+            let pin = candidate(files, file, at, &name);
             decisions.record("connection", "typescript.connection", &[&pin], Some(&pin));
         }
         for (role, method) in [(Role::Prompt, "prompt"), (Role::Cancel, "cancel")] {
@@ -193,22 +199,21 @@ pub fn handlers<'a>(
                 if c.origin.starts_with("pinned") || c.origin.starts_with("the agent's own writer"))
         });
         if !used {
-            let mut seen = Vec::new();
-            for (file, class, ..) in sdk_classes(files) {
-                seen.extend(field_candidates(files, file, class));
+            let mut seen: Vec<Candidate> = Vec::new();
+            for (file, class, index, ..) in sdk_classes(files) {
+                for c in connection_candidates(files, file, class, Some(index), sends) {
+                    if !seen.contains(&c) {
+                        seen.push(c);
+                    }
+                }
             }
-            seen.dedup();
-            return Err(Error::Unlocatable {
+            return Err(Error::NotFound {
                 site: "connection",
                 detail: format!(
-                    "the pin `connection = \"{pin}\"` matches nothing: it must name `file:Class.field` of a class whose prompt is covered, a field set before a prompt; candidates: {}",
-                    if seen.is_empty() {
-                        "none".to_string()
-                    } else {
-                        seen.join(", ")
-                    }
+                    "the pin `connection = \"{pin}\"` matches nothing: it must name `file:Class.field` (or `Class.field.field`, a field of an object the constructor builds) of a class whose prompt is covered, a field set before a prompt"
                 ),
                 pin_key: "typescript.connection",
+                candidates: seen,
             });
         }
     }
@@ -432,7 +437,7 @@ pub(super) fn select<'a>(
             });
         };
         let class = enclosing_class(m).expect("members are in classes");
-        let conn = match pinned_connection(files, f, class, pins)? {
+        let conn = match pinned_connection(files, f, class, None, sends, pins)? {
             Some(c) => Some(c),
             None => used_connection(files, f, class, sends),
         };

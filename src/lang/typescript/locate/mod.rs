@@ -15,7 +15,7 @@ mod handlers;
 mod sends;
 
 use classes::{Built, object_function, sdk_built, sdk_classes};
-pub use connection::field_candidates;
+pub use connection::connection_candidates;
 use connection::{pinned_connection, raw_connection, stored_connection, used_connection};
 use dispatch::dispatched;
 pub use handlers::handlers;
@@ -173,8 +173,13 @@ pub fn is_sdk_copy(p: &Parsed) -> bool {
 /// `session` and `prompt` everywhere, and a walk of each costs seconds.
 pub fn may_name_method(src: &str, method: &str) -> bool {
     let m = method.strip_prefix("session/").unwrap_or(method);
+    // `X.session_<m>` (`?.` and spaces allowed): the constant, not a word of another kind
+    let member = |at: usize| {
+        let before = src[..at].trim_end();
+        before.strip_suffix('.').is_some()
+    };
     crate::needles::contains(src, &format!("session/{m}"))
-        || crate::needles::contains(src, &format!("session_{m}"))
+        || crate::needles::positions(src, &format!("session_{m}")).any(member)
         || crate::needles::positions(src, m).any(|at| {
             let Some(before) = src[..at].trim_end().strip_suffix('.') else {
                 return false;
@@ -254,6 +259,15 @@ impl<'t> MethodNames<'t> {
             by_name
         })
     }
+}
+
+/// The index of the AgentSideConnection factory's argument among a class's constructor
+/// arguments, when the factory builds that class.
+pub fn factory_index(files: &[Parsed], file: usize, class: Node) -> Option<usize> {
+    sdk_classes(files)
+        .into_iter()
+        .find(|(f, c, ..)| *f == file && *c == class)
+        .map(|(_, _, index, ..)| index)
 }
 
 /// `acpProgress.<fn>(x)`: the inner expression, if `node` is that call.
@@ -496,6 +510,7 @@ mod tests {
         }
         for text in [
             "const prompt = session.getPrompt();",
+            r#"events.push(makeEvent("session_prompt", state));"#,
             "// session: the user's prompt",
             "const s = 'session/update';",
         ] {

@@ -87,17 +87,16 @@ pub(super) fn check_reads(b: &mut Builder, file: usize, func: Node, call: Node, 
     for arg in args.iter().take(args.len().saturating_sub(1)) {
         let (names, uses_this) = reads(*arg, src);
         if uses_this || text(*arg, src).starts_with("this.") {
-            let field = text(*arg, src)
-                .strip_prefix("this.")
-                .filter(|f| !f.contains(['.', '(', '[', ' ']));
-            match (this_class(func), field) {
-                (Some(class), Some(field)) => match field_bound(b.files, file, class, field) {
+            // `this.conn`, or `this.sessions.conn`: a field of an object the class builds
+            let path = this_path(*arg, src).filter(|p| !p.is_empty());
+            match (this_class(func), path) {
+                (Some(class), Some(path)) => match path_bound(b.files, file, class, &path) {
                     Some((site, how)) => b.finding(
                         "bound",
                         Status::Ok,
                         site.file,
                         site.line,
-                        format!("`this.{field}` read by the {what}: {how}"),
+                        format!("`{}` read by the {what}: {how}", text(*arg, src)),
                     ),
                     None => b.finding(
                         "bound",
@@ -105,7 +104,8 @@ pub(super) fn check_reads(b: &mut Builder, file: usize, func: Node, call: Node, 
                         file,
                         line(call),
                         format!(
-                            "the {what} reads `this.{field}`, which {} never sets before a prompt (no initializer, parameter property or constructor assignment)",
+                            "the {what} reads `{}`, which {} never sets before a prompt (no initializer, parameter property or constructor assignment)",
+                            text(*arg, src),
                             name_of(class, src)
                         ),
                     ),
@@ -191,23 +191,26 @@ pub(super) fn prompt_cover(
         match conn {
             Some(c) => Ok(c.anchor.text.clone()),
             None => {
-                let candidates = this_class(func)
-                    .map(|c| crate::lang::typescript::locate::field_candidates(b.files, file, c))
+                // what a pin may name that is a connection (never a placeholder)
+                let sends = crate::lang::typescript::locate::sends(b.files).unwrap_or_default();
+                let class = this_class(func);
+                let index = class
+                    .and_then(|c| crate::lang::typescript::locate::factory_index(b.files, file, c));
+                let candidates = class
+                    .map(|c| {
+                        crate::lang::typescript::locate::connection_candidates(
+                            b.files, file, c, index, &sends,
+                        )
+                    })
                     .unwrap_or_default();
-                Err(Error::Unlocatable {
+                Err(Error::NotFound {
                     site: "connection",
                     detail: format!(
-                        "`{}` at {}:{} handles session/prompt, but where its class keeps the connection the SDK handed over is unknown; fields set before a prompt: {}",
-                        h.anchor.name,
-                        b.files[file].file.rel,
-                        h.anchor.site.line,
-                        if candidates.is_empty() {
-                            "none".to_string()
-                        } else {
-                            candidates.join(", ")
-                        }
+                        "`{}` at {}:{} handles session/prompt, but where its class keeps the connection the SDK handed over is unknown: no field of it (or of an object its constructor builds) is set from the factory's argument or used by a send",
+                        h.anchor.name, b.files[file].file.rel, h.anchor.site.line,
                     ),
                     pin_key: "typescript.connection",
+                    candidates,
                 })
             }
         }
