@@ -9,7 +9,7 @@ use crate::lang::parts::Parsed;
 use crate::needles::Needles;
 use crate::project::Project;
 use crate::source::SourceFile;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::LazyLock;
 
 /// Words a file must hold to be parsed, unless it wires callbacks (see [`worth`]).
@@ -118,6 +118,7 @@ impl Python {
             }
             searched = names;
         }
+        woken |= wake_method_imports(project, self.extensions(), &mut all, &mut chosen);
         let mut out: Vec<Parsed> = (0..all.len())
             .filter(|&i| chosen[i])
             .map(|i| parsed(all[i].clone()))
@@ -127,6 +128,96 @@ impl Python {
         }
         out
     }
+}
+
+/// How many `from x import y` hops a method constant is followed through (re-exports).
+const IMPORT_HOPS: usize = 4;
+
+/// The names a text assigns a protocol method to (`METHOD_SESSION_PROMPT = "session/prompt"`,
+/// at module or class level): a line scan.
+fn method_constants(text: &str) -> impl Iterator<Item = &str> {
+    text.lines().filter_map(|l| {
+        let (name, value) = l.trim_start().split_once('=')?;
+        let name = name.trim_end();
+        let value = value.trim_start();
+        (!name.is_empty()
+            && name.chars().all(|c| c.is_alphanumeric() || c == '_')
+            && (value.starts_with("\"session/") || value.starts_with("'session/")))
+        .then_some(name)
+    })
+}
+
+/// An agent with its own JSON-RPC loop names the methods by constants, often imported through
+/// a package's `__init__.py` that only re-exports them (`from .constants import ...`): a module
+/// none of the prefilter's words is in, so it was not kept and the constant's chain would stop
+/// there. Where a kept module defines such a constant, the modules the kept ones import it
+/// from are read from disk and parsed, hop by hop (only those whose bytes name it): a tree
+/// without such a constant reads nothing more. Whether any file was added.
+fn wake_method_imports(
+    project: &Project,
+    exts: &[&str],
+    all: &mut Vec<SourceFile>,
+    chosen: &mut Vec<bool>,
+) -> bool {
+    let mut names: HashSet<String> = (0..all.len())
+        .filter(|&i| chosen[i])
+        .flat_map(|i| method_constants(&all[i].text).map(str::to_string))
+        .collect();
+    if names.is_empty() {
+        return false;
+    }
+    let mut woken = false;
+    let mut importers: Vec<usize> = (0..all.len()).filter(|&i| chosen[i]).collect();
+    for _ in 0..IMPORT_HOPS {
+        let mut wanted: Vec<[String; 2]> = Vec::new();
+        for &i in &importers {
+            let (src, rel) = (&all[i].text, &all[i].rel);
+            if !names.iter().any(|n| syntax::mentions_word(src, n)) {
+                continue;
+            }
+            let tree = syntax::parse(src);
+            for imp in syntax::descendants(tree.root_node(), "import_from_statement") {
+                let Some(module) = imp.child_by_field_name("module_name") else {
+                    continue;
+                };
+                let module = syntax::text(module, src);
+                let mut imports_one = false;
+                for (orig, local) in syntax::imported_names(imp, src) {
+                    if names.contains(orig) {
+                        imports_one = true;
+                        names.insert(local.to_string());
+                    }
+                }
+                if imports_one {
+                    wanted.push(package::module_paths(rel, module));
+                }
+            }
+        }
+        if wanted.is_empty() {
+            break;
+        }
+        let by_path = |rel: &str| wanted.iter().any(|w| package::is_module_path(rel, w));
+        let by_bytes = |_: &str, bytes: &[u8]| {
+            names
+                .iter()
+                .any(|n| memchr::memmem::find(bytes, n.as_bytes()).is_some())
+        };
+        let found: Vec<SourceFile> = project
+            .dormant_sources_where(exts, by_path, by_bytes)
+            .filter(|f| !all.iter().any(|a| a.path == f.path))
+            .collect();
+        if found.is_empty() {
+            break;
+        }
+        importers.clear();
+        for f in found {
+            importers.push(all.len());
+            all.push(f);
+            chosen.push(true);
+            woken = true;
+        }
+    }
+    woken
 }
 
 #[cfg(test)]
@@ -169,6 +260,62 @@ mod tests {
         assert_eq!(
             parsed,
             ["pkg/compat.py", "pkg/impl/updates.py", "pkg/server.py"]
+        );
+    }
+
+    /// A method constant imported through a package `__init__.py` that only re-exports it (no
+    /// word of the prefilter in it) is followed: the `__init__` is read and parsed, and so is
+    /// one more hop of re-exports; a module the agent imports other names from, or that names
+    /// no constant, stays unread.
+    #[test]
+    fn a_module_re_exporting_a_method_constant_is_read_on_demand() {
+        let dir = tempfile::tempdir().unwrap();
+        let write = |rel: &str, text: &str| {
+            let path = dir.path().join(rel);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(path, text).unwrap();
+        };
+        write("kit/__init__.py", "");
+        write(
+            "kit/proto/__init__.py",
+            "from .names import (\n    PROMPT,\n    UPDATE as UPDATE_METHOD,\n)\nfrom .build import note\n",
+        );
+        write("kit/proto/names.py", "from .values import PROMPT, UPDATE\n");
+        write(
+            "kit/proto/values.py",
+            "PROMPT = \"session/prompt\"\nUPDATE = 'session/update'\n",
+        );
+        write("kit/proto/build.py", "def note(m, p):\n    return {}\n");
+        write(
+            "kit/server_acp.py",
+            "\"\"\"The acp server.\"\"\"\nfrom kit.proto import PROMPT, UPDATE_METHOD, note\nfrom kit.util import helper\n",
+        );
+        write("kit/util.py", "def helper():\n    pass\n");
+        let parsed = |dir: &std::path::Path| -> Vec<String> {
+            let project = crate::lang::load(dir, &Default::default()).unwrap();
+            Python
+                .parse_all(&project)
+                .iter()
+                .map(|p| p.file.rel.clone())
+                .collect()
+        };
+        assert_eq!(
+            parsed(dir.path()),
+            [
+                "kit/proto/__init__.py",
+                "kit/proto/names.py",
+                "kit/proto/values.py",
+                "kit/server_acp.py"
+            ]
+        );
+        // the agent imports no method constant: the package it imports from is not read
+        write(
+            "kit/server_acp.py",
+            "\"\"\"The acp server.\"\"\"\nfrom kit.proto import note\nfrom kit.util import helper\n",
+        );
+        assert_eq!(
+            parsed(dir.path()),
+            ["kit/proto/values.py", "kit/server_acp.py"]
         );
     }
 

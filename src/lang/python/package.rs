@@ -144,6 +144,41 @@ pub struct Place {
     pub packages: Vec<String>,
 }
 
+/// The paths a `from <module> import` in the file `from_rel` may name, relative (`.x`, `..x`
+/// from the file's folder) or absolute (matched as a suffix by [`is_module_path`]): the
+/// module's file and its package's `__init__.py`.
+pub fn module_paths(from_rel: &str, module: &str) -> [String; 2] {
+    let dots = module.chars().take_while(|c| *c == '.').count();
+    let rest = module[dots..].replace('.', "/");
+    let path = if dots > 0 {
+        let mut dir: Vec<&str> = from_rel.split('/').collect();
+        dir.pop();
+        for _ in 1..dots {
+            dir.pop();
+        }
+        let base = dir.join("/");
+        [base.as_str(), rest.as_str()]
+            .iter()
+            .filter(|s| !s.is_empty())
+            .copied()
+            .collect::<Vec<_>>()
+            .join("/")
+    } else {
+        rest
+    };
+    [format!("{path}.py"), format!("{path}/__init__.py")]
+}
+
+/// Whether a file's relative path is one of [`module_paths`] (or ends with one).
+pub fn is_module_path(rel: &str, wanted: &[String; 2]) -> bool {
+    wanted.iter().any(|w| {
+        rel == w
+            || rel.len() > w.len()
+                && rel.ends_with(w.as_str())
+                && rel[..rel.len() - w.len()].ends_with('/')
+    })
+}
+
 /// The names of `root` and of each folder above it while it holds `__init__.py`, outermost
 /// first; empty when `root` is no package.
 pub(super) fn packages_around(root: &std::path::Path) -> Vec<String> {

@@ -22,6 +22,10 @@ pub struct Sink<'a> {
     pub carried: Node<'a>,
     /// The argument naming the method, when the writer takes the method and the params apart.
     pub method: Option<Node<'a>>,
+    /// The call that built the message, as the card's writer calls it (see
+    /// [`super::writer::card_built_by`]),
+    /// when the writer is handed an object of it serialised ([`serialised`]).
+    pub built: Option<String>,
 }
 
 /// Where a `session/update` message is built.
@@ -100,6 +104,7 @@ pub fn origins<'a>(files: &'a [Parsed], i: usize, update: &Method<'a>) -> Vec<Or
                             call,
                             carried: params,
                             method: Some(m),
+                            built: None,
                         }),
                     });
                 }
@@ -178,7 +183,9 @@ static RULES: Rules = Rules {
     loop_names,
 };
 
-/// `json.dumps(message)`, `json.dumps(message).encode()`
+/// `json.dumps(message)`, `json.dumps(message).encode()`, and a message object serialised
+/// where it is handed on: a method of it called without positional arguments as an argument
+/// of a call (`write(note.model_dump(exclude_none=True))`, `send(msg.to_dict())`).
 fn encoder<'a>(parent: Node<'a>, src: &str) -> Option<Node<'a>> {
     match parent.kind() {
         "argument_list" => parent.parent().filter(|c| callee_name(*c, src) == "dumps"),
@@ -189,8 +196,32 @@ fn encoder<'a>(parent: Node<'a>, src: &str) -> Option<Node<'a>> {
         {
             parent.parent().filter(|c| c.kind() == "call")
         }
+        "attribute" => serialiser(parent),
         _ => None,
     }
+}
+
+/// The call `x.method(...)` an attribute `x.method` is the callee of, when it takes no
+/// positional argument and its value is an argument of another call.
+fn serialiser(attribute: Node) -> Option<Node> {
+    let call = attribute
+        .parent()
+        .filter(|c| c.kind() == "call")
+        .filter(|c| c.child_by_field_name("function") == Some(attribute))?;
+    let handed = call
+        .parent()
+        .is_some_and(|p| matches!(p.kind(), "argument_list" | "keyword_argument"));
+    (handed && positional_args(call).is_empty()).then_some(call)
+}
+
+/// Whether the message a sink carries is an object serialised in the writer's argument
+/// (`note.model_dump(...)`): what stands for it in the card's writer must be such an object.
+pub fn serialised(carried: Node) -> bool {
+    carried.parent().is_some_and(|a| {
+        a.kind() == "attribute"
+            && a.child_by_field_name("object") == Some(carried)
+            && serialiser(a).is_some()
+    })
 }
 
 fn parameter<'a>(
@@ -240,6 +271,7 @@ pub fn follow<'a>(
             call: s.call,
             carried: s.carried,
             method: None,
+            built: None,
         })
         .collect();
     (sinks, lost)
@@ -249,11 +281,20 @@ pub fn follow<'a>(
 mod tests {
     use super::super::methods::Method;
     use super::super::resolve::tree;
-    use super::{follow, origins, value_dropped};
+    use super::super::writer::card_built_by;
+    use super::{follow, origins, serialised, value_dropped};
     use crate::lang::python::syntax::text;
 
     /// The writer calls of every `session/update` of a file, and what each carries.
     fn writes(src: &str) -> Vec<(String, String, Option<String>)> {
+        built_writes(src)
+            .into_iter()
+            .map(|(w, c, m, _)| (w, c, m))
+            .collect()
+    }
+
+    /// [`writes`], with the card's message built the agent's way where it is.
+    fn built_writes(src: &str) -> Vec<(String, String, Option<String>, Option<String>)> {
         let files = tree(&[("m.py", src)]);
         let update = Method::of(&files, "session/update");
         let mut out = Vec::new();
@@ -262,6 +303,11 @@ mod tests {
                 Some(_) if value_dropped(o.node) => Vec::new(),
                 _ => follow(&files, 0, o.node).0,
             };
+            if let Some(builder) = &o.writer {
+                for sink in found.iter_mut().filter(|s| serialised(s.carried)) {
+                    sink.built = card_built_by(src, builder);
+                }
+            }
             if found.is_empty()
                 && let Some(w) = o.writer
             {
@@ -272,6 +318,7 @@ mod tests {
                     text(s.call, src).to_string(),
                     text(s.carried, src).to_string(),
                     s.method.map(|m| text(m, src).to_string()),
+                    s.built,
                 ));
             }
         }
@@ -318,6 +365,44 @@ mod tests {
                     "srv.notify(\"session/update\", p)".into(),
                     "p".into(),
                     Some("\"session/update\"".into())
+                ),
+            ]
+        );
+    }
+
+    /// A message object built by a call taking the method (by keyword or positionally),
+    /// serialised where the agent's writer is handed it: the writer is that call, and the
+    /// card's message is built by the same builder; a method call with arguments is no
+    /// serialisation, and a builder's value dropped is the writer as before.
+    #[test]
+    fn a_built_message_serialised_into_the_writer_is_written_there() {
+        let got = built_writes(
+            "M = \"session/update\"\n\
+             class A:\n    def send(self, sid, u):\n        note = build(method=M, params={\"sessionId\": sid, \"update\": u})\n        self._write(note.dump(exclude_none=True))\n\
+             \n    def send2(self, sid, u):\n        m = build(M, {\"sessionId\": sid, \"update\": u}, id=None)\n        self._write(json.dumps(m.to_dict()))\n\
+             \n    def lost(self, sid, u):\n        m = build(M, {\"sessionId\": sid})\n        self._write(m.get(\"x\"))\n",
+        );
+        assert_eq!(
+            got,
+            [
+                (
+                    "self._write(note.dump(exclude_none=True))".into(),
+                    "note".into(),
+                    None,
+                    Some("build(method=\"session/update\", params=acp_params)".into())
+                ),
+                (
+                    "self._write(json.dumps(m.to_dict()))".into(),
+                    "m".into(),
+                    None,
+                    Some("build(\"session/update\", acp_params, id=None)".into())
+                ),
+                // `m.get("x")` is no serialisation of the message: the builder is the writer
+                (
+                    "build(M, {\"sessionId\": sid})".into(),
+                    "{\"sessionId\": sid}".into(),
+                    Some("M".into()),
+                    None
                 ),
             ]
         );

@@ -24,10 +24,10 @@ use crate::lang::anchors::{PromptHandler, Site};
 use crate::lang::parts::Parsed;
 use crate::lang::python::syntax::*;
 use dispatch::dispatched;
-use follow::{Sink, follow, origins, value_dropped};
+use follow::{Sink, follow, origins, serialised, value_dropped};
 use methods::Method;
 use resolve::class_of;
-use writer::{card_writer, receiver, template};
+use writer::{card_built_by, card_writer, receiver, template};
 
 use crate::lang::tree::flow::lost_text;
 use crate::lang::tree::line;
@@ -98,6 +98,13 @@ pub fn locate<'a>(
                 Some(_) if value_dropped(origin.node) => (Vec::new(), Vec::new()),
                 _ => follow(files, i, origin.node),
             };
+            // a message object built by a call taking the method, serialised where it is
+            // written: the card's message is built by the same call
+            if let Some(builder) = &origin.writer {
+                for sink in found.iter_mut().filter(|s| serialised(s.carried)) {
+                    sink.built = card_built_by(&p.file.text, builder);
+                }
+            }
             if found.is_empty()
                 && let Some(writer) = origin.writer
             {

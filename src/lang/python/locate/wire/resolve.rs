@@ -206,33 +206,11 @@ fn imported_module(files: &[Parsed], file: usize, name: &str) -> Vec<usize> {
 
 /// The files of the tree a `from <module> import` may name (relative or absolute).
 pub fn module_files(files: &[Parsed], from: usize, module: &str) -> Vec<usize> {
-    let dots = module.chars().take_while(|c| *c == '.').count();
-    let rest = module[dots..].replace('.', "/");
-    let path = if dots > 0 {
-        let mut dir: Vec<&str> = files[from].file.rel.split('/').collect();
-        dir.pop();
-        for _ in 1..dots {
-            dir.pop();
-        }
-        let base = dir.join("/");
-        [base.as_str(), rest.as_str()]
-            .iter()
-            .filter(|s| !s.is_empty())
-            .copied()
-            .collect::<Vec<_>>()
-            .join("/")
-    } else {
-        rest
-    };
-    let wanted = [format!("{path}.py"), format!("{path}/__init__.py")];
+    let wanted = crate::lang::python::package::module_paths(&files[from].file.rel, module);
     files
         .iter()
         .enumerate()
-        .filter(|(_, p)| {
-            wanted
-                .iter()
-                .any(|w| p.file.rel == *w || p.file.rel.ends_with(&format!("/{w}")))
-        })
+        .filter(|(_, p)| crate::lang::python::package::is_module_path(&p.file.rel, &wanted))
         .map(|(i, _)| i)
         .collect()
 }

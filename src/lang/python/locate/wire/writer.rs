@@ -39,9 +39,10 @@ pub fn receiver<'a>(call: Node<'a>, src: &str) -> Option<(Node<'a>, bool)> {
 /// argument of its own, spelled as the string: a constant of another module is not bound where
 /// the handler is), as written without the emitter, on one line.
 pub fn template(src: &str, sink: &Sink, recv: Node, wrapped: bool) -> String {
-    let message = match sink.method {
-        Some(_) => PARAMS.to_string(),
-        None => format!(
+    let message = match (sink.method, &sink.built) {
+        (Some(_), _) => PARAMS.to_string(),
+        (None, Some(built)) => built.clone(),
+        (None, None) => format!(
             "{{\"jsonrpc\": \"2.0\", \"method\": \"session/update\", \"params\": {PARAMS}}}"
         ),
     };
@@ -63,6 +64,27 @@ pub fn template(src: &str, sink: &Sink, recv: Node, wrapped: bool) -> String {
         t = t.replacen(whole, &src[inner.start_byte()..inner.end_byte()], 1);
     }
     one_line(&t)
+}
+
+/// The text of the call that built a message (the method and the params its arguments), as
+/// the card's writer builds the card's message with it: the method spelled as the string, the
+/// params the card's.
+pub fn card_built_by(src: &str, builder: &Sink) -> Option<String> {
+    let method = builder.method?;
+    let mut edits = [
+        (method, "\"session/update\"".to_string()),
+        (builder.carried, PARAMS.to_string()),
+    ];
+    edits.sort_by_key(|(n, _)| n.start_byte());
+    let mut t = String::new();
+    let mut at = builder.call.start_byte();
+    for (n, with) in &edits {
+        t.push_str(&src[at..n.start_byte()]);
+        t.push_str(with);
+        at = n.end_byte();
+    }
+    t.push_str(&src[at..builder.call.end_byte()]);
+    Some(t)
 }
 
 /// A call written over several lines, on one, with no space inside its brackets (a trailing
