@@ -92,6 +92,14 @@ fn stored_in(
     None
 }
 
+/// The field of `this` an assignment sets directly (`this.f = ...`), not a nested one.
+fn own_field_assigned<'s>(assignment: Node, src: &'s str) -> Option<&'s str> {
+    assignment
+        .child_by_field_name("left")
+        .and_then(|l| text(l, src).strip_prefix("this."))
+        .filter(|f| !f.contains(['.', '[']))
+}
+
 /// The connection a constructor hands on to an object it keeps: `this.f = new Y(.., pname, ..)`
 /// with `Y`'s constructor storing that argument (the first such field).
 fn handed_on(
@@ -104,11 +112,7 @@ fn handed_on(
 ) -> Option<Conn> {
     let src = files[file].file.text.as_ref();
     for a in descendants(ctor_body, "assignment_expression") {
-        let Some(field) = a
-            .child_by_field_name("left")
-            .and_then(|l| text(l, src).strip_prefix("this."))
-            .filter(|f| !f.contains(['.', '[']))
-        else {
+        let Some(field) = own_field_assigned(a, src) else {
             continue;
         };
         let Some((yfile, yclass, new)) = constructed(files, file, class, field) else {
@@ -273,11 +277,7 @@ pub fn connection_candidates(
             .map(|b| descendants(b, "assignment_expression"))
             .unwrap_or_default()
         {
-            let Some(field) = a
-                .child_by_field_name("left")
-                .and_then(|l| text(l, src).strip_prefix("this."))
-                .filter(|f| !f.contains(['.', '[']))
-            else {
+            let Some(field) = own_field_assigned(a, src) else {
                 continue;
             };
             if let Some((yf, yc, _)) = constructed(files, file, class, field) {
