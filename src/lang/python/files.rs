@@ -134,10 +134,16 @@ impl Python {
 const IMPORT_HOPS: usize = 4;
 
 /// The names a text assigns a protocol method to (`METHOD_SESSION_PROMPT = "session/prompt"`,
-/// at module or class level): a line scan.
+/// at module or class level): the lines holding a quoted `session/`, each read once.
 fn method_constants(text: &str) -> impl Iterator<Item = &str> {
-    text.lines().filter_map(|l| {
-        let (name, value) = l.trim_start().split_once('=')?;
+    let mut last_line = usize::MAX;
+    crate::needles::positions(text, "session/").filter_map(move |at| {
+        let start = text[..at].rfind('\n').map_or(0, |i| i + 1);
+        if std::mem::replace(&mut last_line, start) == start {
+            return None;
+        }
+        let end = text[at..].find('\n').map_or(text.len(), |i| at + i);
+        let (name, value) = text[start..end].trim_start().split_once('=')?;
         let name = name.trim_end();
         let value = value.trim_start();
         (!name.is_empty()
@@ -223,6 +229,18 @@ fn wake_method_imports(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Each line assigning a quoted method is read once, whatever it holds after; a call,
+    /// a comparison or a comment naming a method is no constant.
+    #[test]
+    fn method_constants_are_the_names_assigned_a_quoted_method() {
+        let text = "PROMPT = \"session/prompt\"  # session/prompt\r\nclass M:\n    CANCEL='session/cancel'\nif m == \"session/update\": pass\nsend(\"session/update\")\n# X = \"session/x\"\nA = B = \"session/load\"\nLAST = \"session/set_mode\"";
+        assert_eq!(
+            method_constants(text).collect::<Vec<_>>(),
+            ["PROMPT", "CANCEL", "LAST"]
+        );
+        assert_eq!(method_constants("x = 1\n").count(), 0);
+    }
 
     /// A mixin imported through a module that re-exports it is found where it is defined;
     /// a class of the same name in another package of the tree is never read.

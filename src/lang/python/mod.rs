@@ -264,6 +264,16 @@ impl Python {
         })
     }
 
+    /// [`Python::planned_findings`] of the tree's analysis, found once per tree state: verify
+    /// and the plan its start-up check runs both ask.
+    fn planned(&self, project: &Project) -> Result<std::sync::Arc<Vec<Finding>>> {
+        project.derived.get_or_try("python.planned", || {
+            let analyzed = self.analyzed(project)?;
+            let (files, analysis) = analyzed.get();
+            self.planned_findings(files, &analysis.parts)
+        })
+    }
+
     /// Placement facts about the code apply would insert, found on the patched text and
     /// told at the place apply would insert it.
     fn planned_findings(&self, files: &[Parsed], parts: &[Part]) -> Result<Vec<Finding>> {
@@ -410,8 +420,8 @@ impl Language for Python {
         let (files, analysis) = analyzed.get();
         // never write code that reads a name where it is not bound
         if let Some(f) = self
-            .planned_findings(files, &analysis.parts)?
-            .into_iter()
+            .planned(project)?
+            .iter()
             .find(|f| f.status != Status::Ok)
         {
             return Err(Error::Unsupported {
@@ -471,7 +481,7 @@ impl Language for Python {
         let mut findings = analysis.findings.clone();
         let ours = defined_by(&analysis.parts);
         findings.extend(placement::findings(files, &ours, &analysis.prompts));
-        findings.extend(self.planned_findings(files, &analysis.parts)?);
+        findings.extend(self.planned(project)?.iter().cloned());
         let engine_checks = parts::engine_checks(ENGINE_EXTRA_CHECKS);
         let naming = Naming {
             language: self.name(),
