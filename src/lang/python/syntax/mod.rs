@@ -3,146 +3,10 @@
 use crate::lang::tree::{ancestor, child_of, field_children, named_children_code};
 pub use crate::lang::tree::{descendants, first_error, name_of, named_children, text, walk};
 use crate::needles::positions;
-use tree_sitter::{Node, Parser, Tree};
+pub use parse::{PARSER, parse, prefetch, reparse};
+use tree_sitter::Node;
 
-/// The tree of a Python text (parsed once per run: see [`crate::lang::tree::cache`]).
-pub fn parse(text: &str) -> Tree {
-    crate::lang::tree::cache::parse(
-        crate::lang::tree::cache::Grammar::Python,
-        text,
-        parse_uncached,
-    )
-}
-
-/// The tree of `new_text`, which is `old_text` after `changes`: re-parsed incrementally
-/// from `old_text`'s tree where both parse plainly (see [`parse_uncached`]), and cached.
-pub fn reparse(
-    old_text: &str,
-    changes: &[(std::ops::Range<usize>, String)],
-    new_text: &std::sync::Arc<str>,
-) -> Tree {
-    let changes: Vec<crate::lang::tree::cache::Change> = changes
-        .iter()
-        .map(|(old, new)| crate::lang::tree::cache::Change {
-            old: old.clone(),
-            new,
-        })
-        .collect();
-    crate::lang::tree::cache::reparse(
-        crate::lang::tree::cache::Grammar::Python,
-        old_text,
-        &changes,
-        new_text,
-        |text, old| match old {
-            Some(old)
-                if blank_long_comment_runs(old_text).is_none()
-                    && blank_long_comment_runs(text).is_none() =>
-            {
-                parse_text_with(text, Some(old))
-            }
-            _ => parse_uncached(text),
-        },
-    )
-}
-
-/// Python's parser for a lazily parsed file.
-pub const PARSER: crate::lang::parts::Parser = crate::lang::parts::Parser {
-    parse: |text| {
-        crate::lang::tree::cache::parse_shared(
-            crate::lang::tree::cache::Grammar::Python,
-            text,
-            parse_uncached,
-        )
-    },
-    first_error: |tree| first_error(tree),
-};
-
-/// Parses every text not parsed yet in this run, on all cores.
-pub fn prefetch(texts: &[&std::sync::Arc<str>]) {
-    crate::lang::tree::cache::prefetch(
-        crate::lang::tree::cache::Grammar::Python,
-        texts,
-        parse_uncached,
-    );
-}
-
-fn parse_uncached(text: &str) -> Tree {
-    // tree-sitter-python's scanner looks past every following comment line at each line
-    // end, so a long run of comment lines parses in time quadratic in its length; the
-    // run blanked out (same offsets) parses in linear time and gives the same tree, bar
-    // the comment nodes — used when the blanked lines are provably comments
-    if let Some((masked, starts)) = blank_long_comment_runs(text) {
-        let tree = parse_text(&masked);
-        if !tree.root_node().has_error() && starts.iter().all(|s| !in_string(&tree, *s)) {
-            return tree;
-        }
-    }
-    parse_text(text)
-}
-
-fn parse_text(text: &str) -> Tree {
-    parse_text_with(text, None)
-}
-
-/// `text` parsed, reusing what `old` (a tree already edited to match it) holds.
-fn parse_text_with(text: &str, old: Option<&Tree>) -> Tree {
-    let mut parser = Parser::new();
-    parser
-        .set_language(&tree_sitter_python::LANGUAGE.into())
-        .expect("the Python grammar matches the tree-sitter version");
-    parser.parse(text, old).expect("parsing without a timeout")
-}
-
-/// Comment lines in a row (blank lines between them allowed) from which a run is blanked.
-const LONG_COMMENT_RUN: usize = 64;
-
-/// The text with every comment line of each long run replaced by spaces, and the start
-/// offsets of those lines; `None` when no run is long.
-fn blank_long_comment_runs(text: &str) -> Option<(String, Vec<usize>)> {
-    let mut lines = Vec::new(); // (comment start, line end) of each line to blank
-    let mut runs: Vec<Vec<(usize, usize)>> = vec![Vec::new()];
-    let mut at = 0;
-    for line in text.split_inclusive('\n') {
-        let body = line.trim_end_matches(['\n', '\r']);
-        let trimmed = body.trim_start_matches([' ', '\t', '\x0c']);
-        if trimmed.starts_with('#') {
-            let start = at + body.len() - trimmed.len();
-            runs.last_mut()
-                .expect("one run")
-                .push((start, at + body.len()));
-        } else if !trimmed.is_empty() {
-            runs.push(Vec::new());
-        }
-        at += line.len();
-    }
-    for run in runs.into_iter().filter(|r| r.len() >= LONG_COMMENT_RUN) {
-        lines.extend(run);
-    }
-    if lines.is_empty() {
-        return None;
-    }
-    let mut bytes = text.as_bytes().to_vec();
-    for (start, end) in &lines {
-        bytes[*start..*end].fill(b' ');
-    }
-    let masked = String::from_utf8(bytes).expect("ASCII spaces over whole lines keep UTF-8");
-    Some((masked, lines.into_iter().map(|(s, _)| s).collect()))
-}
-
-/// Whether a byte offset lies inside a string literal.
-fn in_string(tree: &Tree, offset: usize) -> bool {
-    let mut node = tree.root_node().descendant_for_byte_range(offset, offset);
-    while let Some(n) = node {
-        if matches!(
-            n.kind(),
-            "string" | "string_content" | "concatenated_string"
-        ) {
-            return true;
-        }
-        node = n.parent();
-    }
-    false
-}
+mod parse;
 
 /// The bodies of a `try` statement's `except` clauses.
 pub fn except_blocks(try_stmt: Node) -> Vec<Node> {
@@ -502,10 +366,6 @@ pub fn decorators(def: Node) -> Vec<Node> {
 mod tests {
     use super::*;
 
-    fn sexp(tree: &Tree) -> String {
-        tree.root_node().to_sexp().replace(" (comment)", "")
-    }
-
     /// The walk that learns kinds by id finds what one comparing names finds.
     #[test]
     fn descendants_in_the_same_scope_are_those_a_walk_by_name_finds() {
@@ -566,31 +426,5 @@ mod tests {
         assert!(calls("asyncio.run(serve(Server()))", "serve"));
         assert!(!calls("observe(x)", "serve"));
         assert!(!calls("serve = 1", "serve"));
-    }
-
-    #[test]
-    fn long_comment_runs_parse_to_the_same_tree_without_their_comments() {
-        let comments: String = (0..100).map(|i| format!("    # note {i}\n")).collect();
-        let src = format!(
-            "class A:\n    def f(self):\n{comments}        return 1\n{comments}\n    x = 2\n"
-        );
-        assert!(blank_long_comment_runs(&src).is_some());
-        assert_eq!(sexp(&parse(&src)), sexp(&parse_text(&src)));
-        assert!(
-            parse(&src)
-                .root_node()
-                .descendant_for_byte_range(0, src.len())
-                .is_some()
-        );
-    }
-
-    #[test]
-    fn comment_lines_inside_a_string_are_not_blanked() {
-        let inner: String = (0..100).map(|i| format!("# line {i}\n")).collect();
-        // the closing quotes sit on a line that starts with `#`: blanking it would reopen
-        let src = format!("x = \"\"\"\n{inner}# end \"\"\"\ny = 1\n");
-        let tree = parse(&src);
-        assert!(!tree.root_node().has_error());
-        assert_eq!(sexp(&tree), sexp(&parse_text(&src)));
     }
 }
