@@ -188,7 +188,9 @@ impl Python {
         let anchors = match handlers::locate(decisions, &project.root, files, pins) {
             Ok(a) => a,
             // a file that does not parse may hide the site: say that first
-            Err(e @ (Error::NoAgent { .. } | Error::Unlocatable { .. })) => {
+            Err(
+                e @ (Error::NoAgent { .. } | Error::Unlocatable { .. } | Error::NotFound { .. }),
+            ) => {
                 return Err(files.iter().find_map(parts::parse_error).unwrap_or(e));
             }
             Err(e) => return Err(e),

@@ -205,6 +205,28 @@ fn is_identifier(s: &str) -> bool {
         && chars.all(|c| c == '_' || c.is_alphanumeric())
 }
 
+/// The folders (`rel` prefixes ending in `/`) of copies of the SDK itself in the tree: a
+/// package `acp` defining the SDK's `AgentSideConnection` (an agent shipping a fork of the
+/// SDK beside its own packages). Its agents are examples and test doubles, never the agent to
+/// patch (a `prompt` pin may still name one); its sends are the agent's, and stay wrapped.
+pub fn vendored_sdk(files: &[Parsed]) -> Vec<String> {
+    let mut dirs: Vec<String> = files
+        .iter()
+        .filter(|p| crate::needles::contains(&p.file.text, "class AgentSideConnection"))
+        .filter_map(|p| {
+            let rel = &p.file.rel;
+            let at = rel
+                .match_indices("acp/")
+                .map(|(i, _)| i)
+                .find(|&i| i == 0 || rel[..i].ends_with('/'))?;
+            Some(rel[..at + "acp/".len()].to_string())
+        })
+        .collect();
+    dirs.sort();
+    dirs.dedup();
+    dirs
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

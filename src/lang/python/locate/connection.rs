@@ -1,7 +1,7 @@
 //! Where the card's connection comes from in an agent class: the one the SDK hands over in
 //! `on_connect(self, conn)` (stored as `self.<attr>`, or bound there when the agent keeps it
-//! nowhere readable), else the `__init__` parameter its sends use, else the one
-//! `self.<attr>` its own sends go through; a `connection` pin picks among the same candidates.
+//! nowhere readable), else the `__init__` parameter its sends use, else a dataclass field of
+//! the SDK's connection type, else the one `self.<attr>` its own sends go through; a `connection` pin picks among the same candidates.
 
 use super::found::{Classes, Conn, Reach, Send};
 use super::{At, candidate, pin_mismatch};
@@ -96,6 +96,22 @@ pub(super) fn connection<'a>(
             }
         }
     }
+    if found.is_empty()
+        && let Some((attr, at)) = generated_field(class.node, src)
+    {
+        push(
+            Conn::attribute(
+                At {
+                    file: class.file,
+                    node: at,
+                },
+                &class_name,
+                attr,
+                "a field of the connection's type",
+            ),
+            &mut found,
+        );
+    }
     let mut distinct: Vec<&(String, At)> = Vec::new();
     for r in &own_receivers {
         if !distinct.iter().any(|d| d.0 == r.0) {
@@ -140,15 +156,75 @@ pub(super) fn connection<'a>(
             pin_key: "connection",
         });
     }
-    Err(Error::Unlocatable {
+    // nothing a `connection` pin could choose: say what to change instead
+    Err(Error::NotFound {
         site: "connection",
         detail: format!(
-            "{}:{}: `{class_name}` has no `on_connect(self, conn)`, stores no connection in `__init__`, and its own sends use no `self.<attribute>`",
+            "{}:{}: `{class_name}` has no `on_connect(self, conn)`, stores no connection in `__init__` or a dataclass field of the SDK's connection type, and its own sends use no `self.<attribute>`; keep the connection the SDK hands over where its prompt handler can read it (`def on_connect(self, conn): self._conn = conn`), then apply again",
             files[class.file].file.rel,
             class.node.start_position().row + 1
         ),
         pin_key: "connection",
+        candidates: Vec::new(),
     })
+}
+
+/// The SDK's types of the connection an agent is handed.
+const CONNECTION_TYPES: &[&str] = &["Client", "AgentSideConnection"];
+
+/// Decorators that write a class's `__init__` from its annotated fields.
+const FIELD_INITS: &[&str] = &["dataclass", "define", "frozen", "mutable"];
+
+/// The one field of a `@dataclass` (or attrs) class annotated with the SDK's connection type
+/// (`client: Client`, the name imported from `acp`, or `acp.Client`): the generated `__init__`
+/// stores what the agent is built with there, as an `__init__` of its own would.
+fn generated_field<'t>(class: Node<'t>, src: &str) -> Option<(String, Node<'t>)> {
+    let generated = decorators(class).iter().any(|d| {
+        let name = text(*d, src).trim_start_matches('@');
+        let name = name.split('(').next().unwrap_or(name).trim();
+        FIELD_INITS.contains(&name.rsplit('.').next().unwrap_or(name))
+    });
+    if !generated {
+        return None;
+    }
+    let root = {
+        let mut n = class;
+        while let Some(p) = n.parent() {
+            n = p;
+        }
+        n
+    };
+    let imported: Vec<&str> = descendants(root, "import_from_statement")
+        .into_iter()
+        .filter(|imp| {
+            imp.child_by_field_name("module_name")
+                .map(|m| text(m, src))
+                .is_some_and(|m| m == "acp" || m.starts_with("acp."))
+        })
+        .flat_map(|imp| imported_names(imp, src))
+        .filter(|(orig, _)| CONNECTION_TYPES.contains(orig))
+        .map(|(_, local)| local)
+        .collect();
+    let is_connection_type = |t: &str| {
+        let t = t.trim_matches(['"', '\'']);
+        imported.contains(&t)
+            || t.strip_prefix("acp.")
+                .is_some_and(|n| CONNECTION_TYPES.contains(&n))
+    };
+    let body = class.child_by_field_name("body")?;
+    let mut fields = named_children(body).into_iter().filter_map(|stmt| {
+        let a = named_children(stmt)
+            .into_iter()
+            .find(|n| n.kind() == "assignment")?;
+        let left = a.child_by_field_name("left")?;
+        let ty = a.child_by_field_name("type")?;
+        (stmt.kind() == "expression_statement"
+            && left.kind() == "identifier"
+            && is_connection_type(text(ty, src)))
+        .then(|| (text(left, src).to_string(), stmt))
+    });
+    let first = fields.next()?;
+    fields.next().is_none().then_some(first)
 }
 
 /// `self.x` (or `self.x()`) → `x`.
@@ -188,4 +264,45 @@ fn stored_as<'t>(def: Node<'t>, me: &str, param: &str, src: &str) -> Option<(Str
                 )
             })
         })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn field_of(src: &str) -> Option<String> {
+        let tree = parse(src);
+        let class = descendants(tree.root_node(), "class_definition")[0];
+        generated_field(class, src).map(|(name, _)| name)
+    }
+
+    /// Only the one field of the SDK's connection type, of a class whose `__init__` is
+    /// generated from its fields, is the connection.
+    #[test]
+    fn a_dataclass_field_of_the_connection_type_is_the_connection() {
+        let head = "from dataclasses import dataclass\nfrom acp import Client as C, AgentSideConnection\nfrom other import Client\nimport acp\n";
+        let agent = |deco: &str, fields: &str| {
+            format!("{head}{deco}\nclass A(acp.Agent):\n{fields}\n    x: int = 1\n")
+        };
+        assert_eq!(
+            field_of(&agent("@dataclass", "    conn: C")).as_deref(),
+            Some("conn")
+        );
+        assert_eq!(
+            field_of(&agent(
+                "@dataclass(kw_only=True)",
+                "    conn: \"acp.Client\""
+            ))
+            .as_deref(),
+            Some("conn")
+        );
+        assert_eq!(
+            field_of(&agent("@attrs.define", "    c: AgentSideConnection")).as_deref(),
+            Some("c")
+        );
+        // not generated, not the SDK's type, or not one
+        assert_eq!(field_of(&agent("", "    conn: C")), None);
+        assert_eq!(field_of(&agent("@dataclass", "    conn: Client")), None);
+        assert_eq!(field_of(&agent("@dataclass", "    a: C\n    b: C")), None);
+    }
 }

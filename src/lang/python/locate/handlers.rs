@@ -223,7 +223,12 @@ pub fn locate<'a>(
         return Ok(found);
     }
     let classes = Classes::of(files);
-    let bound = bound_classes(files, &classes);
+    let sdk = crate::lang::python::package::vendored_sdk(files);
+    let outside_sdk = |file: usize| !sdk.iter().any(|d| files[file].file.rel.starts_with(d));
+    let bound: Vec<At> = bound_classes(files, &classes)
+        .into_iter()
+        .filter(|c| outside_sdk(c.file))
+        .collect();
     // (class, prompt) of every bound class that has one
     let mut found: Vec<(At<'a>, At<'a>)> = Vec::new();
     for c in &bound {
@@ -256,7 +261,11 @@ pub fn locate<'a>(
         });
         found = vec![(class.expect("a prompt method is in a class"), *at)];
     } else if found.is_empty() {
-        let (all, clients) = sdk_callable(files, &classes, prompt_methods(files));
+        let outside: Vec<(At, String)> = prompt_methods(files)
+            .into_iter()
+            .filter(|(at, _)| outside_sdk(at.file))
+            .collect();
+        let (all, clients) = sdk_callable(files, &classes, outside);
         let chosen = super::choose(decisions,
             files,
             all,
@@ -362,7 +371,30 @@ pub fn locate<'a>(
     };
     let mut handlers = Vec::new();
     for ((class, prompt), anchor) in found.into_iter().zip(prompts) {
-        let connection = connection(decisions, files, &classes, class, &sends, pins)?;
+        let connection = match connection(decisions, files, &classes, class, &sends, pins) {
+            // no connection a pin could choose: where the tree has other handlers, one of
+            // them may be the agent to patch (the one without is a mock, a test double)
+            Err(Error::NotFound {
+                site,
+                detail,
+                candidates,
+                ..
+            }) if candidates.is_empty() && cands.len() > 1 => {
+                let own = anchor.candidate(&files[anchor.site.file].file.rel);
+                return Err(Error::NotFound {
+                    site,
+                    detail: format!(
+                        "{detail}; or, if another of the tree's prompt handlers is the agent to patch, pin that one"
+                    ),
+                    pin_key: "prompt",
+                    candidates: cands
+                        .into_iter()
+                        .filter(|c| c.name != own.name || c.location.file != own.location.file)
+                        .collect(),
+                });
+            }
+            r => r?,
+        };
         let class_src = &files[class.file].file.text;
         handlers.push(Handler {
             class,
@@ -513,6 +545,52 @@ mod tests {
         assert!(
             e.to_string()
                 .contains("no call in the tree sends a session update")
+        );
+    }
+
+    /// A copy of the SDK in the tree (a package `acp` defining `AgentSideConnection`) holds
+    /// agents of its own (a debug server's mock, bound to the SDK's connection there): the
+    /// agent to patch is the one outside it, and the copy's sends are wrapped as the agent's.
+    #[test]
+    fn the_agents_of_a_copy_of_the_sdk_in_the_tree_are_not_candidates() {
+        let connection = "class AgentSideConnection:\n    def __init__(self, agent, i, o): ...\n\nclass Notifier:\n    def __init__(self, conn):\n        self.conn = conn\n    async def send(self, n):\n        await self.conn.session_update(n)\n";
+        let mock = "from acp.agent.connection import AgentSideConnection\nfrom acp import Agent\n\nclass MockAgent(Agent):\n    async def prompt(self, params):\n        return None\n\ndef serve():\n    AgentSideConnection(MockAgent(), None, None)\n";
+        let agent = "import acp\n\nclass Real(acp.Agent):\n    def on_connect(self, conn):\n        self._conn = conn\n    async def prompt(self, params):\n        await self._conn.session_update(params)\n\nasync def main():\n    await acp.run_agent(Real())\n";
+        let files = tree(&[
+            (
+                "vendor/acp/__init__.py",
+                "from .agent.connection import AgentSideConnection\n",
+            ),
+            ("vendor/acp/agent/connection.py", connection),
+            ("vendor/acp/debug/mock.py", mock),
+            ("app/server.py", agent),
+        ]);
+        assert_eq!(
+            crate::lang::python::package::vendored_sdk(&files),
+            ["vendor/acp/"]
+        );
+        let decisions = crate::lang::survey::Decisions::default();
+        let found = locate(
+            &decisions,
+            std::path::Path::new("."),
+            &files,
+            &PythonPins::default(),
+        )
+        .expect("one agent");
+        let names: Vec<&str> = found
+            .handlers
+            .iter()
+            .map(|h| h.class_name.as_str())
+            .collect();
+        assert_eq!(names, ["Real"]);
+        let sent_from: Vec<&str> = found
+            .sends
+            .iter()
+            .map(|s| files[s.anchor.site.file].file.rel.as_str())
+            .collect();
+        assert_eq!(
+            sent_from,
+            ["vendor/acp/agent/connection.py", "app/server.py"]
         );
     }
 }
