@@ -8,6 +8,7 @@ use super::connection::connection;
 pub use super::found::{Anchors, Handler, Send, is_agent_file};
 use super::found::{Classes, prompt_anchor};
 use super::sends::*;
+use super::wire;
 use super::{At, pin_mismatch};
 use crate::config::{Pin, PythonPins};
 use crate::error::{Candidate, Error, Result};
@@ -214,11 +215,13 @@ pub fn locate<'a>(
     files: &'a [Parsed],
     pins: &PythonPins,
 ) -> Result<Anchors<'a>> {
-    // no SDK at all: the agent's own JSON-RPC loop
-    if !files
+    // no SDK at all, or only its types and streams beside a JSON-RPC loop of the agent's own
+    // (no SDK send in the tree): the agent's own loop
+    let sdk = files
         .iter()
-        .any(|p| is_agent_file(p) && crate::lang::python::locate::wire::imports_sdk(p))
-        && let Some(found) = crate::lang::python::locate::wire::locate(decisions, files, pins)?
+        .any(|p| is_agent_file(p) && wire::imports_sdk(p));
+    if (!sdk || sends(files).is_empty())
+        && let Some(found) = wire::locate(decisions, files, pins)?
     {
         return Ok(found);
     }
@@ -313,13 +316,21 @@ pub fn locate<'a>(
     if sends.is_empty()
         && let Some(h) = prompts.first()
     {
-        return Err(Error::Unsupported {
-            file: files[h.site.file].file.rel.clone(),
-            line: h.site.line,
-            message: format!(
+        let message = match wire::hand_built_update(files) {
+            // the SDK's types beside a loop of its own whose dispatcher acp-patch cannot read
+            Some((f, l)) => format!(
+                "`{}` handles session/prompt, but no call in the tree sends a session update through the SDK (`<connection>.session_update(...)`): the agent writes `session/update` messages itself ({}:{l}) from a JSON-RPC loop of its own, and no dispatcher of `\"session/prompt\"` that acp-patch reads (a dict of handlers, `if`/`match` on the method, a registration, a handler table) hands the request to a function (a request the loop takes after the other methods' branches, naming no method, is not read); pin the function its loop calls for it in acp-patch.toml, `prompt = \"<file>.py:<function or Class.method>\"`: the card then goes out through a writer of those messages that the function can call (nothing was written)",
+                h.name, files[f].file.rel
+            ),
+            None => format!(
                 "`{}` handles session/prompt, but no call in the tree sends a session update (`<connection>.session_update(...)`): the agent's updates leave through code outside it, e.g. a base class of an installed package, so a card could open but would only close at the turn's end; point acp-patch at the package that sends them (nothing was written)",
                 h.name
             ),
+        };
+        return Err(Error::Unsupported {
+            file: files[h.site.file].file.rel.clone(),
+            line: h.site.line,
+            message,
         });
     }
     let sends = match &pins.emitter {
