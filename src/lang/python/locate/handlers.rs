@@ -216,11 +216,12 @@ pub fn locate<'a>(
     pins: &PythonPins,
 ) -> Result<Anchors<'a>> {
     // no SDK at all, or only its types and streams beside a JSON-RPC loop of the agent's own
-    // (no SDK send in the tree): the agent's own loop
+    // (no SDK send in the tree, `session/update` messages built by hand; a client of the SDK
+    // that only reads the methods' names is none): the agent's own loop
     let sdk = files
         .iter()
         .any(|p| is_agent_file(p) && wire::imports_sdk(p));
-    if (!sdk || sends(files).is_empty())
+    if (!sdk || (sends(files).is_empty() && wire::hand_built_update(files).is_some()))
         && let Some(found) = wire::locate(decisions, files, pins)?
     {
         return Ok(found);
@@ -272,7 +273,9 @@ pub fn locate<'a>(
                 } else {
                     format!(" that the SDK can call ({})", clients.join("; "))
                 };
-                format!("no class is handed to `acp.run_agent` / `AgentSideConnection` or derives from `acp.Agent`, no class in a module that imports `acp` has an `async def prompt`{clients}, and no dispatcher of `\"session/prompt\"` (a dict of handlers, `if`/`match` on the method, a call or decorator that registers a handler for it, a handler table) reaches a function of the tree; pin the handler in acp-patch.toml: `prompt = \"<file>.py:<function or Class.method>\"`")
+                // a dispatcher that handles the prompt in its branch: no pin can name it
+                let inline = wire::inline_prompt(files).map(|(f, l)| format!(" (the dispatcher at {}:{l} handles `\"session/prompt\"` inline: its branch hands the request to no function, so there is none for the card to wrap; move the branch's body into a function it calls)", files[f].file.rel)).unwrap_or_default();
+                format!("no class is handed to `acp.run_agent` / `AgentSideConnection` or derives from `acp.Agent`, no class in a module that imports `acp` has an `async def prompt`{clients}, and no dispatcher of `\"session/prompt\"` (a dict of handlers, `if`/`match` on the method, a call or decorator that registers a handler for it, a handler table) reaches a function of the tree{inline}; pin the handler in acp-patch.toml: `prompt = \"<file>.py:<function or Class.method>\"`")
             },
         )
         .map_err(|e| match e {
@@ -525,5 +528,37 @@ mod tests {
             e.to_string()
                 .contains("no call in the tree sends a session update")
         );
+    }
+
+    #[test]
+    fn an_sdk_client_that_branches_on_the_prompt_method_is_no_loop_of_its_own() {
+        // it spawns an agent and watches the requests it sends: no `session/update` it builds,
+        // so its `if method == "session/prompt"` is no dispatcher (hermes-omp-acp 0.2.2)
+        let client = r#"from acp import spawn_agent_process
+
+class Runtime:
+    def _seen(self, params):
+        pass
+
+    def observe(self, message):
+        method = message.get("method")
+        if method == "session/prompt":
+            self._seen(message.get("params"))
+
+    async def run(self):
+        async with spawn_agent_process(self, "agent") as (conn, proc):
+            await conn.prompt(session_id="s", prompt=[])
+"#;
+        let files = tree(&[("a/runtime.py", client)]);
+        let decisions = crate::lang::survey::Decisions::default();
+        let e = locate(
+            &decisions,
+            std::path::Path::new("."),
+            &files,
+            &PythonPins::default(),
+        )
+        .err()
+        .expect("refused");
+        assert!(matches!(&e, Error::NoAgent { .. }), "{e}");
     }
 }

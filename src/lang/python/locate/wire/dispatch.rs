@@ -32,6 +32,25 @@ pub fn dispatched<'a>(files: &'a [Parsed], method: &Method<'a>) -> Vec<At<'a>> {
     out
 }
 
+/// The first dispatcher branch for the method that handles it inline (`if method ==
+/// "session/prompt":` whose block hands the request to no function): no function there for the
+/// card to wrap.
+pub fn inline<'a>(files: &'a [Parsed], method: &Method<'a>) -> Option<At<'a>> {
+    (0..files.len()).find_map(|i| {
+        method.mentions(i).into_iter().find_map(|m| {
+            let parent = m.parent()?;
+            let block = match parent.kind() {
+                "comparison_operator" => compared_block(parent)?,
+                "case_pattern" | "union_pattern" => case_block(parent)?,
+                _ => return None,
+            };
+            branch_handler(files, i, block)
+                .is_none()
+                .then_some(At { file: i, node: m })
+        })
+    })
+}
+
 /// The handler a mention of the method dispatches to, if it is a dispatcher's.
 fn handler_of<'a>(files: &'a [Parsed], i: usize, m: Node<'a>) -> Option<At<'a>> {
     let parent = m.parent()?;
@@ -460,5 +479,11 @@ def _handle(message):
         assert_eq!(handlers(&files, "session/load"), ["a.py:_load"]);
         // handled inline, answered through the reply helper: no handler (never `_result`)
         assert!(handlers(&files, "session/cancel").is_empty());
+        // which the refusal names: the branch handling it inline
+        let inline = |m| {
+            super::inline(&files, &Method::of(&files, m)).map(|at| at.node.start_position().row + 1)
+        };
+        assert_eq!(inline("session/cancel"), Some(36));
+        assert_eq!(inline("session/prompt"), None);
     }
 }

@@ -61,6 +61,11 @@ pub fn hand_built_update(files: &[Parsed]) -> Option<(usize, usize)> {
         })
 }
 
+/// Where a dispatcher handles `session/prompt` inline (file index, line), when one does.
+pub fn inline_prompt(files: &[Parsed]) -> Option<(usize, usize)> {
+    dispatch::inline(files, &Method::of(files, "session/prompt")).map(|at| (at.file, line(at.node)))
+}
+
 /// The anchors of an agent with its own JSON-RPC loop, or `None` when the tree has no
 /// dispatcher of `session/prompt` (and no `prompt` pin names a function).
 pub fn locate<'a>(
