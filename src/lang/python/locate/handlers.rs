@@ -8,6 +8,7 @@ use super::connection::connection;
 pub use super::found::{Anchors, Handler, Send, is_agent_file};
 use super::found::{Classes, prompt_anchor};
 use super::sends::*;
+use super::wire;
 use super::{At, pin_mismatch};
 use crate::config::{Pin, PythonPins};
 use crate::error::{Candidate, Error, Result};
@@ -214,11 +215,14 @@ pub fn locate<'a>(
     files: &'a [Parsed],
     pins: &PythonPins,
 ) -> Result<Anchors<'a>> {
-    // no SDK at all: the agent's own JSON-RPC loop
-    if !files
+    // no SDK at all, or only its types and streams beside a JSON-RPC loop of the agent's own
+    // (no SDK send in the tree, `session/update` messages built by hand; a client of the SDK
+    // that only reads the methods' names is none): the agent's own loop
+    let sdk = files
         .iter()
-        .any(|p| is_agent_file(p) && crate::lang::python::locate::wire::imports_sdk(p))
-        && let Some(found) = crate::lang::python::locate::wire::locate(decisions, files, pins)?
+        .any(|p| is_agent_file(p) && wire::imports_sdk(p));
+    if (!sdk || (sends(files).is_empty() && wire::hand_built_update(files).is_some()))
+        && let Some(found) = wire::locate(decisions, files, pins)?
     {
         return Ok(found);
     }
@@ -278,7 +282,9 @@ pub fn locate<'a>(
                 } else {
                     format!(" that the SDK can call ({})", clients.join("; "))
                 };
-                format!("no class is handed to `acp.run_agent` / `AgentSideConnection` or derives from `acp.Agent`, no class in a module that imports `acp` has an `async def prompt`{clients}, and no dispatcher of `\"session/prompt\"` (a dict of handlers, `if`/`match` on the method, a call or decorator that registers a handler for it, a handler table) reaches a function of the tree; pin the handler in acp-patch.toml: `prompt = \"<file>.py:<function or Class.method>\"`")
+                // a dispatcher that handles the prompt in its branch: no pin can name it
+                let inline = wire::inline_prompt(files).map(|(f, l)| format!(" (the dispatcher at {}:{l} handles `\"session/prompt\"` inline: its branch hands the request to no function, so there is none for the card to wrap; move the branch's body into a function it calls)", files[f].file.rel)).unwrap_or_default();
+                format!("no class is handed to `acp.run_agent` / `AgentSideConnection` or derives from `acp.Agent`, no class in a module that imports `acp` has an `async def prompt`{clients}, and no dispatcher of `\"session/prompt\"` (a dict of handlers, `if`/`match` on the method, a call or decorator that registers a handler for it, a handler table) reaches a function of the tree{inline}; pin the handler in acp-patch.toml: `prompt = \"<file>.py:<function or Class.method>\"`")
             },
         )
         .map_err(|e| match e {
@@ -322,13 +328,21 @@ pub fn locate<'a>(
     if sends.is_empty()
         && let Some(h) = prompts.first()
     {
-        return Err(Error::Unsupported {
-            file: files[h.site.file].file.rel.clone(),
-            line: h.site.line,
-            message: format!(
+        let message = match wire::hand_built_update(files) {
+            // the SDK's types beside a loop of its own whose dispatcher acp-patch cannot read
+            Some((f, l)) => format!(
+                "`{}` handles session/prompt, but no call in the tree sends a session update through the SDK (`<connection>.session_update(...)`): the agent writes `session/update` messages itself ({}:{l}) from a JSON-RPC loop of its own, and no dispatcher of `\"session/prompt\"` that acp-patch reads (a dict of handlers, `if`/`match` on the method, a registration, a handler table) hands the request to a function (a request the loop takes after the other methods' branches, naming no method, is not read); pin the function its loop calls for it in acp-patch.toml, `prompt = \"<file>.py:<function or Class.method>\"`: the card then goes out through a writer of those messages that the function can call (nothing was written)",
+                h.name, files[f].file.rel
+            ),
+            None => format!(
                 "`{}` handles session/prompt, but no call in the tree sends a session update (`<connection>.session_update(...)`): the agent's updates leave through code outside it, e.g. a base class of an installed package, so a card could open but would only close at the turn's end; point acp-patch at the package that sends them (nothing was written)",
                 h.name
             ),
+        };
+        return Err(Error::Unsupported {
+            file: files[h.site.file].file.rel.clone(),
+            line: h.site.line,
+            message,
         });
     }
     let sends = match &pins.emitter {
@@ -465,132 +479,5 @@ fn send_kwargs(files: &[Parsed], class: At, sends: &[Send]) -> Vec<(String, Stri
 }
 
 #[cfg(test)]
-mod tests {
-    use super::super::wire::parsed_tree as tree;
-    use super::*;
-
-    /// `handlers.scm`: a method named `prompt` of a class, decorated or not, nested classes
-    /// too; not a function outside a class, nor a method of another name.
-    #[test]
-    fn the_prompt_query_matches_methods_named_prompt_in_class_bodies() {
-        let src = "class A:\n    async def prompt(self, p):\n        prompt = 1\n    class B:\n        @traced\n        def prompt(self): ...\n    async def prompts(self): ...\n\nasync def prompt(p): ...\n";
-        let tree = crate::lang::python::syntax::parse(src);
-        let found: Vec<(String, usize)> = PROMPT_METHODS
-            .matches_in(tree.root_node(), src, 0..src.len())
-            .iter()
-            .map(|m| {
-                let class = m.node("class").child_by_field_name("name").unwrap();
-                (
-                    src[class.byte_range()].to_string(),
-                    m.node("def").start_position().row + 1,
-                )
-            })
-            .collect();
-        assert_eq!(found, [("A".to_string(), 2), ("B".to_string(), 6)]);
-    }
-
-    /// The prompt handlers the fallback (no class bound to the SDK in the tree) chooses from.
-    fn fallback(files: &[Parsed]) -> Vec<String> {
-        sdk_callable(files, &Classes::of(files), prompt_methods(files))
-            .0
-            .into_iter()
-            .map(|(at, name)| format!("{}:{name}", files[at.file].file.rel))
-            .collect()
-    }
-
-    #[test]
-    fn the_fallback_leaves_out_clients_and_methods_the_sdk_cannot_call() {
-        let agent = "import acp\n\nclass Served(Base):\n    async def prompt(self, prompt, session_id, **kwargs):\n        pass\n";
-        let legacy =
-            "import acp\n\nclass Old:\n    async def prompt(self, params):\n        pass\n";
-        let client = "import acp\n\nclass Editor:\n    async def session_update(self, session_id, update, **kw):\n        pass\n\n    async def prompt(self, session_id, prompt):\n        pass\n";
-        let backend = "import acp\n\nclass Backend:\n    async def prompt(self, session_id, text):\n        return await self.conn.prompt(session_id=session_id, prompt=[text])\n";
-        let files = tree(&[
-            ("a/agent.py", agent),
-            ("a/legacy.py", legacy),
-            ("a/client.py", client),
-            ("a/backend.py", backend),
-        ]);
-        assert_eq!(
-            fallback(&files),
-            ["a/agent.py:Served.prompt", "a/legacy.py:Old.prompt"]
-        );
-        // none the SDK can call: no candidate
-        let files = tree(&[("a/client.py", client), ("a/backend.py", backend)]);
-        assert!(fallback(&files).is_empty());
-        // a module that connects to an agent and serves none is the client side
-        let transport = "from acp import connect_to_agent\n\nclass Transport:\n    async def prompt(self, text):\n        pass\n";
-        let files = tree(&[("a/transport.py", transport), ("a/agent.py", agent)]);
-        assert_eq!(fallback(&files), ["a/agent.py:Served.prompt"]);
-    }
-
-    #[test]
-    fn an_agent_whose_updates_leave_outside_the_tree_is_refused_at_its_handler() {
-        // every update is sent by the installed base class: nothing here to complete a card
-        let agent = "import acp\nfrom lib import LibAgent\n\nclass Mine(LibAgent):\n    async def prompt(self, prompt, session_id, **kwargs):\n        return await super().prompt(prompt, session_id, **kwargs)\n\nasync def main():\n    await acp.run_agent(Mine())\n";
-        let files = tree(&[("a/agent.py", agent)]);
-        let decisions = crate::lang::survey::Decisions::default();
-        let e = locate(
-            &decisions,
-            std::path::Path::new("."),
-            &files,
-            &PythonPins::default(),
-        )
-        .err()
-        .expect("refused");
-        assert!(
-            matches!(&e, Error::Unsupported { file, line: 5, .. } if file == "a/agent.py"),
-            "{e}"
-        );
-        assert!(
-            e.to_string()
-                .contains("no call in the tree sends a session update")
-        );
-    }
-
-    /// A copy of the SDK in the tree (a package `acp` defining `AgentSideConnection`) holds
-    /// agents of its own (a debug server's mock, bound to the SDK's connection there): the
-    /// agent to patch is the one outside it, and the copy's sends are wrapped as the agent's.
-    #[test]
-    fn the_agents_of_a_copy_of_the_sdk_in_the_tree_are_not_candidates() {
-        let connection = "class AgentSideConnection:\n    def __init__(self, agent, i, o): ...\n\nclass Notifier:\n    def __init__(self, conn):\n        self.conn = conn\n    async def send(self, n):\n        await self.conn.session_update(n)\n";
-        let mock = "from acp.agent.connection import AgentSideConnection\nfrom acp import Agent\n\nclass MockAgent(Agent):\n    async def prompt(self, params):\n        return None\n\ndef serve():\n    AgentSideConnection(MockAgent(), None, None)\n";
-        let agent = "import acp\n\nclass Real(acp.Agent):\n    def on_connect(self, conn):\n        self._conn = conn\n    async def prompt(self, params):\n        await self._conn.session_update(params)\n\nasync def main():\n    await acp.run_agent(Real())\n";
-        let files = tree(&[
-            (
-                "vendor/acp/__init__.py",
-                "from .agent.connection import AgentSideConnection\n",
-            ),
-            ("vendor/acp/agent/connection.py", connection),
-            ("vendor/acp/debug/mock.py", mock),
-            ("app/server.py", agent),
-        ]);
-        assert_eq!(
-            crate::lang::python::package::vendored_sdk(&files),
-            ["vendor/acp/"]
-        );
-        let decisions = crate::lang::survey::Decisions::default();
-        let found = locate(
-            &decisions,
-            std::path::Path::new("."),
-            &files,
-            &PythonPins::default(),
-        )
-        .expect("one agent");
-        let names: Vec<&str> = found
-            .handlers
-            .iter()
-            .map(|h| h.class_name.as_str())
-            .collect();
-        assert_eq!(names, ["Real"]);
-        let sent_from: Vec<&str> = found
-            .sends
-            .iter()
-            .map(|s| files[s.anchor.site.file].file.rel.as_str())
-            .collect();
-        assert_eq!(
-            sent_from,
-            ["vendor/acp/agent/connection.py", "app/server.py"]
-        );
-    }
-}
+#[path = "handlers_tests.rs"]
+mod tests;

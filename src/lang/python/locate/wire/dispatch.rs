@@ -32,6 +32,25 @@ pub fn dispatched<'a>(files: &'a [Parsed], method: &Method<'a>) -> Vec<At<'a>> {
     out
 }
 
+/// The first dispatcher branch for the method that handles it inline (`if method ==
+/// "session/prompt":` whose block hands the request to no function): no function there for the
+/// card to wrap.
+pub fn inline<'a>(files: &'a [Parsed], method: &Method<'a>) -> Option<At<'a>> {
+    (0..files.len()).find_map(|i| {
+        method.mentions(i).into_iter().find_map(|m| {
+            let parent = m.parent()?;
+            let block = match parent.kind() {
+                "comparison_operator" => compared_block(parent)?,
+                "case_pattern" | "union_pattern" => case_block(parent)?,
+                _ => return None,
+            };
+            branch_handler(files, i, block)
+                .is_none()
+                .then_some(At { file: i, node: m })
+        })
+    })
+}
+
 /// The handler a mention of the method dispatches to, if it is a dispatcher's.
 fn handler_of<'a>(files: &'a [Parsed], i: usize, m: Node<'a>) -> Option<At<'a>> {
     let parent = m.parent()?;
@@ -97,20 +116,22 @@ fn case_block(pattern: Node) -> Option<Node> {
 /// that follows it only ends the branch (`return`, `return result`, `break`). A branch that
 /// goes on working after its last such call handles the method inline: a helper it calls
 /// first (`session_id = self._session_id(params)`, a logger) is not its handler, nor is a
-/// write of a JSON-RPC message.
+/// write of a JSON-RPC message, in place or through a reply helper of the agent's own
+/// (`_result(request_id, {"stopReason": "end_turn"})`, see [`replies_only`]).
 fn branch_handler<'a>(files: &'a [Parsed], i: usize, block: Node<'a>) -> Option<At<'a>> {
     let src = files[i].file.text.as_ref();
     let stmts: Vec<Node<'a>> = named_children(block)
         .into_iter()
         .filter(|s| s.kind() != "comment")
         .collect();
+    let writes = |s: Node<'a>| writes_a_message(s, src) || writes_a_reply(files, i, s);
     // (a write of the response after the hand-off ends the branch too)
-    let ends = |s: Node| ends_branch(s) || writes_a_message(s, src);
+    let ends = |s: Node<'a>| ends_branch(s) || writes(s);
     let (k, at) = stmts
         .iter()
         .enumerate()
         .rev()
-        .filter(|(_, s)| !writes_a_message(**s, src))
+        .filter(|(_, s)| !writes(**s))
         .find_map(|(k, s)| call_target(files, i, *s).map(|at| (k, at)))?;
     stmts[k + 1..].iter().all(|s| ends(*s)).then_some(at)
 }
@@ -135,12 +156,92 @@ fn call_target<'a>(files: &'a [Parsed], i: usize, stmt: Node<'a>) -> Option<At<'
     descendants_same_scope(stmt, "call")
         .into_iter()
         .find_map(|c| {
-            resolve_callable(files, i, c.child_by_field_name("function")?).or_else(|| {
-                positional_args(c)
-                    .into_iter()
-                    .find_map(|a| resolve_callable(files, i, a))
+            resolve_callable(files, i, c.child_by_field_name("function")?)
+                .filter(|at| !replies_only(files, *at))
+                .or_else(|| {
+                    positional_args(c)
+                        .into_iter()
+                        .find_map(|a| resolve_callable(files, i, a))
+                })
+        })
+}
+
+/// Whether a statement only writes replies: every function of the tree it calls (one at
+/// least) is a reply helper ([`replies_only`]). `_result(request_id, result)` after the
+/// hand-off writes the response; `_result(request_id, await handle(params))` hands off.
+fn writes_a_reply(files: &[Parsed], i: usize, stmt: Node) -> bool {
+    if matches!(
+        stmt.kind(),
+        "function_definition"
+            | "class_definition"
+            | "decorated_definition"
+            | "if_statement"
+            | "for_statement"
+            | "while_statement"
+            | "match_statement"
+            | "try_statement"
+            | "with_statement"
+    ) {
+        return false;
+    }
+    let targets: Vec<At> = descendants_same_scope(stmt, "call")
+        .into_iter()
+        .filter_map(|c| resolve_callable(files, i, c.child_by_field_name("function")?))
+        .collect();
+    !targets.is_empty() && targets.iter().all(|at| replies_only(files, *at))
+}
+
+/// A function of the tree that only writes a JSON-RPC reply: it builds a message without a
+/// method (a dict with a `"jsonrpc"` key, no `"method"` key), and every function of the tree
+/// it calls is handed that message (`def _result(i, r): _send({"jsonrpc": "2.0", "id": i,
+/// "result": r})`, `reply = {...}; sys.stdout.write(json.dumps(reply))`). A dispatcher calls it
+/// for every method to answer the request: it is nobody's handler.
+fn replies_only(files: &[Parsed], at: At) -> bool {
+    let src = files[at.file].file.text.as_ref();
+    let Some(body) = at.node.child_by_field_name("body") else {
+        return false;
+    };
+    let key = |p: Node| {
+        p.child_by_field_name("key")
+            .filter(|k| k.kind() == "string")
+            .map(|k| text(k, src).trim_matches(|c| c == '"' || c == '\''))
+    };
+    let pairs = descendants_same_scope(body, "pair");
+    if !pairs.iter().any(|p| key(*p) == Some("jsonrpc"))
+        || pairs.iter().any(|p| key(*p) == Some("method"))
+    {
+        return false;
+    }
+    // the names the message is bound to (`reply = {"jsonrpc": ...}`)
+    let names: Vec<&str> = descendants_same_scope(body, "assignment")
+        .into_iter()
+        .filter(|a| {
+            a.child_by_field_name("right").is_some_and(|r| {
+                descendants(r, "pair")
+                    .iter()
+                    .any(|p| key(*p) == Some("jsonrpc"))
             })
         })
+        .filter_map(|a| a.child_by_field_name("left"))
+        .filter(|l| l.kind() == "identifier")
+        .map(|l| text(l, src))
+        .collect();
+    let hands_the_message = |c: Node| {
+        c.child_by_field_name("arguments").is_some_and(|args| {
+            descendants(args, "pair")
+                .iter()
+                .any(|p| key(*p) == Some("jsonrpc"))
+                || descendants(args, "identifier")
+                    .iter()
+                    .any(|n| names.contains(&text(*n, src)))
+        })
+    };
+    descendants_same_scope(body, "call").into_iter().all(|c| {
+        c.child_by_field_name("function")
+            .and_then(|f| resolve_callable(files, at.file, f))
+            .is_none()
+            || hands_the_message(c)
+    })
 }
 
 /// A statement that only ends a branch: `return` of nothing or of a value computed without a
@@ -325,5 +426,64 @@ mod tests {
         assert!(handlers(&files, "session/new").is_empty());
         // in a `try`, what its body hands the request to
         assert_eq!(handlers(&files, "session/set_model"), ["a.py:_load"]);
+    }
+
+    #[test]
+    fn a_reply_helper_the_branch_calls_last_writes_the_response_and_is_no_handler() {
+        let src = r#"import json
+import sys
+
+def _send(message):
+    sys.stdout.write(json.dumps(message) + "\n")
+
+def _result(request_id, result):
+    _send({"jsonrpc": "2.0", "id": request_id, "result": result})
+
+def _error(request_id, code, text):
+    reply = {"jsonrpc": "2.0", "id": request_id}
+    reply["error"] = {"code": code, "message": text}
+    _send(reply)
+
+def _notify(session_id, update):
+    _send({"jsonrpc": "2.0", "method": "session/update", "params": {"sessionId": session_id, "update": update}})
+
+def handle_prompt(params):
+    _notify(params["sessionId"], {"sessionUpdate": "agent_message_chunk"})
+    return {"stopReason": "end_turn"}
+
+def _load(params):
+    return {}
+
+def _handle(message):
+    request_id = message.get("id")
+    method = message.get("method")
+    params = message.get("params") or {}
+    if method == "session/prompt":
+        result = handle_prompt(params)
+        _result(request_id, result)
+        return
+    if method == "session/load":
+        _result(request_id, _load(params))
+        return
+    if method == "session/cancel":
+        if not params:
+            _error(request_id, -32602, "no params")
+            return
+        for part in params.get("prompt") or []:
+            _notify(params["sessionId"], part)
+        _result(request_id, {"stopReason": "end_turn"})
+        return
+"#;
+        let files = tree(&[("a.py", src)]);
+        assert_eq!(handlers(&files, "session/prompt"), ["a.py:handle_prompt"]);
+        assert_eq!(handlers(&files, "session/load"), ["a.py:_load"]);
+        // handled inline, answered through the reply helper: no handler (never `_result`)
+        assert!(handlers(&files, "session/cancel").is_empty());
+        // which the refusal names: the branch handling it inline
+        let inline = |m| {
+            super::inline(&files, &Method::of(&files, m)).map(|at| at.node.start_position().row + 1)
+        };
+        assert_eq!(inline("session/cancel"), Some(36));
+        assert_eq!(inline("session/prompt"), None);
     }
 }

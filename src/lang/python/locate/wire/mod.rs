@@ -48,6 +48,24 @@ pub fn imports_sdk(p: &Parsed) -> bool {
         })
 }
 
+/// The first `session/update` message an agent file of the tree builds by hand (its file's
+/// index, its line): an agent that writes its updates itself, whatever SDK it imports.
+pub fn hand_built_update(files: &[Parsed]) -> Option<(usize, usize)> {
+    let update = Method::of(files, "session/update");
+    (0..files.len())
+        .filter(|i| is_agent_file(&files[*i]))
+        .find_map(|i| {
+            origins(files, i, &update)
+                .first()
+                .map(|o| (i, line(o.node)))
+        })
+}
+
+/// Where a dispatcher handles `session/prompt` inline (file index, line), when one does.
+pub fn inline_prompt(files: &[Parsed]) -> Option<(usize, usize)> {
+    dispatch::inline(files, &Method::of(files, "session/prompt")).map(|at| (at.file, line(at.node)))
+}
+
 /// The anchors of an agent with its own JSON-RPC loop, or `None` when the tree has no
 /// dispatcher of `session/prompt` (and no `prompt` pin names a function).
 pub fn locate<'a>(

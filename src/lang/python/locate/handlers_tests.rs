@@ -1,0 +1,160 @@
+//! Tests of the prompt handler's locator (`handlers.rs`).
+
+use super::super::wire::parsed_tree as tree;
+use super::*;
+
+/// `handlers.scm`: a method named `prompt` of a class, decorated or not, nested classes
+/// too; not a function outside a class, nor a method of another name.
+#[test]
+fn the_prompt_query_matches_methods_named_prompt_in_class_bodies() {
+    let src = "class A:\n    async def prompt(self, p):\n        prompt = 1\n    class B:\n        @traced\n        def prompt(self): ...\n    async def prompts(self): ...\n\nasync def prompt(p): ...\n";
+    let tree = crate::lang::python::syntax::parse(src);
+    let found: Vec<(String, usize)> = PROMPT_METHODS
+        .matches_in(tree.root_node(), src, 0..src.len())
+        .iter()
+        .map(|m| {
+            let class = m.node("class").child_by_field_name("name").unwrap();
+            (
+                src[class.byte_range()].to_string(),
+                m.node("def").start_position().row + 1,
+            )
+        })
+        .collect();
+    assert_eq!(found, [("A".to_string(), 2), ("B".to_string(), 6)]);
+}
+
+/// The prompt handlers the fallback (no class bound to the SDK in the tree) chooses from.
+fn fallback(files: &[Parsed]) -> Vec<String> {
+    sdk_callable(files, &Classes::of(files), prompt_methods(files))
+        .0
+        .into_iter()
+        .map(|(at, name)| format!("{}:{name}", files[at.file].file.rel))
+        .collect()
+}
+
+#[test]
+fn the_fallback_leaves_out_clients_and_methods_the_sdk_cannot_call() {
+    let agent = "import acp\n\nclass Served(Base):\n    async def prompt(self, prompt, session_id, **kwargs):\n        pass\n";
+    let legacy = "import acp\n\nclass Old:\n    async def prompt(self, params):\n        pass\n";
+    let client = "import acp\n\nclass Editor:\n    async def session_update(self, session_id, update, **kw):\n        pass\n\n    async def prompt(self, session_id, prompt):\n        pass\n";
+    let backend = "import acp\n\nclass Backend:\n    async def prompt(self, session_id, text):\n        return await self.conn.prompt(session_id=session_id, prompt=[text])\n";
+    let files = tree(&[
+        ("a/agent.py", agent),
+        ("a/legacy.py", legacy),
+        ("a/client.py", client),
+        ("a/backend.py", backend),
+    ]);
+    assert_eq!(
+        fallback(&files),
+        ["a/agent.py:Served.prompt", "a/legacy.py:Old.prompt"]
+    );
+    // none the SDK can call: no candidate
+    let files = tree(&[("a/client.py", client), ("a/backend.py", backend)]);
+    assert!(fallback(&files).is_empty());
+    // a module that connects to an agent and serves none is the client side
+    let transport = "from acp import connect_to_agent\n\nclass Transport:\n    async def prompt(self, text):\n        pass\n";
+    let files = tree(&[("a/transport.py", transport), ("a/agent.py", agent)]);
+    assert_eq!(fallback(&files), ["a/agent.py:Served.prompt"]);
+}
+
+#[test]
+fn an_agent_whose_updates_leave_outside_the_tree_is_refused_at_its_handler() {
+    // every update is sent by the installed base class: nothing here to complete a card
+    let agent = "import acp\nfrom lib import LibAgent\n\nclass Mine(LibAgent):\n    async def prompt(self, prompt, session_id, **kwargs):\n        return await super().prompt(prompt, session_id, **kwargs)\n\nasync def main():\n    await acp.run_agent(Mine())\n";
+    let files = tree(&[("a/agent.py", agent)]);
+    let decisions = crate::lang::survey::Decisions::default();
+    let e = locate(
+        &decisions,
+        std::path::Path::new("."),
+        &files,
+        &PythonPins::default(),
+    )
+    .err()
+    .expect("refused");
+    assert!(
+        matches!(&e, Error::Unsupported { file, line: 5, .. } if file == "a/agent.py"),
+        "{e}"
+    );
+    assert!(
+        e.to_string()
+            .contains("no call in the tree sends a session update")
+    );
+}
+
+/// A copy of the SDK in the tree (a package `acp` defining `AgentSideConnection`) holds
+/// agents of its own (a debug server's mock, bound to the SDK's connection there): the
+/// agent to patch is the one outside it, and the copy's sends are wrapped as the agent's.
+#[test]
+fn the_agents_of_a_copy_of_the_sdk_in_the_tree_are_not_candidates() {
+    let connection = "class AgentSideConnection:\n    def __init__(self, agent, i, o): ...\n\nclass Notifier:\n    def __init__(self, conn):\n        self.conn = conn\n    async def send(self, n):\n        await self.conn.session_update(n)\n";
+    let mock = "from acp.agent.connection import AgentSideConnection\nfrom acp import Agent\n\nclass MockAgent(Agent):\n    async def prompt(self, params):\n        return None\n\ndef serve():\n    AgentSideConnection(MockAgent(), None, None)\n";
+    let agent = "import acp\n\nclass Real(acp.Agent):\n    def on_connect(self, conn):\n        self._conn = conn\n    async def prompt(self, params):\n        await self._conn.session_update(params)\n\nasync def main():\n    await acp.run_agent(Real())\n";
+    let files = tree(&[
+        (
+            "vendor/acp/__init__.py",
+            "from .agent.connection import AgentSideConnection\n",
+        ),
+        ("vendor/acp/agent/connection.py", connection),
+        ("vendor/acp/debug/mock.py", mock),
+        ("app/server.py", agent),
+    ]);
+    assert_eq!(
+        crate::lang::python::package::vendored_sdk(&files),
+        ["vendor/acp/"]
+    );
+    let decisions = crate::lang::survey::Decisions::default();
+    let found = locate(
+        &decisions,
+        std::path::Path::new("."),
+        &files,
+        &PythonPins::default(),
+    )
+    .expect("one agent");
+    let names: Vec<&str> = found
+        .handlers
+        .iter()
+        .map(|h| h.class_name.as_str())
+        .collect();
+    assert_eq!(names, ["Real"]);
+    let sent_from: Vec<&str> = found
+        .sends
+        .iter()
+        .map(|s| files[s.anchor.site.file].file.rel.as_str())
+        .collect();
+    assert_eq!(
+        sent_from,
+        ["vendor/acp/agent/connection.py", "app/server.py"]
+    );
+}
+
+#[test]
+fn an_sdk_client_that_branches_on_the_prompt_method_is_no_loop_of_its_own() {
+    // it spawns an agent and watches the requests it sends: no `session/update` it builds,
+    // so its `if method == "session/prompt"` is no dispatcher (hermes-omp-acp 0.2.2)
+    let client = r#"from acp import spawn_agent_process
+
+class Runtime:
+def _seen(self, params):
+    pass
+
+def observe(self, message):
+    method = message.get("method")
+    if method == "session/prompt":
+        self._seen(message.get("params"))
+
+async def run(self):
+    async with spawn_agent_process(self, "agent") as (conn, proc):
+        await conn.prompt(session_id="s", prompt=[])
+"#;
+    let files = tree(&[("a/runtime.py", client)]);
+    let decisions = crate::lang::survey::Decisions::default();
+    let e = locate(
+        &decisions,
+        std::path::Path::new("."),
+        &files,
+        &PythonPins::default(),
+    )
+    .err()
+    .expect("refused");
+    assert!(matches!(&e, Error::NoAgent { .. }), "{e}");
+}
