@@ -13,13 +13,22 @@ use std::path::{Path, PathBuf};
 /// Outside a git work tree there is nothing to check; inside one, a `git` that is missing
 /// or fails (e.g. "dubious ownership") is a refusal, never a skipped check.
 pub fn check_clean(root: &Path) -> Result<()> {
+    check_clean_but(root, &[])
+}
+
+/// [`check_clean`], except for the changes a revert takes back whole: `undone` lists each file
+/// the revert writes (absolute path) with the bytes it leaves there (`None`: it removes the
+/// file). A tracked file the revert returns to its committed bytes, or an untracked one it
+/// removes, holds nothing of the user's: revert straight after apply needs no
+/// `--allow-dirty`. Every other change still refuses.
+pub fn check_clean_but(root: &Path, undone: &[(PathBuf, Option<Vec<u8>>)]) -> Result<()> {
     let Some(repo) = enclosing_repo(root) else {
         return Ok(());
     };
     let out = std::process::Command::new("git")
         .arg("-C")
         .arg(root)
-        .args(["status", "--porcelain", "--", "."])
+        .args(["status", "--porcelain", "--untracked-files=all", "--", "."])
         .stdin(std::process::Stdio::null())
         .output();
     let out = match out {
@@ -54,8 +63,17 @@ pub fn check_clean(root: &Path) -> Result<()> {
             ),
         });
     }
+    let top = (!undone.is_empty())
+        .then(|| git_output(root, &["rev-parse", "--show-toplevel"]))
+        .flatten()
+        .and_then(|t| String::from_utf8(t).ok())
+        .map(|t| PathBuf::from(t.trim_end()));
     let files: Vec<String> = String::from_utf8_lossy(&out.stdout)
         .lines()
+        .filter(|line| {
+            top.as_deref()
+                .is_none_or(|top| taken_back(root, top, line, undone) != Some(true))
+        })
         .map(str::to_string)
         .collect();
     if files.is_empty() {
@@ -66,6 +84,46 @@ pub fn check_clean(root: &Path) -> Result<()> {
             files,
         })
     }
+}
+
+/// Whether the change `git status --porcelain` tells in `line` is one revert takes back whole
+/// (`None` when that cannot be told: a rename, a quoted path, an unreadable commit).
+fn taken_back(
+    root: &Path,
+    top: &Path,
+    line: &str,
+    undone: &[(PathBuf, Option<Vec<u8>>)],
+) -> Option<bool> {
+    let (status, path) = (line.get(..2)?, line.get(3..)?);
+    if path.starts_with('"') || path.contains(" -> ") {
+        return Some(false);
+    }
+    let abs = top.join(path);
+    let (_, after) = undone.iter().find(|(p, _)| same_file(p, &abs))?;
+    Some(match (status, after) {
+        // (a staged copy stays in the index: nothing is lost)
+        ("??" | "A ", None) => true,
+        (" M" | "M " | "MM", Some(bytes)) => git_output(root, &["show", &format!("HEAD:{path}")])
+            .is_some_and(|committed| committed == *bytes),
+        _ => false,
+    })
+}
+
+fn same_file(a: &Path, b: &Path) -> bool {
+    a == b || matches!((a.canonicalize(), b.canonicalize()), (Ok(x), Ok(y)) if x == y)
+}
+
+/// What `git -C root <args>` prints, when it succeeds.
+fn git_output(root: &Path, args: &[&str]) -> Option<Vec<u8>> {
+    let out = std::process::Command::new("git")
+        .arg("-C")
+        .arg(root)
+        .args(args)
+        .stdin(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .output()
+        .ok()?;
+    out.status.success().then_some(out.stdout)
 }
 
 /// The folder holding `.git` at or above `root` (or `$GIT_DIR`), if any.

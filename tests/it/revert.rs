@@ -295,6 +295,41 @@ fn partially_patched_tree_loses_the_pieces_that_are_there() {
     assert_same_tree(root, &before);
 }
 
+/// Revert straight after apply, nothing committed: what is uncommitted is what apply wrote,
+/// which revert takes back whole, so it needs no `--allow-dirty`; an edit of the user's in a
+/// patched file (or anywhere) still refuses, and is named.
+#[test]
+fn revert_right_after_an_uncommitted_apply_needs_no_allow_dirty() {
+    let fixture_before = fixture("python/asyncio_agent/before");
+    let dir = copy_tree(&fixture_before);
+    let root = dir.path();
+    git(root, &["init", "-q"]);
+    git(root, &["add", "-A"]);
+    git(root, &["commit", "-qm", "agent"]);
+    apply_ok(root);
+    // a staged runtime module too: still nothing of the user's
+    git(root, &["add", "streamy/acp_progress.py"]);
+    let agent = root.join("streamy/agent.py");
+    let patched = std::fs::read_to_string(&agent).unwrap();
+    std::fs::write(&agent, format!("{patched}# mine\n")).unwrap();
+    let run = acp_patch(&["revert", path_str(root)], None);
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    assert!(run.stderr.contains("uncommitted changes"), "{}", run.stderr);
+    assert!(run.stderr.contains("streamy/agent.py"), "{}", run.stderr);
+    assert!(!run.stderr.contains("acp_progress.py"), "{}", run.stderr);
+    std::fs::write(&agent, &patched).unwrap();
+    let run = acp_patch(&["revert", path_str(root)], None);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    git(root, &["reset", "-q"]);
+    assert_same_tree(root, &fixture_before);
+    let status = std::process::Command::new("git")
+        .args(["status", "--porcelain"])
+        .current_dir(root)
+        .output()
+        .unwrap();
+    assert_eq!(String::from_utf8_lossy(&status.stdout), "");
+}
+
 #[test]
 fn dirty_git_tree_is_refused_unless_allowed() {
     let dir = copy_tree(&fixture("typescript/sdk1_agent/before"));

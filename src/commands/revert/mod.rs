@@ -138,7 +138,16 @@ pub fn revert(root: &Path, opts: &RevertOptions) -> Result<RevertOutcome> {
         return Ok(outcome);
     }
     if !opts.allow_dirty {
-        crate::write::check_clean(&project.root)?;
+        // what apply wrote and nothing else may be taken back on an uncommitted tree
+        let undone: Vec<(std::path::PathBuf, Option<Vec<u8>>)> = plan
+            .files
+            .iter()
+            .map(|f| {
+                let after = (!f.delete).then(|| f.file.to_disk(&f.new_text()).into_bytes());
+                (f.file.path.clone(), after)
+            })
+            .collect();
+        crate::write::check_clean_but(&project.root, &undone)?;
     }
     crate::write::write_plan(&plan)?;
     Ok(RevertOutcome {
