@@ -77,7 +77,8 @@ export function makeAgentProgressCb(send: (update: object) => unknown): AcpProgr
 }
 
 type AcpHeld = { update: AcpUpdate; send: (update: AcpUpdate) => unknown };
-type AcpCard = { started: number; heartbeat: AcpTimer | undefined };
+/** `send`: the writer the card opened on; its heartbeats and completion go out the same way. */
+type AcpCard = { started: number; heartbeat: AcpTimer | undefined; send: ((update: object) => unknown) | undefined };
 type AcpSession = {
     id: string;
     /** Set per prompt from the connection the SDK hands over; later sends refine `send`. */
@@ -164,7 +165,7 @@ function openCard(session: AcpSession): void {
     if (!callback || !session.send) {
         return; // no connection to show it on (yet)
     }
-    const card: AcpCard = { started: Date.now(), heartbeat: undefined };
+    const card: AcpCard = { started: Date.now(), heartbeat: undefined, send: session.send };
     session.card = card;
     try {
         callback("start", "llm_response", {});
@@ -183,11 +184,13 @@ function openCard(session: AcpSession): void {
             host.clearInterval(timer);
             return;
         }
-        try {
-            current("heartbeat", "llm_response", { elapsed: (Date.now() - card.started) / 1000 });
-        } catch (error) {
-            debug("the heartbeat hook failed", error);
-        }
+        onCardWriter(session, card, () => {
+            try {
+                current("heartbeat", "llm_response", { elapsed: (Date.now() - card.started) / 1000 });
+            } catch (error) {
+                debug("the heartbeat hook failed", error);
+            }
+        });
     }, interval);
     timer.unref?.(); // never keeps the process alive
     card.heartbeat = timer;
@@ -205,10 +208,27 @@ function closeCard(session: AcpSession, failed: boolean): void {
     if (!callback) {
         return;
     }
+    onCardWriter(session, card, () => {
+        try {
+            callback("complete", "llm_response", { failed });
+        } catch (error) {
+            debug("the complete hook failed", error);
+        }
+    });
+}
+
+/**
+ * Runs a hook of `card` on the writer the card opened on: an agent whose own sends take another
+ * writer (its own stdout beside the SDK's connection) would otherwise complete the card before
+ * its start is on the wire.
+ */
+function onCardWriter(session: AcpSession, card: AcpCard, hook: () => void): void {
+    const send = session.send;
+    session.send = card.send ?? send;
     try {
-        callback("complete", "llm_response", { failed });
-    } catch (error) {
-        debug("the complete hook failed", error);
+        hook();
+    } finally {
+        session.send = send;
     }
 }
 
@@ -409,19 +429,23 @@ export function emitter<C>(conn: C): C {
 function beginTurn(sessionId: string, conn: unknown): AcpSession {
     const session = sessionOf(sessionId);
     const send = senderFor(conn, sessionId);
-    if (send) {
-        session.send = send;
-    }
     if (session.turns === 0) {
         closeCard(session, false);
         session.cancelled = false;
         session.reasoning = false;
         session.agentProgressCallback = makeAgentProgressCb((update) => session.send?.(update));
     }
+    // a turn begun inside another of the session (the handler the SDK calls handing the prompt
+    // to the agent's own dispatcher, which writes by itself) keeps the open card, on its writer
+    if (send && !session.card) {
+        session.send = send;
+    }
     session.turns += 1;
     const grace = envMs("THINK_AFTER_MS", 50);
     if (grace <= 0) {
-        openCard(session);
+        if (!session.card) {
+            openCard(session);
+        }
     } else if (!session.card) {
         armGap(session, grace);
     }

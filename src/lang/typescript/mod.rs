@@ -55,7 +55,7 @@ const ANCHOR_WORDS: &[&str] = &[
 ];
 
 /// Whether a file may hold an anchor (and is worth parsing before anything asks for it).
-fn may_hold_anchor(text: &str) -> bool {
+pub(crate) fn may_hold_anchor(text: &str) -> bool {
     static ANCHORS: std::sync::LazyLock<crate::needles::Needles> =
         std::sync::LazyLock::new(|| crate::needles::Needles::new(ANCHOR_WORDS));
     ANCHORS.any_in(text)
@@ -241,7 +241,17 @@ impl Language for TypeScript {
         static AGENT: std::sync::LazyLock<crate::needles::Needles> =
             std::sync::LazyLock::new(|| {
                 crate::needles::Needles::new(
-                    &[SDKS, &["\"session/prompt\"", "'session/prompt'"]].concat(),
+                    // `new AgentSideConnection(` (`new acp.AgentSideConnection(`): the SDK
+                    // imported under another name (`from "@org/utils/acp"`, `from "#acp"`)
+                    &[
+                        SDKS,
+                        &[
+                            "\"session/prompt\"",
+                            "'session/prompt'",
+                            "AgentSideConnection(",
+                        ],
+                    ]
+                    .concat(),
                 )
             });
         project
@@ -255,6 +265,7 @@ impl Language for TypeScript {
             Analysis::Protocol(a, note) => {
                 let mut plan = parts::plan(&a.files, &a.parts)?;
                 plan.notes.extend(note.clone());
+                plan.notes.extend(a.notes.iter().cloned());
                 Ok(plan)
             }
         }
@@ -302,7 +313,7 @@ impl Language for TypeScript {
                 .iter()
                 .any(|(n, _)| n == name)
         };
-        let mut strategy_note = None;
+        let mut strategy_note = Vec::new();
         let mut report = match &self.analyze(project)?.value {
             Analysis::Engine { files, parts } => {
                 let naming = Naming {
@@ -317,7 +328,8 @@ impl Language for TypeScript {
                 parts::report(&root, files, parts, &hook_calls(files), &[], &naming)
             }
             Analysis::Protocol(a, note) => {
-                strategy_note = note.clone();
+                strategy_note.extend(note.clone());
+                strategy_note.extend(a.notes.iter().cloned());
                 let naming = Naming {
                     language: self.name(),
                     checks: parts::PROTOCOL_CHECKS,

@@ -265,6 +265,12 @@ pub fn class_in_scope<'t>(
     file: usize,
     name: &str,
 ) -> Option<(usize, Node<'t>)> {
+    if let Some(found) = namespace_class(files, file, name) {
+        return match found[..] {
+            [one] => Some(one),
+            _ => None,
+        };
+    }
     let found = classes_named(files, name);
     let own: Vec<&(usize, Node)> = found.iter().filter(|(f, _)| *f == file).collect();
     match (&own[..], &found[..]) {
@@ -272,6 +278,60 @@ pub fn class_in_scope<'t>(
         ([], [one]) => Some(*one),
         _ => None,
     }
+}
+
+/// A class named through a module object, `ns.Class`: `ns` bound at the file's top level by
+/// `require("./x")` (TypeScript's CommonJS output, `new x_1.Class(...)`, through
+/// `__importStar(...)` too) or `import * as ns from "./x"`: the classes of that name the module
+/// declares, else every class of that name in the tree. `None` for a name without one dot.
+pub fn namespace_class<'t>(
+    files: &'t [Parsed],
+    file: usize,
+    name: &str,
+) -> Option<Vec<(usize, Node<'t>)>> {
+    let (ns, prop) = name.split_once('.')?;
+    if prop.contains('.') || ns.is_empty() || prop.is_empty() {
+        return None;
+    }
+    let src = files[file].file.text.as_ref();
+    let spec = named_children(files[file].tree().root_node())
+        .into_iter()
+        .find_map(|top| match top.kind() {
+            "import_statement" => descendants(top, "namespace_import")
+                .into_iter()
+                .any(|n| named_children(n).iter().any(|i| text(*i, src) == ns))
+                .then(|| top.child_by_field_name("source"))
+                .flatten()
+                .and_then(|s| string_value(s, src)),
+            "lexical_declaration" | "variable_declaration" => {
+                descendants(top, "variable_declarator")
+                    .into_iter()
+                    .filter(|d| {
+                        d.child_by_field_name("name")
+                            .is_some_and(|n| text(n, src) == ns)
+                    })
+                    .find_map(|d| {
+                        descendants(d.child_by_field_name("value")?, "call_expression")
+                            .into_iter()
+                            .filter(|c| {
+                                c.child_by_field_name("function")
+                                    .is_some_and(|f| text(f, src) == "require")
+                            })
+                            .find_map(|c| string_value(*arguments(c).first()?, src))
+                    })
+            }
+            _ => None,
+        });
+    let named = classes_named(files, prop);
+    let targets = spec
+        .map(|s| crate::lang::typescript::relative_targets(&files[file].file.rel, s))
+        .unwrap_or_default();
+    let from: Vec<(usize, Node)> = named
+        .iter()
+        .copied()
+        .filter(|(f, _)| targets.contains(&files[*f].file.rel))
+        .collect();
+    Some(if from.is_empty() { named } else { from })
 }
 
 /// A class member (method, or a field holding a function) by name, own or inherited.
@@ -410,7 +470,7 @@ pub fn constructed<'t>(
                 }
                 let name = r
                     .child_by_field_name("constructor")
-                    .filter(|c| c.kind() == "identifier")
+                    .filter(|c| matches!(c.kind(), "identifier" | "member_expression"))
                     .map(|c| text(c, src))?;
                 let (f, c) = class_in_scope(files, file, name)?;
                 return Some((f, c, r));

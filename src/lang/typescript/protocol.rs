@@ -18,6 +18,8 @@ pub struct Analysis {
     pub files: Vec<Parsed>,
     pub parts: Vec<Part>,
     pub findings: Vec<Finding>,
+    /// What the patch does not reach ([`unpatched_bins`]).
+    pub notes: Vec<String>,
 }
 
 /// The package a file belongs to: the folder of the nearest `package.json` above it (within
@@ -140,6 +142,7 @@ pub fn analyze(
         e => e,
     };
     let places = module_places(decisions, &files, project).map_err(|e| fail(&files, e))?;
+    let notes = unpatched_bins(project, &files, places.iter().map(|p| p.0.as_str()));
     let mut modules = Vec::new();
     for (package, module_rel, ext, beside) in places {
         let text = crate::lang::seal::seal(&render_module(project, &files[beside], &module_rel)?);
@@ -203,7 +206,73 @@ pub fn analyze(
         files,
         parts: built.parts,
         findings: built.findings,
+        notes,
     })
+}
+
+/// The programs of a patched package that run a JavaScript build of the agent beside the
+/// TypeScript sources the patch went into (an npm package shipping `src/` for its library
+/// exports and `dist/cli.js` bundled for its `bin`): the patch never runs there, so say so.
+/// A bin whose file holds none of the anchors' words (a launcher importing the sources) is
+/// not one; neither is a file of the patch.
+fn unpatched_bins<'p>(
+    project: &Project,
+    files: &[Parsed],
+    packages: impl Iterator<Item = &'p str>,
+) -> Vec<String> {
+    let mut out = Vec::new();
+    if files
+        .iter()
+        .any(|p| crate::lang::typescript::is_js(&p.file.rel))
+    {
+        return out; // the build is what was patched
+    }
+    let mut seen: Vec<&str> = Vec::new();
+    for package in packages {
+        if seen.contains(&package) {
+            continue;
+        }
+        seen.push(package);
+        let dir = project.root.join(package);
+        let Ok(text) = std::fs::read_to_string(dir.join("package.json")) else {
+            continue;
+        };
+        let Ok(manifest) = serde_json::from_str::<serde_json::Value>(&text) else {
+            continue;
+        };
+        let bins: Vec<(String, String)> = match manifest.get("bin") {
+            Some(serde_json::Value::String(s)) => {
+                let name = manifest.get("name").and_then(|n| n.as_str()).unwrap_or("");
+                vec![(name.rsplit('/').next().unwrap_or("").to_string(), s.clone())]
+            }
+            Some(serde_json::Value::Object(m)) => m
+                .iter()
+                .filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_string())))
+                .collect(),
+            _ => Vec::new(),
+        };
+        for (name, target) in bins {
+            let target = target.trim_start_matches("./");
+            let rel = if package.is_empty() {
+                target.to_string()
+            } else {
+                format!("{package}/{target}")
+            };
+            if !crate::lang::typescript::is_js(&rel) || files.iter().any(|p| p.file.rel == rel) {
+                continue;
+            }
+            let Ok(build) = std::fs::read_to_string(project.root.join(&rel)) else {
+                continue;
+            };
+            if !crate::lang::typescript::may_hold_anchor(&build) {
+                continue;
+            }
+            out.push(format!(
+                "{rel}: the package's program `{name}` runs this JavaScript build, which holds the agent too and is not patched (the TypeScript sources beside it are); rebuild it from the patched sources, or patch the build on its own (acp-patch on a folder holding the build without the sources)"
+            ));
+        }
+    }
+    out
 }
 
 /// Names of the functions the runtime module exports.

@@ -241,3 +241,26 @@ fn verify_reports_a_session_id_read_from_the_wrong_object() {
     }
     assert!(!v.stdout.contains("checks hold"), "{}", v.stdout);
 }
+
+/// A package whose program runs a JavaScript build of the agent beside the TypeScript sources
+/// the patch goes into (oh-my-pi 18.3.4: `bin` runs `dist/cli.js`, a bundle; `src/` is shipped
+/// for its library exports): apply and verify say the build is not patched. A package whose
+/// program is the patched file itself says nothing of the kind.
+#[test]
+fn a_bin_build_beside_the_patched_sources_is_noted() {
+    let dir = copy_tree(&before("sdk_subpath_import"));
+    for args in [&["apply", "--dry-run"][..], &["verify"][..]] {
+        let run = acp_patch(&[args, &[path_str(dir.path())]].concat(), None);
+        assert!(
+            run.stderr.contains(
+                "note: dist/cli.js: the package's program `echo` runs this JavaScript build"
+            ),
+            "{args:?}: {}",
+            run.stderr
+        );
+    }
+    let dir = copy_tree(&before("js_commonjs"));
+    let run = acp_patch(&["apply", "--dry-run", path_str(dir.path())], None);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(!run.stderr.contains("program"), "{}", run.stderr);
+}

@@ -420,6 +420,9 @@ pub(super) fn resolve_class<'t>(
     file: usize,
     name: &str,
 ) -> Vec<(usize, Node<'t>)> {
+    if let Some(found) = namespace_class(files, file, name) {
+        return found;
+    }
     let found = classes_named(files, name);
     if let Some(here) = found.iter().find(|(f, _)| *f == file) {
         return vec![*here];

@@ -363,8 +363,11 @@ pub(super) fn raw_connection(
         let Some(t) = &s.raw_template else { continue };
         let owner = enclosing_function(s.call).unwrap_or(s.call);
         seen.push((s.file(), owner, t.clone()));
-        if usable.iter().any(|(_, _, u)| u == t) {
-            continue;
+        if usable
+            .iter()
+            .any(|(_, _, u)| u == t || code_key(u) == code_key(t))
+        {
+            continue; // the same writer call, spelled with other spaces or a trailing comma
         }
         let class_ok = |uses_this: bool| {
             !uses_this
@@ -442,4 +445,34 @@ pub(super) fn raw_connection(
         },
         origin: format!("the agent's own writer, as {name} calls it"),
     }))
+}
+
+/// A piece of code as its tokens, without the spaces between them and without a trailing
+/// comma before a closing bracket: two spellings of one call compare equal.
+fn code_key(code: &str) -> String {
+    let wrapped = format!("({code})");
+    let tree = crate::lang::typescript::syntax::parse(&wrapped, false);
+    let mut leaves: Vec<&str> = Vec::new();
+    let mut cursor = tree.root_node().walk();
+    let mut stack = vec![tree.root_node()];
+    while let Some(n) = stack.pop() {
+        if n.child_count() == 0 || matches!(n.kind(), "string" | "template_string") {
+            leaves.push(text(n, &wrapped));
+            continue;
+        }
+        let children: Vec<Node> = n.children(&mut cursor).collect();
+        stack.extend(children.into_iter().rev());
+    }
+    let mut out = String::new();
+    for (k, leaf) in leaves.iter().enumerate() {
+        let closing = leaves
+            .get(k + 1)
+            .is_some_and(|n| matches!(*n, "}" | ")" | "]"));
+        if *leaf == "," && closing {
+            continue;
+        }
+        out.push_str(leaf);
+        out.push(' ');
+    }
+    out
 }
