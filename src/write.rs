@@ -114,7 +114,7 @@ fn same_file(a: &Path, b: &Path) -> bool {
 }
 
 /// What `git -C root <args>` prints, when it succeeds.
-fn git_output(root: &Path, args: &[&str]) -> Option<Vec<u8>> {
+pub(crate) fn git_output(root: &Path, args: &[&str]) -> Option<Vec<u8>> {
     let out = std::process::Command::new("git")
         .arg("-C")
         .arg(root)

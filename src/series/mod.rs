@@ -45,17 +45,8 @@ impl Origin {
     /// Read from the git checkout `root` is in, if any.
     pub fn of(root: &Path) -> Self {
         let git = |args: &[&str]| -> Option<String> {
-            let out = std::process::Command::new("git")
-                .arg("-C")
-                .arg(root)
-                .args(args)
-                .stdin(std::process::Stdio::null())
-                .stderr(std::process::Stdio::null())
-                .output()
-                .ok()?;
-            out.status
-                .success()
-                .then(|| String::from_utf8_lossy(&out.stdout).trim_end().to_string())
+            crate::write::git_output(root, args)
+                .map(|out| String::from_utf8_lossy(&out).trim_end().to_string())
         };
         // `Name <email> 1764624017 +0100`
         let ident = git(&["var", "GIT_AUTHOR_IDENT"]).and_then(|i| stamp::split_ident(&i));

@@ -3,6 +3,17 @@
 use super::super::wire::parsed_tree as tree;
 use super::*;
 
+/// The anchors `locate` finds in `files` with no pin.
+fn unpinned(files: &[Parsed]) -> Result<Anchors<'_>> {
+    let decisions = crate::lang::survey::Decisions::default();
+    locate(
+        &decisions,
+        std::path::Path::new("."),
+        files,
+        &PythonPins::default(),
+    )
+}
+
 /// `handlers.scm`: a method named `prompt` of a class, decorated or not, nested classes
 /// too; not a function outside a class, nor a method of another name.
 #[test]
@@ -62,15 +73,7 @@ fn an_agent_whose_updates_leave_outside_the_tree_is_refused_at_its_handler() {
     // every update is sent by the installed base class: nothing here to complete a card
     let agent = "import acp\nfrom lib import LibAgent\n\nclass Mine(LibAgent):\n    async def prompt(self, prompt, session_id, **kwargs):\n        return await super().prompt(prompt, session_id, **kwargs)\n\nasync def main():\n    await acp.run_agent(Mine())\n";
     let files = tree(&[("a/agent.py", agent)]);
-    let decisions = crate::lang::survey::Decisions::default();
-    let e = locate(
-        &decisions,
-        std::path::Path::new("."),
-        &files,
-        &PythonPins::default(),
-    )
-    .err()
-    .expect("refused");
+    let e = unpinned(&files).err().expect("refused");
     assert!(
         matches!(&e, Error::Unsupported { file, line: 5, .. } if file == "a/agent.py"),
         "{e}"
@@ -102,14 +105,7 @@ fn the_agents_of_a_copy_of_the_sdk_in_the_tree_are_not_candidates() {
         crate::lang::python::package::vendored_sdk(&files),
         ["vendor/acp/"]
     );
-    let decisions = crate::lang::survey::Decisions::default();
-    let found = locate(
-        &decisions,
-        std::path::Path::new("."),
-        &files,
-        &PythonPins::default(),
-    )
-    .expect("one agent");
+    let found = unpinned(&files).expect("one agent");
     let names: Vec<&str> = found
         .handlers
         .iter()
@@ -147,14 +143,6 @@ async def run(self):
         await conn.prompt(session_id="s", prompt=[])
 "#;
     let files = tree(&[("a/runtime.py", client)]);
-    let decisions = crate::lang::survey::Decisions::default();
-    let e = locate(
-        &decisions,
-        std::path::Path::new("."),
-        &files,
-        &PythonPins::default(),
-    )
-    .err()
-    .expect("refused");
+    let e = unpinned(&files).err().expect("refused");
     assert!(matches!(&e, Error::NoAgent { .. }), "{e}");
 }

@@ -136,18 +136,24 @@ fn branch_handler<'a>(files: &'a [Parsed], i: usize, block: Node<'a>) -> Option<
     stmts[k + 1..].iter().all(|s| ends(*s)).then_some(at)
 }
 
+/// Statements whose calls are never a branch's hand-off: a definition, or a path the branch
+/// may take (an `if`, a loop, a `match`).
+const NOT_A_HAND_OFF: &[&str] = &[
+    "function_definition",
+    "class_definition",
+    "decorated_definition",
+    "if_statement",
+    "for_statement",
+    "while_statement",
+    "match_statement",
+];
+
 /// The first function of the tree a statement calls or hands to a call (not inside a nested
 /// function); in a `try` or `with`, the one its body hands the request to. A call under an
 /// `if` or a loop is a path the branch may take (an early error reply), not its hand-off.
 fn call_target<'a>(files: &'a [Parsed], i: usize, stmt: Node<'a>) -> Option<At<'a>> {
     match stmt.kind() {
-        "function_definition"
-        | "class_definition"
-        | "decorated_definition"
-        | "if_statement"
-        | "for_statement"
-        | "while_statement"
-        | "match_statement" => return None,
+        k if NOT_A_HAND_OFF.contains(&k) => return None,
         "try_statement" | "with_statement" => {
             return branch_handler(files, i, stmt.child_by_field_name("body")?);
         }
@@ -170,18 +176,9 @@ fn call_target<'a>(files: &'a [Parsed], i: usize, stmt: Node<'a>) -> Option<At<'
 /// least) is a reply helper ([`replies_only`]). `_result(request_id, result)` after the
 /// hand-off writes the response; `_result(request_id, await handle(params))` hands off.
 fn writes_a_reply(files: &[Parsed], i: usize, stmt: Node) -> bool {
-    if matches!(
-        stmt.kind(),
-        "function_definition"
-            | "class_definition"
-            | "decorated_definition"
-            | "if_statement"
-            | "for_statement"
-            | "while_statement"
-            | "match_statement"
-            | "try_statement"
-            | "with_statement"
-    ) {
+    if NOT_A_HAND_OFF.contains(&stmt.kind())
+        || matches!(stmt.kind(), "try_statement" | "with_statement")
+    {
         return false;
     }
     let targets: Vec<At> = descendants_same_scope(stmt, "call")
