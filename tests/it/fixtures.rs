@@ -75,16 +75,21 @@ fn bless() -> bool {
 /// it must not find our own repo) and its path stays the same from run to run, so compiled
 /// fixture crates are rebuilt in place instead of piling up in their target dir.
 fn work_dir(case: &str, step: &str) -> PathBuf {
-    use std::hash::{Hash, Hasher};
-    let mut h = std::collections::hash_map::DefaultHasher::new();
-    repo().hash(&mut h);
-    let dir = std::env::temp_dir()
-        .join(format!("acp-patch-fixture-runs-{:x}", h.finish()))
-        .join(case)
-        .join(step);
+    let dir = case_root(case).join(step);
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
     dir
+}
+
+/// Every work folder of a case. A passing case removes it (its two Rust binaries alone are
+/// ~150 MB, and a clean clone's run would leave 1.4 GB behind); a failing one keeps it to look at.
+fn case_root(case: &str) -> PathBuf {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    repo().hash(&mut h);
+    std::env::temp_dir()
+        .join(format!("acp-patch-fixture-runs-{:x}", h.finish()))
+        .join(case)
 }
 
 fn copy_to(from: &Path, case: &str, step: &str) -> PathBuf {
@@ -261,6 +266,7 @@ fn run_case(case: &str) {
         "{case}: second revert: {}",
         again.stderr
     );
+    let _ = std::fs::remove_dir_all(case_root(case));
 }
 
 fn assert_failing_exactly(case: &str, tree: &str, run: &crate::smoke::Run, expected: &[String]) {
