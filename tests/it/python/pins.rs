@@ -430,3 +430,62 @@ fn a_hand_edited_runtime_module_is_refused_by_apply_verify_and_revert_naming_the
         ],
     );
 }
+
+/// A loop of its own whose dispatcher answers `session/prompt` in the branch itself (as
+/// hermes-antigravity-acp 2.1.3 does): there is no function for the card to wrap, so the error
+/// names the branch and the change that gives it one, and suggests no pin (none could match).
+#[test]
+fn a_prompt_handled_inline_in_the_dispatcher_names_the_branch_and_suggests_no_pin() {
+    let dir = tempfile::tempdir().unwrap();
+    write(
+        dir.path(),
+        "loop_agent/main.py",
+        r#"import json
+import sys
+
+
+def _write(message):
+    sys.stdout.write(json.dumps(message) + "\n")
+    sys.stdout.flush()
+
+
+def _result(request_id, result):
+    _write({"jsonrpc": "2.0", "id": request_id, "result": result})
+
+
+def handle(message):
+    request_id = message.get("id")
+    method = message.get("method")
+    params = message.get("params") or {}
+    if method == "initialize":
+        _result(request_id, {"protocolVersion": 1})
+        return
+    if method == "session/prompt":
+        session_id = params.get("sessionId")
+        _write({"jsonrpc": "2.0", "method": "session/update", "params": {"sessionId": session_id, "update": {"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": "hi"}}}})
+        _result(request_id, {"stopReason": "end_turn"})
+        return
+
+
+for line in sys.stdin:
+    handle(json.loads(line))
+"#,
+    );
+    let before = snapshot_tree(dir.path());
+    for cmd in [&["apply"][..], &["apply", "--dry-run"], &["verify"]] {
+        let args: Vec<&str> = cmd.iter().copied().chain([path_str(dir.path())]).collect();
+        let run = acp_patch(&args, None);
+        assert_eq!(run.code, 1, "{cmd:?}: {}", run.stderr);
+        assert!(
+            run.stderr.contains(": the dispatcher at loop_agent/main.py:21 handles `\"session/prompt\"` inline, its branch hands the request to no function, so there is none for the card to wrap and none a pin could name; move the branch's body into a function the branch calls and run apply again"),
+            "{cmd:?}: {}",
+            run.stderr
+        );
+        assert!(
+            !run.stderr.contains("prompt = \""),
+            "{cmd:?}: {}",
+            run.stderr
+        );
+        assert_eq!(before, snapshot_tree(dir.path()), "{cmd:?} wrote");
+    }
+}

@@ -282,9 +282,13 @@ pub fn locate<'a>(
                 } else {
                     format!(" that the SDK can call ({})", clients.join("; "))
                 };
-                // a dispatcher that handles the prompt in its branch: no pin can name it
-                let inline = wire::inline_prompt(files).map(|(f, l)| format!(" (the dispatcher at {}:{l} handles `\"session/prompt\"` inline: its branch hands the request to no function, so there is none for the card to wrap; move the branch's body into a function it calls)", files[f].file.rel)).unwrap_or_default();
-                format!("no class is handed to `acp.run_agent` / `AgentSideConnection` or derives from `acp.Agent`, no class in a module that imports `acp` has an `async def prompt`{clients}, and no dispatcher of `\"session/prompt\"` (a dict of handlers, `if`/`match` on the method, a call or decorator that registers a handler for it, a handler table) reaches a function of the tree{inline}; pin the handler in acp-patch.toml: `prompt = \"<file>.py:<function or Class.method>\"`")
+                // a dispatcher that handles the prompt in its branch: no pin can name a
+                // function there, so the advice is the one change that gives it one
+                let what_to_do = match wire::inline_prompt(files) {
+                    Some((f, l)) => format!(": the dispatcher at {}:{l} handles `\"session/prompt\"` inline, its branch hands the request to no function, so there is none for the card to wrap and none a pin could name; move the branch's body into a function the branch calls and run apply again", files[f].file.rel),
+                    None => "; pin the handler in acp-patch.toml: `prompt = \"<file>.py:<function or Class.method>\"`".to_string(),
+                };
+                format!("no class is handed to `acp.run_agent` / `AgentSideConnection` or derives from `acp.Agent`, no class in a module that imports `acp` has an `async def prompt`{clients}, and no dispatcher of `\"session/prompt\"` (a dict of handlers, `if`/`match` on the method, a call or decorator that registers a handler for it, a handler table) reaches a function of the tree{what_to_do}")
             },
         )
         .map_err(|e| match e {
