@@ -27,8 +27,8 @@ Everything is kept per session id. Environment: {{PREFIX}}_HEARTBEAT_S (default 
 {{PREFIX}}_HEARTBEAT_DISABLED=1, {{PREFIX}}_THINK_HOLD_MS (default 200; 0 = the next tick),
 {{PREFIX}}_THINK_GAP_MS (default 500; 0 = no card after tool calls), {{PREFIX}}_THINK_AFTER_MS
 (default 50; 0 = the card at the prompt's entry). Nothing here writes to
-stdout (it carries the protocol); a failing card update is logged at debug level and never
-reaches the agent.
+stdout (it carries the protocol); a failing card update never reaches the agent: the first is
+logged as a warning (stderr unless the agent's logging says otherwise), the rest at debug level.
 """
 
 import asyncio
@@ -42,6 +42,7 @@ import os
 import sys
 import threading
 import time
+import typing
 import uuid
 
 _log = logging.getLogger(__name__)
@@ -106,12 +107,13 @@ def make_agent_progress_cb(connection, session_id, **send_kwargs):
 
     async def send(update):
         session = _sessions.get(session_id)
-        target, kwargs, positional = connection, dict(send_kwargs), False
+        target, kwargs, positional, notification = connection, dict(send_kwargs), False, None
         if session is not None:
             target = session.connection if session.connection is not None else connection
             kwargs.update(session.send_kwargs)
             positional = session.positional
-        await _send(target, session_id, update, kwargs, positional)
+            notification = session.notification
+        await _send(target, session_id, update, kwargs, positional, notification)
 
     async def callback(state, name, args=None):
         args = args if isinstance(args, dict) else {}
@@ -134,12 +136,16 @@ def make_agent_progress_cb(connection, session_id, **send_kwargs):
     return callback
 
 
-async def _send(connection, session_id, update, kwargs, positional=False):
-    """One update of ours, shaped like the agent's own sends; a failure is only logged."""
+async def _send(connection, session_id, update, kwargs, positional=False, notification=None):
+    """One update of ours, shaped like the agent's own sends (``notification``: the type of the
+    one notification they pass); a failure is only logged."""
     token = _forwarding.set(True)
     try:
-        if hasattr(connection, "session_update"):  # SDK >= 0.7
-            if positional:
+        if hasattr(connection, "session_update"):  # SDK >= 0.7, or a fork's taking a notification
+            taken = _notification_param(connection.session_update)
+            if taken is not None:  # the type the agent's own sends pass, else the annotated one
+                await connection.session_update(_notification(notification or taken, session_id, update), **kwargs)
+            elif positional:
                 await connection.session_update(session_id, update, **kwargs)
             else:
                 await connection.session_update(session_id=session_id, update=update, **kwargs)
@@ -149,10 +155,56 @@ async def _send(connection, session_id, update, kwargs, positional=False):
             notify = getattr(acp, "session_notification", None)
             notification = notify(session_id, update) if notify else acp.SessionNotification(sessionId=session_id, update=update)
             await connection.sessionUpdate(notification)
-    except Exception:
-        _log.debug("ACP thinking-card update failed", exc_info=True)
+    except Exception as e:
+        global _card_failed
+        if _card_failed:
+            _log.debug("ACP thinking-card update failed", exc_info=True)
+        else:  # a card that never shows should say why once, on stderr, never to the agent
+            _card_failed = True
+            _log.warning("ACP thinking card not sent (%s: %s); the agent runs on without it", type(e).__name__, e)
     finally:
         _forwarding.reset(token)
+
+
+_notification_params = {}
+_card_failed = False  # the first failure is logged as a warning, the rest at debug level
+
+
+def _notification_param(send):
+    """The type of the one notification a connection's ``session_update`` takes (a fork of the
+    SDK keeping SDK <= 0.6's ``sessionUpdate(notification)`` under the new name), or None when
+    it takes the session id and the update (SDK >= 0.7). Read from its signature, since a card
+    may open before the agent's first send shows how it calls it."""
+    function = getattr(send, "__func__", send)
+    try:
+        return _notification_params[function]
+    except (KeyError, TypeError):
+        pass
+    found = None
+    try:
+        params = [p for p in inspect.signature(send).parameters.values() if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
+    except (TypeError, ValueError):
+        params = []
+    if len(params) == 1 and params[0].name not in ("session_id", "sessionId", "update"):
+        try:
+            found = typing.get_type_hints(function).get(params[0].name)
+        except Exception:  # an annotation only a type checker imports
+            found = None
+        if not isinstance(found, type):
+            found = getattr(sys.modules.get("acp"), "SessionNotification", None) or dict
+    with contextlib.suppress(TypeError):
+        _notification_params[function] = found
+    return found
+
+
+def _notification(kind, session_id, update):
+    """A notification of ``kind`` (a model class, or dict) for one update of a session."""
+    if kind is dict:
+        return {"sessionId": session_id, "update": update}
+    try:
+        return kind(session_id=session_id, update=update)
+    except Exception:  # a model that takes its fields only by their protocol names
+        return kind(sessionId=session_id, update=update)
 
 
 # ---- per-session state -------------------------------------------------------------------
@@ -165,6 +217,7 @@ class _Session:
         self.connection = None  # what the agent's sends go through (else the handler's)
         self.send_kwargs = {}  # extra keywords the agent's sends pass, e.g. source=
         self.positional = False  # the agent passes (session_id, update) positionally
+        self.notification = None  # the type of the one notification the agent's sends pass
         self.agent_progress_callback = None
         self.open = False
         self.generation = 0
@@ -630,6 +683,8 @@ async def _gate(session, connection, send, args, kwargs, sent, update, where):
             if extra:
                 session.send_kwargs = extra
             session.positional = where == ("pos", 1)
+            if where == ("note", 0):
+                session.notification = type(args[0])
             kind = _field(update, "session_update", "sessionUpdate")
             if _visible(session, kind, update):
                 _disarm_gap(session)

@@ -63,6 +63,18 @@ class LegacyConn:
         self.sent.append((notification.session_id, wire(notification.update), {}))
 
 
+class ForkConn:
+    """A fork of the SDK keeping ``session_update`` but taking one notification, as SDK <= 0.6's
+    ``sessionUpdate`` did (agentpool 2.9.18's own ``acp`` package)."""
+
+    def __init__(self):
+        self.sent = []
+
+    async def session_update(self, params: "acp.schema.SessionNotification") -> None:
+        assert isinstance(params, acp.schema.SessionNotification), params
+        self.sent.append((params.session_id, wire(params.update), {}))
+
+
 def describe(u):
     kind = u.get("sessionUpdate")
     if u.get("kind") == "think" or str(u.get("toolCallId", "")).startswith("think-"):
@@ -323,8 +335,15 @@ class Cards(unittest.TestCase):
         async def script(agent, sid):
             await agent.send(sid, text("ok"))
 
-        self.assertEqual(run(decorate(self.rt)(self.rt, conn, script).prompt([], "s")), "end_turn")
-        self.assertEqual(conn.kinds(), ["text:ok"])
+        self.rt._card_failed = False
+        with self.assertLogs(self.rt._log, "DEBUG") as logged:
+            self.assertEqual(run(decorate(self.rt)(self.rt, conn, script).prompt([], "s")), "end_turn")
+            self.assertEqual(run(decorate(self.rt)(self.rt, conn, script).prompt([], "t")), "end_turn")
+        self.assertEqual(conn.kinds(), ["text:ok", "text:ok"])
+        # the first failure says why the card never showed, once; the others stay at debug level
+        warnings = [r.getMessage() for r in logged.records if r.levelname == "WARNING"]
+        self.assertEqual(warnings, ["ACP thinking card not sent (ConnectionError: card sends fail); the agent runs on without it"])
+        self.assertTrue(any(r.levelname == "DEBUG" for r in logged.records))
 
     def test_nested_prompt_handler_passes_through(self):
         conn = Conn()
@@ -777,6 +796,26 @@ class Emitter(unittest.TestCase):
 
         run(Old().prompt(acp.PromptRequest(session_id="s", prompt=[])))
         self.assertEqual([describe(u) for _, u, _ in conn.sent], ["card:in_progress", "card:completed", "thought:r", "text:ab"])
+
+    def test_a_forks_session_update_taking_one_notification(self):
+        conn = ForkConn()
+        rt = self.rt
+
+        class Forked:
+            @rt.prompt_handler(lambda self: conn)
+            async def prompt(self, params):
+                await asyncio.sleep(0.01)  # the card opens before the agent's first send
+                for update in (thought("r"), text("a"), text("b")):
+                    note = acp.schema.SessionNotification(session_id=params.session_id, update=update)
+                    await rt.emitter(conn).session_update(note)
+                return "end_turn"
+
+        run(Forked().prompt(acp.PromptRequest(session_id="s", prompt=[])))
+        self.assertEqual([describe(u) for _, u, _ in conn.sent], ["card:in_progress", "card:completed", "thought:r", "text:ab"])
+        self.assertEqual({s for s, _, _ in conn.sent}, {"s"})
+        # the SDK's own connection (>= 0.7) and a proxy taking anything are not read as one
+        self.assertIsNone(rt._notification_param(Conn().session_update))
+        self.assertIsNone(rt._notification_param(lambda *args, **kwargs: None))
 
     def test_sends_from_worker_threads_and_tasks_keep_their_order(self):
         conn = Conn()
