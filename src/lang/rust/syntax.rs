@@ -85,9 +85,22 @@ pub struct Collected {
     /// `type Name = ..;` → the aliased type's text.
     pub aliases: HashMap<String, String>,
     pub scopes: Vec<Scope>,
+    /// Where the crate acts as an ACP client: (file, line, what it does there), for the error
+    /// that says why such a crate has no agent to patch.
+    pub client_sides: Vec<(usize, usize, String)>,
     fields: Fields,
     arms: Vec<(usize, syn::Arm)>,
 }
+
+/// Methods of the SDK's `Client` trait (the side that sends prompts and answers permission
+/// requests and file reads): an `impl Client` with one of them is an ACP client.
+const CLIENT_METHODS: &[&str] = &[
+    "request_permission",
+    "session_notification",
+    "read_text_file",
+    "write_text_file",
+    "create_terminal",
+];
 
 struct Collector<'c> {
     file: usize,
@@ -136,6 +149,25 @@ impl<'ast> Visit<'ast> for Collector<'_> {
             .as_ref()
             .and_then(|(_, p, _)| p.segments.last())
             .is_some_and(|s| s.ident == "Agent");
+        // the SDK's `Client` trait, known by the methods only a client implements
+        if let Some((_, path, _)) = &i.trait_
+            && path.segments.last().is_some_and(|s| s.ident == "Client")
+            && i.items.iter().any(|item| {
+                matches!(item, syn::ImplItem::Fn(f) if CLIENT_METHODS.iter().any(|m| f.sig.ident == m))
+            })
+        {
+            let name = path
+                .segments
+                .iter()
+                .map(|s| s.ident.to_string())
+                .collect::<Vec<_>>()
+                .join("::");
+            self.out.client_sides.push((
+                self.file,
+                i.impl_token.span.start().line,
+                format!("implements `{name}`"),
+            ));
+        }
         if let Some(ty) = &ty {
             for item in &i.items {
                 if let syn::ImplItem::Fn(f) = item {
@@ -153,6 +185,21 @@ impl<'ast> Visit<'ast> for Collector<'_> {
         syn::visit::visit_item_impl(self, i);
         self.impl_ty = outer;
         self.trait_is_agent = outer_agent;
+    }
+
+    fn visit_expr_path(&mut self, e: &'ast syn::ExprPath) {
+        if e.path
+            .segments
+            .iter()
+            .any(|s| s.ident == "ClientSideConnection")
+        {
+            self.out.client_sides.push((
+                self.file,
+                e.span().start().line,
+                "builds a `ClientSideConnection`".to_string(),
+            ));
+        }
+        syn::visit::visit_expr_path(self, e);
     }
 
     fn visit_item_fn(&mut self, f: &'ast syn::ItemFn) {

@@ -312,3 +312,62 @@ fn a_file_of_the_runtime_modules_name_is_never_overwritten() {
     );
     assert_eq!(snap, snapshot_tree(dir.path()));
 }
+
+/// A crate on the SDK that is a client (it implements `Client` and builds the client-side
+/// connection, as acp-cli 0.3.1 does) has no agent to patch, and the error says so, naming
+/// where, instead of asking for a prompt handler no pin could name.
+#[test]
+fn a_client_crate_is_no_agent_and_says_where_it_is_a_client() {
+    let dir = tempfile::tempdir().unwrap();
+    let write = |rel: &str, text: &str| {
+        let path = dir.path().join(rel);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
+    };
+    write(
+        "Cargo.toml",
+        "[package]\nname = \"bridge\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[dependencies]\nagent-client-protocol = \"0.10\"\n",
+    );
+    write(
+        "src/main.rs",
+        r#"use agent_client_protocol as acp;
+
+mod client;
+
+fn main() {
+    let conn = acp::ClientSideConnection::new(client::Bridged, std::io::stdout(), std::io::stdin(), |f| f);
+    drop(conn);
+}
+"#,
+    );
+    write(
+        "src/client.rs",
+        r#"use agent_client_protocol as acp;
+
+pub struct Bridged;
+
+impl acp::Client for Bridged {
+    async fn request_permission(
+        &self,
+        _args: acp::RequestPermissionRequest,
+    ) -> acp::Result<acp::RequestPermissionResponse> {
+        Err(acp::Error::method_not_found())
+    }
+
+    async fn session_notification(&self, _args: acp::SessionNotification) -> acp::Result<()> {
+        Ok(())
+    }
+}
+"#,
+    );
+    for cmd in [&["apply", "--dry-run"][..], &["verify"]] {
+        let args: Vec<&str> = cmd.iter().copied().chain([path_str(dir.path())]).collect();
+        let run = acp_patch(&args, None);
+        assert_eq!(run.code, 1, "{cmd:?}: {}", run.stderr);
+        assert!(
+            run.stderr.contains("no ACP agent found (the crate is an ACP client, not an agent: src/client.rs:5 implements `acp::Client`, src/main.rs:6 builds a `ClientSideConnection`, and acp-patch patches the agent a client starts)"),
+            "{cmd:?}: {}",
+            run.stderr
+        );
+    }
+}

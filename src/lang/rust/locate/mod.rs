@@ -92,6 +92,23 @@ pub(super) fn locate(
             message: r.message.clone(),
         });
     }
+    if found.is_empty() && pins.prompt.is_none() {
+        let clients: Vec<String> = c
+            .client_sides
+            .iter()
+            .filter(|(file, _, _)| owned(*file))
+            .map(|(file, line, what)| format!("{}:{line} {what}", files[*file].file.rel))
+            .collect();
+        if !clients.is_empty() {
+            return Err(Error::NoAgent {
+                root: project.root.clone(),
+                detail: format!(
+                    "the crate is an ACP client, not an agent: {}, and acp-patch patches the agent a client starts",
+                    clients.join(", ")
+                ),
+            });
+        }
+    }
     if found.is_empty() {
         let pinnable: Vec<Candidate> = c
             .methods
