@@ -142,7 +142,7 @@ async def _send(connection, session_id, update, kwargs, positional=False, notifi
     token = _forwarding.set(True)
     try:
         if hasattr(connection, "session_update"):  # SDK >= 0.7, or a fork's taking a notification
-            taken = _notification_param(connection.session_update)
+            taken = _notification_param(_own_send(connection, "session_update"))
             if taken is not None:  # the type the agent's own sends pass, else the annotated one
                 await connection.session_update(_notification(notification or taken, session_id, update), **kwargs)
             elif positional:
@@ -421,6 +421,7 @@ def prompt_handler(connection=None, wire=None, **send_kwargs):
                     target = _Wire(lambda params: wire(params, self, *args, **kwargs))
                 else:
                     target = _connection_of(self, connection)
+                    _intercept(target)
                 await _begin_turn(session, self, target, send_kwargs)
                 try:
                     result = await handler(self, *args, **kwargs)
@@ -661,8 +662,38 @@ class _Emitter:
         return _relay(self._acp_connection, "sessionUpdate", args, kwargs)
 
 
+def _intercept(connection):
+    """Every session update sent on the connection passes the session's gate, also those code
+    outside the agent's tree sends (an installed base class streaming the model's output, as
+    pydantic-ai-harness's ACP agent does): the instance's send is replaced by one relaying to
+    the original. Once per connection, on one method (an alias may call the other); a
+    connection that takes no attributes, or sends synchronously, keeps the wrapped sends only."""
+    for method in ("session_update", "sessionUpdate"):
+        original = getattr(connection, method, None)
+        if original is None:
+            continue
+        if getattr(original, "_acp_progress_relay", False) or not inspect.iscoroutinefunction(original):
+            return
+
+        def relay(*args, **kwargs):
+            return _relay(connection, method, args, kwargs)
+
+        relay._acp_progress_relay = True
+        try:
+            setattr(connection, "_acp_progress_" + method, original)
+            setattr(connection, method, relay)
+        except Exception:
+            pass
+        return
+
+
+def _own_send(connection, method):
+    """The connection's own send, under the relay ``_intercept`` put in its place."""
+    return getattr(connection, "_acp_progress_" + method, None) or getattr(connection, method)
+
+
 def _relay(connection, method, args, kwargs):
-    send = getattr(connection, method)
+    send = _own_send(connection, method)
     sent = send(*args, **kwargs)
     if _forwarding.get() or not inspect.isawaitable(sent):
         return sent  # ours, nested in one of ours, or a send that is already done

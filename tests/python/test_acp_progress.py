@@ -448,6 +448,40 @@ class TextHold(unittest.TestCase):
         kinds = self.turn([thought("a"), text("Hel"), thought("b"), text("lo"), 0.4, text("!")])
         self.assertEqual(kinds, ["thought:a", "thought:b", "text:Hello", "text:!"])
 
+    def test_sends_outside_the_tree_on_the_connection_pass_the_gate_too(self):
+        """An installed base class streams the model's output on the connection with no wrap
+        of ours (pydantic-ai-harness's ACP agent under hrns 0.0.1): the card still completes
+        before it, and its trailing reasoning still joins the thought block."""
+        conn = Conn()
+        rt = self.rt
+
+        class Installed:  # stands for a base class outside the agent's tree
+            async def prompt(self, prompt, session_id, **kwargs):
+                for step in (0.01, thought("a"), text("Hel"), thought("b"), text("lo")):
+                    if isinstance(step, float):
+                        await asyncio.sleep(step)
+                    else:
+                        await self._conn.session_update(session_id=session_id, update=step)
+                return "end_turn"
+
+        class Served(Installed):
+            def __init__(self):
+                self._conn = conn
+
+            @rt.prompt_handler(lambda self: self._conn)
+            async def prompt(self, prompt, session_id, **kwargs):
+                return await super().prompt(prompt, session_id, **kwargs)
+
+        with env(ACP_HEARTBEAT_DISABLED="1"):
+            run(Served().prompt([], "s"))
+            run(Served().prompt([], "t"))  # a second turn: the relay is put in place once
+        self.assertEqual(
+            conn.kinds("s"),
+            ["card:in_progress", "card:completed", "thought:a", "thought:b", "text:Hello"],
+        )
+        self.assertEqual(conn.kinds("t")[:2], ["card:in_progress", "card:completed"])
+        self.assertEqual(len(conn.kinds("t")), 5)  # nothing sent twice
+
     def test_bookkeeping_neither_completes_nor_ends_a_hold(self):
         usage = {"sessionUpdate": "usage_update", "used": 1, "size": 2}
         kinds = self.turn([thought("a"), text("b"), usage, thought("c"), text("d"), usage], ACP_THINK_HOLD_MS="10000")

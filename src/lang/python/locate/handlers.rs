@@ -60,7 +60,8 @@ fn prompt_methods<'a>(files: &'a [Parsed]) -> Vec<(At<'a>, String)> {
 /// Of the `prompt` methods no binding chose, those the SDK can be calling for `session/prompt`:
 /// never a client's (the editor's side of the SDK, whose `prompt` drives another agent: a
 /// class that defines `session_update` or `request_permission`, or one in a module that
-/// connects to an agent and serves none), and of the others those with a signature the SDK
+/// connects to an agent and serves none, or a `prompt` that hands it on to such a client its
+/// class holds), and of the others those with a signature the SDK
 /// can call (it calls `prompt(prompt=..., session_id=...)`, or older ones and the legacy form
 /// hand one request object), the class with most of the other agent methods first. Also
 /// those left out, each named with why.
@@ -69,20 +70,23 @@ fn sdk_callable<'a>(
     classes: &Classes<'a>,
     all: Vec<(At<'a>, String)>,
 ) -> (Vec<(At<'a>, String)>, Vec<String>) {
+    let client_class = |class: At<'a>| {
+        client_module(&files[class.file].file.text)
+            || CLIENT_METHODS
+                .iter()
+                .any(|m| classes.method(files, class, m).is_some())
+    };
+    let named_client =
+        |name: &str, file: usize| classes.named(name, file).into_iter().any(client_class);
     let (clients, agents): (Vec<_>, Vec<_>) = all.into_iter().partition(|(at, _)| {
-        let src = &files[at.file].file.text;
-        let client_module = CLIENT_ENTRIES.iter().any(|e| contains(src, e))
-            && !AGENT_ENTRIES.iter().any(|e| contains(src, e));
-        client_module
+        client_module(&files[at.file].file.text)
             || class_of(at.node).is_some_and(|c| {
-                let class = At {
+                client_class(At {
                     file: at.file,
                     node: c,
-                };
-                CLIENT_METHODS
-                    .iter()
-                    .any(|m| classes.method(files, class, m).is_some())
+                })
             })
+            || super::client_side::forwards_to_a_client(files, *at, &named_client)
     });
     let (mut callable, uncallable): (Vec<_>, Vec<_>) = agents
         .into_iter()
@@ -157,6 +161,12 @@ const CLIENT_ENTRIES: &[&str] = &[
     "spawn_agent_process",
 ];
 const AGENT_ENTRIES: &[&str] = &["run_agent", "AgentSideConnection"];
+
+/// A module that connects to an agent and serves none.
+fn client_module(src: &str) -> bool {
+    CLIENT_ENTRIES.iter().any(|e| contains(src, e))
+        && !AGENT_ENTRIES.iter().any(|e| contains(src, e))
+}
 
 /// Methods the SDK calls on a client (the editor's side), never on an agent.
 const CLIENT_METHODS: &[&str] = &["session_update", "request_permission"];

@@ -68,6 +68,27 @@ fn the_fallback_leaves_out_clients_and_methods_the_sdk_cannot_call() {
     assert_eq!(fallback(&files), ["a/agent.py:Served.prompt"]);
 }
 
+/// A client library shipped beside the agent (hrns 0.0.1): a session proxy and a turn
+/// service hand the prompt on to the client they hold, so neither is a prompt handler; an
+/// agent that hands it on to a worker that is no client keeps its own.
+#[test]
+fn the_fallback_leaves_out_prompts_that_hand_it_on_to_a_client_they_hold() {
+    let agent = "import acp\n\nclass Served(Base):\n    async def prompt(self, prompt, session_id, **kwargs):\n        pass\n";
+    let client = "from acp.client.connection import ClientSideConnection\n\nclass LibClient:\n    async def session_update(self, session_id, update, **kw):\n        pass\n\n    async def prompt(self, session_id, prompt):\n        return await self.connection.prompt(session_id=session_id, prompt=prompt)\n";
+    let proxy = "import acp\n\nclass SessionProxy:\n    def __init__(self, client: LibClient, session_id: str) -> None:\n        self.client = client\n\n    async def prompt(self, text):\n        return await self.client.prompt(self.session_id, text)\n";
+    let turns = "import acp\n\nclass Turns:\n    def __init__(self, client: \"Optional[LibClient]\") -> None:\n        self.client = client\n\n    async def prompt(self, session_id, prompt):\n        client = self.client\n        return await client.connection.prompt(session_id=session_id, prompt=prompt)\n";
+    let delegating = "import acp\n\nclass Front:\n    def __init__(self, inner: Worker) -> None:\n        self.inner = inner\n\n    async def prompt(self, prompt, session_id, **kwargs):\n        return await self.inner.prompt(prompt, session_id)\n";
+    let files = tree(&[
+        ("a/agent.py", agent),
+        ("a/client.py", client),
+        ("a/proxy.py", proxy),
+        ("a/turns.py", turns),
+    ]);
+    assert_eq!(fallback(&files), ["a/agent.py:Served.prompt"]);
+    let files = tree(&[("a/client.py", client), ("a/front.py", delegating)]);
+    assert_eq!(fallback(&files), ["a/front.py:Front.prompt"]);
+}
+
 #[test]
 fn an_agent_whose_updates_leave_outside_the_tree_is_refused_at_its_handler() {
     // every update is sent by the installed base class: nothing here to complete a card

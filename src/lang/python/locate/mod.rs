@@ -3,6 +3,7 @@
 
 pub(super) mod binding;
 pub(super) mod classes;
+pub(super) mod client_side;
 pub(super) mod connection;
 pub(super) mod found;
 pub(super) mod handlers;
