@@ -80,7 +80,10 @@ pub fn locate<'a>(
         for (i, p) in files.iter().enumerate() {
             if p.file.rel == pin.file {
                 for d in descendants(p.tree().root_node(), "function_definition") {
-                    all.push(At { file: i, node: d });
+                    // (a dispatched handler in the pinned file is a candidate once)
+                    if !prompts.iter().any(|a| a.file == i && a.node.id() == d.id()) {
+                        all.push(At { file: i, node: d });
+                    }
                 }
             }
         }
@@ -221,6 +224,21 @@ mod tests {
         );
         assert!(err.contains("pkg/server.py:11 reads `self`"), "{err}");
         assert!(err.contains("acp-patch.toml cannot supply"), "{err}");
+    }
+
+    #[test]
+    fn a_pin_naming_the_dispatched_handler_in_its_own_file_chooses_it() {
+        let text = SERVER.replace("self.stream.write(", "sys.stdout.write(");
+        let files = tree(&[("pkg/server.py", &text)]);
+        let pins = PythonPins {
+            prompt: Some("pkg/server.py:Agent.prompt".into()),
+            ..Default::default()
+        };
+        let found = locate(&Default::default(), &files, &pins).unwrap().unwrap();
+        let [handler] = &found.handlers[..] else {
+            panic!("one handler")
+        };
+        assert_eq!(handler.class_name, "Agent.prompt");
     }
 
     #[test]
