@@ -369,6 +369,35 @@ mod tests {
     }
 
     #[test]
+    fn a_table_entry_naming_a_method_of_an_object_the_constructor_is_handed() {
+        let files = tree(&[
+            (
+                "pkg/router.py",
+                "from typing import Optional\nfrom .sessions import Sessions\nfrom . import cancels\n\n\
+                 class Router:\n    def __init__(self, sessions: Sessions, stopper: Optional[\"cancels.Stopper\"], other) -> None:\n        self._sessions = sessions\n        self._stop = stopper\n        self._other = other\n        self._handlers = {}\n        self._handlers[\"session/prompt\"] = self._sessions.handle_prompt\n        self._handlers[\"session/cancel\"] = self._stop.handle_cancel\n        self._handlers[\"session/load\"] = self._other.handle_load\n",
+            ),
+            (
+                "pkg/sessions.py",
+                "class Sessions:\n    async def handle_prompt(self, msg):\n        return {}\n",
+            ),
+            (
+                "pkg/cancels.py",
+                "class Stopper:\n    async def handle_cancel(self, msg):\n        pass\n",
+            ),
+        ]);
+        assert_eq!(
+            handlers(&files, "session/prompt"),
+            ["pkg/sessions.py:handle_prompt"]
+        );
+        assert_eq!(
+            handlers(&files, "session/cancel"),
+            ["pkg/cancels.py:handle_cancel"]
+        );
+        // a parameter without an annotation says nothing of its class
+        assert!(handlers(&files, "session/load").is_empty());
+    }
+
+    #[test]
     fn a_branch_hands_the_request_to_its_last_call_and_one_that_goes_on_has_no_handler() {
         let src = r#"class S:
     def _id(self, p):

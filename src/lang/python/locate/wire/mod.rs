@@ -80,7 +80,10 @@ pub fn locate<'a>(
         for (i, p) in files.iter().enumerate() {
             if p.file.rel == pin.file {
                 for d in descendants(p.tree().root_node(), "function_definition") {
-                    all.push(At { file: i, node: d });
+                    // (a dispatched handler in the pinned file is a candidate once)
+                    if !prompts.iter().any(|a| a.file == i && a.node.id() == d.id()) {
+                        all.push(At { file: i, node: d });
+                    }
                 }
             }
         }
@@ -172,6 +175,22 @@ pub fn locate<'a>(
     let mut handlers = Vec::new();
     for prompt in prompts {
         let name = qualified_name(prompt.node, &files[prompt.file].file.text);
+        // (a handler an earlier apply patched stays found: revert takes its pieces out)
+        let patched = decorators(prompt.node)
+            .iter()
+            .any(|d| text(*d, &files[prompt.file].file.text).contains("acp_progress."));
+        if !patched && let Some(later) = answered_later(prompt.node, &files[prompt.file].file.text)
+        {
+            return Err(Error::Unsupported {
+                file: files[prompt.file].file.rel.clone(),
+                line: line(prompt.node),
+                message: format!(
+                    "`{name}` handles session/prompt but answers it later: its stop reason is written from a callback it leaves behind (line {}, in `{}`), after the handler has returned; the card opens and closes with the handler, so it would never show. acp-patch does not follow a turn past its handler's return yet",
+                    line(later.0),
+                    later.1
+                ),
+            });
+        }
         let (lambda, at) = card_writer(decisions, files, prompt, &sinks, pins)?;
         let cancel = cancels
             .iter()
@@ -195,6 +214,41 @@ pub fn locate<'a>(
         });
     }
     Ok(Some(Anchors { handlers, sends }))
+}
+
+/// A `{"stopReason": ...}` the handler's nested function or lambda writes (an argument of a
+/// call, not a value it returns), and that function's name: the handler leaves the answer to a
+/// callback (`def finish(stop_reason): self.transport.send(result(request_id, {"stopReason":
+/// stop_reason}))`, queued with the turn) and returns before the turn ends.
+fn answered_later<'a>(
+    handler: tree_sitter::Node<'a>,
+    src: &'a str,
+) -> Option<(tree_sitter::Node<'a>, &'a str)> {
+    let body = handler.child_by_field_name("body")?;
+    descendants(body, "pair").into_iter().find_map(|pair| {
+        let key = pair.child_by_field_name("key")?;
+        if text(key, src).trim_matches(['"', '\'']) != "stopReason" {
+            return None;
+        }
+        let mut written = false;
+        let mut cur = pair.parent();
+        while let Some(n) = cur {
+            match n.kind() {
+                "argument_list" => written = true,
+                "return_statement" => return None,
+                "function_definition" | "lambda" if n.id() != handler.id() => {
+                    let name = n
+                        .child_by_field_name("name")
+                        .map_or("lambda", |x| text(x, src));
+                    return written.then_some((pair, name));
+                }
+                _ if n.id() == handler.id() => return None,
+                _ => {}
+            }
+            cur = n.parent();
+        }
+        None
+    })
 }
 
 #[cfg(test)]
@@ -221,6 +275,46 @@ mod tests {
         );
         assert!(err.contains("pkg/server.py:11 reads `self`"), "{err}");
         assert!(err.contains("acp-patch.toml cannot supply"), "{err}");
+    }
+
+    #[test]
+    fn a_pin_naming_the_dispatched_handler_in_its_own_file_chooses_it() {
+        let text = SERVER.replace("self.stream.write(", "sys.stdout.write(");
+        let files = tree(&[("pkg/server.py", &text)]);
+        let pins = PythonPins {
+            prompt: Some("pkg/server.py:Agent.prompt".into()),
+            ..Default::default()
+        };
+        let found = locate(&Default::default(), &files, &pins).unwrap().unwrap();
+        let [handler] = &found.handlers[..] else {
+            panic!("one handler")
+        };
+        assert_eq!(handler.class_name, "Agent.prompt");
+    }
+
+    #[test]
+    fn a_handler_that_answers_from_a_callback_it_leaves_behind_is_refused() {
+        let text = SERVER
+            .replace("self.stream.write(", "sys.stdout.write(")
+            .replace(
+                "        self.out.send(params[\"sessionId\"], {})\n",
+                "        def finish(reason):\n            sys.stdout.write(json.dumps({\"id\": 1, \"result\": {\"stopReason\": reason}}))\n\n        self.queue.append((params, finish))\n        return None\n",
+            );
+        let files = tree(&[("pkg/server.py", &text)]);
+        let err = match locate(&Default::default(), &files, &PythonPins::default()) {
+            Err(e) => e.to_string(),
+            Ok(_) => panic!("a handler answering after its return was patched"),
+        };
+        assert!(err.contains("pkg/server.py:18"), "{err}");
+        assert!(err.contains("answers it later"), "{err}");
+        assert!(err.contains("in `finish`"), "{err}");
+        // a nested function whose stop reason the handler awaits and returns is no callback
+        let awaited = SERVER.replace("self.stream.write(", "sys.stdout.write(").replace(
+            "        self.out.send(params[\"sessionId\"], {})\n",
+            "        def run():\n            return {\"stopReason\": \"end_turn\"}\n\n        return run()\n",
+        );
+        let files = tree(&[("pkg/server.py", &awaited)]);
+        assert!(locate(&Default::default(), &files, &PythonPins::default()).is_ok());
     }
 
     #[test]

@@ -55,9 +55,12 @@ pub fn resolve_callable<'a>(files: &'a [Parsed], file: usize, expr: Node<'a>) ->
 }
 
 /// `self.<attr>.<name>`: the method `name` of the class whose instance the reading class
-/// keeps in `self.<attr>` (`self.sessions = SessionManager(...)` in one of its methods), a
-/// class of the module or one it imports: a dispatcher that hands a method to an object it
-/// holds (`return await self.sessions.prompt(params)`).
+/// keeps in `self.<attr>` (`self.sessions = SessionManager(...)` in one of its methods, or an
+/// object its constructor is handed: `self._session = session_handler` with the parameter
+/// annotated `session_handler: SessionHandler`, or the attribute itself annotated), a class of
+/// the module or one it imports: a dispatcher that hands a method to an object it holds
+/// (`return await self.sessions.prompt(params)`, `self._handlers["session/prompt"] =
+/// self._session.handle_prompt`).
 fn held_method<'a>(files: &'a [Parsed], file: usize, obj: Node<'a>, name: &str) -> Option<At<'a>> {
     let src = files[file].file.text.as_ref();
     if obj.kind() != "attribute" || text(obj.child_by_field_name("object")?, src) != "self" {
@@ -71,11 +74,22 @@ fn held_method<'a>(files: &'a [Parsed], file: usize, obj: Node<'a>, name: &str) 
         if left.kind() != "attribute"
             || text(left.child_by_field_name("object")?, src) != "self"
             || text(left.child_by_field_name("attribute")?, src) != attr
-            || right.kind() != "call"
         {
             return None;
         }
-        let built = class_named(files, file, callee_name(right, src), 0)?;
+        let built = if right.kind() == "call" {
+            class_named(files, file, callee_name(right, src), 0)?
+        } else {
+            // `self._session: SessionHandler = ...`, or a parameter annotated with the class
+            let ty = a.child_by_field_name("type").or_else(|| {
+                (right.kind() == "identifier")
+                    .then(|| parameter_type(a, text(right, src), src))
+                    .flatten()
+            })?;
+            annotated_classes(ty, src)
+                .into_iter()
+                .find_map(|c| class_read_as(files, file, c))?
+        };
         let bsrc = files[built.file].file.text.as_ref();
         methods(built.node)
             .into_iter()
@@ -85,6 +99,55 @@ fn held_method<'a>(files: &'a [Parsed], file: usize, obj: Node<'a>, name: &str) 
                 node: m,
             })
     })
+}
+
+/// The annotation of the parameter `name` of the function an assignment is in.
+fn parameter_type<'a>(assignment: Node<'a>, name: &str, src: &str) -> Option<Node<'a>> {
+    let def = enclosing_function(assignment)?;
+    parameters(def, src)
+        .into_iter()
+        .find(|(n, _)| n == name)
+        .and_then(|(_, p)| p.child_by_field_name("type"))
+}
+
+/// The classes an annotation may stand for, as (module, class) names: `X`, `X | None`,
+/// `Optional[X]`, `"X"`, `mod.X` (the module a name of the file stands for).
+fn annotated_classes<'a>(ty: Node, src: &'a str) -> Vec<(Option<&'a str>, &'a str)> {
+    let mut names: Vec<&'a str> = Vec::new();
+    for n in descendants(ty, "attribute")
+        .into_iter()
+        .chain(descendants(ty, "identifier"))
+    {
+        if n.parent().is_none_or(|p| p.kind() != "attribute") {
+            names.push(text(n, src));
+        }
+    }
+    for s in descendants(ty, "string") {
+        let t = text(s, src).trim_matches(['"', '\'']);
+        names.extend(t.split(['|', '[', ']', ',', ' ']).filter(|w| !w.is_empty()));
+    }
+    names
+        .into_iter()
+        .map(|n| match n.rsplit_once('.') {
+            Some((module, class)) => (Some(module), class),
+            None => (None, n),
+        })
+        .filter(|(_, n)| !matches!(*n, "None" | "Optional" | "Union"))
+        .collect()
+}
+
+/// A class of the tree by the (module, class) names a file reads it by.
+fn class_read_as<'a>(
+    files: &'a [Parsed],
+    file: usize,
+    (module, name): (Option<&str>, &str),
+) -> Option<At<'a>> {
+    match module {
+        None => class_named(files, file, name, 0),
+        Some(m) => imported_module(files, file, m)
+            .into_iter()
+            .find_map(|f| class_named(files, f, name, IMPORT_DEPTH)),
+    }
 }
 
 /// A module-level class of a file by name, or the one it imports under that name.
