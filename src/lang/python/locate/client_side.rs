@@ -3,6 +3,7 @@
 //! the agent ships beside itself, as hrns 0.0.1 does). The SDK never calls it.
 
 use super::At;
+use super::wire::annotated_classes;
 use crate::lang::parts::Parsed;
 use crate::lang::python::syntax::*;
 
@@ -29,12 +30,9 @@ pub(super) fn forwards_to_a_client(
         .into_iter()
         .filter(|(_, p)| {
             p.child_by_field_name("type").is_some_and(|t| {
-                // `Client`, `Optional[Client]`, `Client | None`, `"Client"`, `mod.Client`
-                text(t, src)
-                    .split(|c: char| !(c.is_alphanumeric() || c == '_'))
-                    .any(|w| {
-                        w == "ClientSideConnection" || (!w.is_empty() && is_client(w, prompt.file))
-                    })
+                annotated_classes(t, src).into_iter().any(|(_, class)| {
+                    class == "ClientSideConnection" || is_client(class, prompt.file)
+                })
             })
         })
         .map(|(name, _)| name)

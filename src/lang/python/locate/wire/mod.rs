@@ -12,6 +12,7 @@ mod dispatch;
 mod follow;
 mod methods;
 mod resolve;
+pub(in crate::lang::python) use resolve::annotated_classes;
 #[cfg(test)]
 pub(in crate::lang::python) use resolve::tree as parsed_tree;
 mod writer;

@@ -112,7 +112,10 @@ fn parameter_type<'a>(assignment: Node<'a>, name: &str, src: &str) -> Option<Nod
 
 /// The classes an annotation may stand for, as (module, class) names: `X`, `X | None`,
 /// `Optional[X]`, `"X"`, `mod.X` (the module a name of the file stands for).
-fn annotated_classes<'a>(ty: Node, src: &'a str) -> Vec<(Option<&'a str>, &'a str)> {
+pub(in crate::lang::python) fn annotated_classes<'a>(
+    ty: Node,
+    src: &'a str,
+) -> Vec<(Option<&'a str>, &'a str)> {
     let mut names: Vec<&'a str> = Vec::new();
     for n in descendants(ty, "attribute")
         .into_iter()
