@@ -107,12 +107,15 @@ fn an_agent_whose_updates_leave_outside_the_tree_is_refused_at_its_handler() {
 
 /// A copy of the SDK in the tree (a package `acp` defining `AgentSideConnection`) holds
 /// agents of its own (a debug server's mock, bound to the SDK's connection there): the
-/// agent to patch is the one outside it, and the copy's sends are wrapped as the agent's.
+/// agent to patch is the one outside it, and the copy's sends are wrapped as the agent's,
+/// but not the calls of its client side, which receives updates.
 #[test]
 fn the_agents_of_a_copy_of_the_sdk_in_the_tree_are_not_candidates() {
     let connection = "class AgentSideConnection:\n    def __init__(self, agent, i, o): ...\n\nclass Notifier:\n    def __init__(self, conn):\n        self.conn = conn\n    async def send(self, n):\n        await self.conn.session_update(n)\n";
     let mock = "from acp.agent.connection import AgentSideConnection\nfrom acp import Agent\n\nclass MockAgent(Agent):\n    async def prompt(self, params):\n        return None\n\ndef serve():\n    AgentSideConnection(MockAgent(), None, None)\n";
     let agent = "import acp\n\nclass Real(acp.Agent):\n    def on_connect(self, conn):\n        self._conn = conn\n    async def prompt(self, params):\n        await self._conn.session_update(params)\n\nasync def main():\n    await acp.run_agent(Real())\n";
+    // the client's side of the copy hands an update it received to the client's handler
+    let client_side = "class ClientSideConnection:\n    def __init__(self, client, i, o): ...\n\nasync def _handle(client, method, params):\n    match method:\n        case \"session/update\":\n            await client.session_update(params)\n";
     let files = tree(&[
         (
             "vendor/acp/__init__.py",
@@ -120,6 +123,7 @@ fn the_agents_of_a_copy_of_the_sdk_in_the_tree_are_not_candidates() {
         ),
         ("vendor/acp/agent/connection.py", connection),
         ("vendor/acp/debug/mock.py", mock),
+        ("vendor/acp/client/connection.py", client_side),
         ("app/server.py", agent),
     ]);
     assert_eq!(

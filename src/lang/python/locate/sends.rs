@@ -57,12 +57,24 @@ fn inside_getattr(before: &str) -> bool {
     true
 }
 
-/// Every SDK send of a session update in the agent's files.
+/// Every SDK send of a session update in the agent's files. In a copy of the SDK shipped
+/// inside the agent, the module of the client's connection holds none: its `session_update`
+/// calls hand an update the client received to the client's handler (agentpool 2.9.18,
+/// llmling-agent 1.17.1).
 pub(super) fn sends<'a>(files: &'a [Parsed]) -> Vec<Send<'a>> {
     let mut out = Vec::new();
+    let vendored = crate::lang::python::package::vendored_sdk(files);
     for (i, p) in files.iter().enumerate() {
         let src = p.file.text.as_ref();
         if !is_agent_file(p) || !may_send(src) {
+            continue;
+        }
+        if vendored
+            .iter()
+            .any(|dir| p.file.rel.starts_with(dir.as_str()))
+            && crate::needles::contains(src, "class ClientSideConnection")
+            && !crate::needles::contains(src, "class AgentSideConnection")
+        {
             continue;
         }
         // every match holds a send method's name: only the nodes around each are searched
