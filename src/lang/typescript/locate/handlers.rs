@@ -313,6 +313,24 @@ pub(super) fn not_a_handler(p: &Parsed, class: Node, func: Node) -> Option<Strin
         .into_iter()
         .map(|m| member_name(m, src))
         .collect();
+    // it drives an agent: its class builds the SDK's client side (acpx 0.1.15's `AcpClient`,
+    // whose `prompt` calls the connection's) and answers no `initialize` / `newSession` (a
+    // proxy that is an agent too does)
+    let agent_like = members.contains(&"initialize") && members.contains(&"newSession");
+    if !agent_like
+        && let Some(client) = descendants(class, "new_expression").into_iter().find(|n| {
+            n.child_by_field_name("constructor")
+                .map(|c| text(c, src))
+                .is_some_and(|c| {
+                    c == "ClientSideConnection" || c.ends_with(".ClientSideConnection")
+                })
+        })
+    {
+        return Some(format!(
+            "its class builds a `ClientSideConnection` (line {}): the client side of the protocol",
+            line(client)
+        ));
+    }
     if members.contains(&"sessionUpdate") && members.contains(&"requestPermission") {
         return Some(
             "its class answers `session/update` and `session/request_permission`: the client side of the protocol".into(),
