@@ -188,7 +188,10 @@ pub(crate) fn check_parses(lang: &dyn Language, plan: &Plan) -> Result<()> {
             return Err(Error::WouldBreak {
                 file: fp.file.rel.clone(),
                 line,
-                message,
+                message: format!(
+                    "{message}{}",
+                    crate::lang::parts::on_a_long_line(&new, offset)
+                ),
             });
         }
     }

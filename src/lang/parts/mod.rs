@@ -326,8 +326,26 @@ pub fn parse_error<P: ParsedSource>(p: &P) -> Option<Error> {
             file: p.source().rel.clone(),
             line: p.source().line_of(*offset),
         },
-        message: message.clone(),
+        message: format!("{message}{}", on_a_long_line(&p.source().text, *offset)),
     })
+}
+
+/// Where on its line an error at `offset` is, when the line is too long to search by eye (a
+/// minified bundle's): the column and the text there.
+pub(crate) fn on_a_long_line(text: &str, offset: usize) -> String {
+    let offset = offset.min(text.len());
+    let start = text[..offset].rfind('\n').map_or(0, |i| i + 1);
+    let end = text[offset..].find('\n').map_or(text.len(), |i| offset + i);
+    if end - start <= 200 {
+        return String::new();
+    }
+    let column = text[start..offset].chars().count() + 1;
+    let near: String = text[offset..end].chars().take(60).collect();
+    format!(
+        " at column {column} of a {}-character line, at `{}`",
+        text[start..end].chars().count(),
+        near.trim_end()
+    )
 }
 
 /// Apply's plan: every missing part once; a file to patch that does not parse is an error;
@@ -420,5 +438,17 @@ mod tests {
         for rel in ["tests.py", "pkg/agent.py", "latest_agent.py", "contest.py"] {
             assert!(!tests.holds(rel), "{rel}");
         }
+    }
+
+    #[test]
+    fn a_syntax_error_on_a_long_line_names_its_column_and_text() {
+        let short = "let a = 1;\nlet b = ;\n";
+        assert_eq!(super::on_a_long_line(short, 19), "");
+        let long = format!("x\n{}let b = ;\n", "a = 1, ".repeat(40));
+        let at = long.find("= ;").unwrap();
+        assert_eq!(
+            super::on_a_long_line(&long, at),
+            " at column 287 of a 289-character line, at `= ;`"
+        );
     }
 }

@@ -12,21 +12,37 @@ pub fn line(n: Node) -> usize {
 }
 
 /// The text of a node's `name` field (empty when it has none); a JavaScript class expression
-/// a declaration binds (`var Agent = class { ... }`, what bundlers emit) is named by it.
+/// a declaration or an assignment binds (`var Agent = class { ... }`, what bundlers emit, or
+/// `Agent = class A { ... }` in esbuild's lazily initialised modules) is named by it.
 pub fn name_of<'a>(node: Node, src: &'a str) -> &'a str {
-    if node.kind() == "class"
-        && let Some(binding) = node.parent().filter(|d| {
-            d.kind() == "variable_declarator" && d.child_by_field_name("value") == Some(node)
-        })
-    {
-        return binding
-            .child_by_field_name("name")
-            .filter(|n| n.kind() == "identifier")
-            .map_or("", |n| text(n, src));
+    if let Some(binding) = class_binding(node) {
+        return if binding.kind() == "identifier" {
+            text(binding, src)
+        } else {
+            ""
+        };
     }
     node.child_by_field_name("name")
         .map(|n| text(n, src))
         .unwrap_or("")
+}
+
+/// What binds a class expression: the name of the `variable_declarator` or the left side of
+/// the assignment whose value it is.
+pub fn class_binding(node: Node) -> Option<Node> {
+    if node.kind() != "class" {
+        return None;
+    }
+    let parent = node.parent()?;
+    match parent.kind() {
+        "variable_declarator" if parent.child_by_field_name("value") == Some(node) => {
+            parent.child_by_field_name("name")
+        }
+        "assignment_expression" if parent.child_by_field_name("right") == Some(node) => {
+            parent.child_by_field_name("left")
+        }
+        _ => None,
+    }
 }
 
 /// The nearest ancestor (not the node itself) that `is` holds for.

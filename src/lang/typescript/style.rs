@@ -31,7 +31,9 @@ pub fn detect(root: Node, src: &str) -> CodeStyle {
         for n in descendants(root, kind) {
             if text(n, src).trim_end().ends_with(';') {
                 with += 1;
-            } else {
+            } else if ends_its_line(n, src) {
+                // a statement without `;` says so only where a line break ends it: before a
+                // `}` on its line a minifier drops the `;` of files that end all others with one
                 without += 1;
             }
         }
@@ -40,6 +42,28 @@ pub fn detect(root: Node, src: &str) -> CodeStyle {
         single_quotes: single * 2 > strings.len(),
         semicolons: with >= without,
     }
+}
+
+/// Whether only blanks or a comment follow a node on its last line.
+fn ends_its_line(n: Node, src: &str) -> bool {
+    // (read up to the first non-blank only: a bundle's line runs for megabytes)
+    let rest = src[n.end_byte()..].trim_start_matches([' ', '\t']);
+    rest.is_empty()
+        || rest.starts_with(['\n', '\r'])
+        || rest.starts_with("//")
+        || rest.starts_with("/*")
+}
+
+/// [`restyle`] for code the agent's code follows on the same line: it keeps its semicolons
+/// whatever the style (no line break ends it).
+pub fn restyle_inline(code: &str, style: CodeStyle) -> String {
+    restyle(
+        code,
+        CodeStyle {
+            semicolons: true,
+            ..style
+        },
+    )
 }
 
 /// Rewrites template code (double quotes, semicolons) into `style`. Comments and template
@@ -172,5 +196,22 @@ mod tests {
             semicolons: true,
         };
         assert_eq!(restyle(code, keep), code);
+    }
+
+    /// A minifier ends every statement with `;` but the last of a block (qodercli 1.1.52's
+    /// bundle): semicolons. A statement a line break ends without one says otherwise.
+    #[test]
+    fn a_minified_file_ends_statements_with_semicolons() {
+        let src = "function f(a){let b=a+1;if(b)return b;g(b)}function h(){x();y()}\n";
+        let tree = crate::lang::typescript::syntax::parse(src, false);
+        assert!(detect(tree.root_node(), src).semicolons);
+        let src = "function f(a) {\n  let b = a + 1\n  g(b)\n  return b;\n}\n";
+        let tree = crate::lang::typescript::syntax::parse(src, false);
+        assert!(!detect(tree.root_node(), src).semicolons);
+        let off = CodeStyle {
+            single_quotes: true,
+            semicolons: false,
+        };
+        assert_eq!(restyle_inline("x.cancel(\"a\");", off), "x.cancel('a');");
     }
 }

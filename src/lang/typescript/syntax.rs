@@ -69,10 +69,26 @@ fn parse_uncached(text: &str, tsx: bool) -> Tree {
 
 /// Valid TypeScript that tree-sitter-typescript 0.23 cannot parse, blanked out byte for
 /// byte so every offset stays the same: `import("./m.js")` in type position (as in
-/// `x?: import("./m.js").T[]`) becomes an identifier of underscores.
+/// `x?: import("./m.js").T[]`) becomes an identifier of underscores; a conditional whose
+/// consequent is a number starting with its dot (`e===void 0?.5:e`, minifiers write it), which
+/// the grammar reads as `?.`, gets a space for the dot (`? 5`: a number still).
 pub fn mask_grammar_gaps(text: &str) -> std::borrow::Cow<'_, str> {
+    let mut out = mask_type_imports(text);
+    let b = text.as_bytes();
+    for i in crate::needles::positions(text, "?.") {
+        if b.get(i + 2).is_some_and(u8::is_ascii_digit) {
+            out.get_or_insert_with(|| b.to_vec())[i + 1] = b' ';
+        }
+    }
+    match out {
+        Some(buf) => String::from_utf8(buf).expect("ASCII replaced ASCII").into(),
+        None => text.into(),
+    }
+}
+
+fn mask_type_imports(text: &str) -> Option<Vec<u8>> {
     if !text.contains("import(") {
-        return text.into();
+        return None;
     }
     let b = text.as_bytes();
     let mut out: Option<Vec<u8>> = None;
@@ -103,22 +119,20 @@ pub fn mask_grammar_gaps(text: &str) -> std::borrow::Cow<'_, str> {
         buf[i..=k].fill(b'_');
         from = k + 1;
     }
-    match out {
-        Some(buf) => String::from_utf8(buf).expect("ASCII replaced ASCII").into(),
-        None => text.into(),
-    }
+    out
 }
 
 /// Every class declaration of a file (exported ones too, nested ones too).
 pub fn classes(root: Node) -> Vec<Node> {
     let mut out = descendants(root, "class_declaration");
     out.extend(descendants(root, "abstract_class_declaration"));
-    // `var Agent = class { ... }`: a class a declaration binds (see `name_of`)
-    out.extend(descendants(root, "class").into_iter().filter(|c| {
-        c.parent().is_some_and(|d| {
-            d.kind() == "variable_declarator" && d.child_by_field_name("value") == Some(*c)
-        })
-    }));
+    // `var Agent = class { ... }` / `Agent = class { ... }`: a class a declaration or an
+    // assignment binds (see `name_of`)
+    out.extend(
+        descendants(root, "class")
+            .into_iter()
+            .filter(|c| crate::lang::tree::class_binding(*c).is_some()),
+    );
     out.sort_by_key(|n| n.start_byte());
     out
 }
@@ -272,5 +286,16 @@ mod tests {
         assert_eq!(masked.len(), src.len());
         assert!(masked.contains("_.Y[]"));
         assert_eq!(first_error(&parse(src, false)), None);
+    }
+
+    /// qodercli 1.1.52's bundle (`r=e===void 0?.5:e`): `?.` before a digit is a conditional.
+    #[test]
+    fn a_conditional_of_a_dot_number_parses() {
+        let src = "let r=e===void 0?.5:e, s=a?.b, t=c?.0:.25;\n";
+        let masked = mask_grammar_gaps(src);
+        assert_eq!(masked, "let r=e===void 0? 5:e, s=a?.b, t=c? 0:.25;\n");
+        for tsx in [false, true] {
+            assert_eq!(first_error(&parse(src, tsx)), None);
+        }
     }
 }

@@ -205,7 +205,9 @@ pub fn heartbeat(
         .filter(|u| {
             u.tag == "tool_call_update"
                 && u.tool_call_id() == Some(id)
-                && u.status() == Some("in_progress")
+                // an update that leaves the status out keeps it (ACP sends only the fields
+                // that changed; codex-acp drops unchanged ones): the card is still running
+                && matches!(u.status(), None | Some("in_progress"))
                 && u.index > card.index
                 && u.index < end_index
         })

@@ -207,6 +207,12 @@ mod tests {
             why,
             "detected: package.json names @zed-industries/claude-agent-acp"
         );
+        std::fs::write(
+            d.path().join("package.json"),
+            r#"{"name":"@agentclientprotocol/claude-agent-acp","version":"0.101.0"}"#,
+        )
+        .unwrap();
+        assert_eq!(detect(d.path()).unwrap().0.name, "claude-agent-acp");
 
         let d = tempfile::tempdir().unwrap();
         let info = d.path().join("mistral_vibe-3.0.3.dist-info");

@@ -264,3 +264,47 @@ fn a_bin_build_beside_the_patched_sources_is_noted() {
     assert_eq!(run.code, 0, "{}", run.stderr);
     assert!(!run.stderr.contains("program"), "{}", run.stderr);
 }
+
+/// A client of agents beside none (acpx 0.1.15): its class builds the SDK's
+/// `ClientSideConnection` and its `prompt` calls that connection's. No agent: nothing listed to
+/// pin, and a pin on it is refused with why.
+#[test]
+fn a_class_driving_an_agent_through_a_client_side_connection_is_no_prompt_handler() {
+    let dir = tempfile::tempdir().unwrap();
+    write(
+        dir.path(),
+        "package.json",
+        r#"{ "name": "driver", "type": "module" }"#,
+    );
+    write(
+        dir.path(),
+        "cli.js",
+        "import { ClientSideConnection, ndJsonStream } from \"@agentclientprotocol/sdk\";\n\
+         export class Driver {\n\
+         \x20 start(input, output) {\n\
+         \x20   this.connection = new ClientSideConnection(() => ({ sessionUpdate: async () => {} }), ndJsonStream(input, output));\n\
+         \x20 }\n\
+         \x20 async prompt(sessionId, text) {\n\
+         \x20   return this.connection.prompt({ sessionId, prompt: [{ type: \"text\", text }] });\n\
+         \x20 }\n\
+         }\n",
+    );
+    let run = acp_patch(&["apply", "--dry-run", path_str(dir.path())], None);
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    assert!(run.stderr.contains("no ACP agent found"), "{}", run.stderr);
+    assert!(!run.stderr.contains("Driver.prompt"), "{}", run.stderr);
+    write(
+        dir.path(),
+        "acp-patch.toml",
+        "[typescript]\nprompt = \"cli.js:Driver.prompt\"\n",
+    );
+    let run = acp_patch(&["apply", "--dry-run", path_str(dir.path())], None);
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    assert!(
+        run.stderr.contains(
+            "names no prompt handler: its class builds a `ClientSideConnection` (line 4): the client side of the protocol"
+        ),
+        "{}",
+        run.stderr
+    );
+}

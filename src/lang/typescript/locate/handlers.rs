@@ -169,14 +169,29 @@ pub fn handlers<'a>(
             );
         }
     }
-    // no SDK: the agent's own dispatcher
+    // no SDK: the agent's own dispatcher. Beside an SDK-bound handler, a switch on
+    // `session/prompt` from which no writer of updates can be called is not the wire's (the
+    // SDK dispatches that): it reads something else (a session log's stored messages: posthog's
+    // trace builder, fixture `sdk_session_log`); its file's `session/cancel` arms go with it
+    let sdk_bound = out.iter().any(|h| h.role == Role::Prompt);
+    let mut readers: Vec<usize> = Vec::new();
     for (role, method) in [
         (Role::Prompt, "session/prompt"),
         (Role::Cancel, "session/cancel"),
     ] {
         for (f, func, passed) in dispatched(files, method) {
             let conn = match role {
-                Role::Prompt => raw_connection(decisions, files, f, func, sends, pins)?,
+                Role::Prompt => match raw_connection(decisions, files, f, func, sends, pins) {
+                    Ok(None)
+                    | Err(Error::Unlocatable {
+                        site: "connection", ..
+                    }) if sdk_bound && pins.connection.is_none() => {
+                        readers.push(f);
+                        continue;
+                    }
+                    found => found?,
+                },
+                Role::Cancel if readers.contains(&f) => continue,
                 Role::Cancel => None, // a cancel sends nothing
             };
             push(
@@ -298,6 +313,24 @@ pub(super) fn not_a_handler(p: &Parsed, class: Node, func: Node) -> Option<Strin
         .into_iter()
         .map(|m| member_name(m, src))
         .collect();
+    // it drives an agent: its class builds the SDK's client side (acpx 0.1.15's `AcpClient`,
+    // whose `prompt` calls the connection's) and answers no `initialize` / `newSession` (a
+    // proxy that is an agent too does)
+    let agent_like = members.contains(&"initialize") && members.contains(&"newSession");
+    if !agent_like
+        && let Some(client) = descendants(class, "new_expression").into_iter().find(|n| {
+            n.child_by_field_name("constructor")
+                .map(|c| text(c, src))
+                .is_some_and(|c| {
+                    c == "ClientSideConnection" || c.ends_with(".ClientSideConnection")
+                })
+        })
+    {
+        return Some(format!(
+            "its class builds a `ClientSideConnection` (line {}): the client side of the protocol",
+            line(client)
+        ));
+    }
     if members.contains(&"sessionUpdate") && members.contains(&"requestPermission") {
         return Some(
             "its class answers `session/update` and `session/request_permission`: the client side of the protocol".into(),

@@ -19,6 +19,11 @@ static BOUND_SENDS: LazyLock<ShapeQuery> = LazyLock::new(|| {
 /// Every SDK send of a session update in the agent's files, wrapped or not.
 pub fn sends(files: &[Parsed]) -> Result<Vec<Send<'_>>> {
     let mut out: Vec<Send> = Vec::new();
+    // whether an SDK call sends updates, and the messages kept inside another object (a
+    // session log's `{ notification: { jsonrpc, method: "session/update", ... } }`) that
+    // reach no writer: with the SDK on the wire those are records, not sends
+    let mut sdk_sends = false;
+    let mut records: Vec<Error> = Vec::new();
     for (i, p) in files.iter().enumerate() {
         let src = p.file.text.as_ref();
         // every send below names the method: `sessionUpdate`, or `session/update` as
@@ -57,6 +62,7 @@ pub fn sends(files: &[Parsed]) -> Result<Vec<Send<'_>>> {
                 None => (obj, false),
             };
             out.push(Send::new(i, c, target, wrapped, None));
+            sdk_sends = true;
         }
         // `conn.sessionUpdate.bind(conn)` (and `.call` / `.apply`): the bound function sends
         // (`sends.scm`, run around each place the text names the method)
@@ -73,6 +79,7 @@ pub fn sends(files: &[Parsed]) -> Result<Vec<Send<'_>>> {
                     None => (obj, false),
                 };
                 out.push(Send::new(i, call, target, wrapped, None));
+                sdk_sends = true;
             }
         }
         // hand-rolled: `{ jsonrpc: "2.0", method: "session/update", params }` given to a writer
@@ -110,7 +117,7 @@ pub fn sends(files: &[Parsed]) -> Result<Vec<Send<'_>>> {
             let (sinks, lost) = super::flow::follow(files, i, obj);
             if sinks.is_empty() {
                 let why = crate::lang::tree::flow::lost_text(files, &lost);
-                return Err(Error::Unsupported {
+                let e = Error::Unsupported {
                     file: p.file.rel.clone(),
                     line: line(obj),
                     message: format!(
@@ -121,7 +128,12 @@ pub fn sends(files: &[Parsed]) -> Result<Vec<Send<'_>>> {
                             format!(" ({why})")
                         }
                     ),
-                });
+                };
+                if obj.parent().is_some_and(|pair| pair.kind() == "pair") {
+                    records.push(e);
+                    continue;
+                }
+                return Err(e);
             }
             for sink in sinks {
                 if out.iter().any(|s| s.call == sink.call) {
@@ -145,6 +157,9 @@ pub fn sends(files: &[Parsed]) -> Result<Vec<Send<'_>>> {
                 ));
             }
         }
+    }
+    if !sdk_sends && let Some(e) = records.into_iter().next() {
+        return Err(e);
     }
     // the calls inside a bundle's copy of the SDK's connection classes are the SDK's own (its
     // `sessionUpdate` writing the notification, the client side handing one to its client)

@@ -399,6 +399,8 @@ pub(super) fn cancel_cover(
     };
     let style = b.style(file);
     let code = restyle(&format!("{NS}.cancel({session_id});"), style);
+    // on the line of the agent's code (a one-line body): ended by `;` whatever the style
+    let inline = restyle_inline(&format!("{NS}.cancel({session_id});"), style);
     if body.kind() == "statement_block" {
         if let Some((_, stmt, call)) = ns_statement(body, "cancel", src) {
             let read = arguments(call).first().copied();
@@ -410,7 +412,7 @@ pub(super) fn cancel_cover(
                     format!("{indent}{code}{eol}"),
                 )
             } else {
-                (stmt.start_byte() - 1, format!(" {code} "))
+                (stmt.start_byte() - 1, format!(" {inline} "))
             };
             b.push(CHECK_CANCEL, "cancel", file, at, inserted, Some(line(stmt)));
             return Ok(());
@@ -433,7 +435,7 @@ pub(super) fn cancel_cover(
                 "cancel",
                 file,
                 body.start_byte() + 1,
-                format!(" {code} "),
+                format!(" {inline} "),
                 None,
             ),
         }

@@ -186,6 +186,8 @@ pub(super) fn import_part(b: &mut Builder, file: usize, module: &Module) -> Resu
     } else {
         format!("import * as {NS} from \"{spec}\";")
     };
+    // the agent's code may follow it on its line (below): then it ends with `;` in any style
+    let inline = restyle_inline(&code, b.style(file));
     let code = restyle(&code, b.style(file));
     let eol = p.file.style().eol;
     // the first top-level node that is code: not a comment, `#!` line or directive
@@ -207,7 +209,7 @@ pub(super) fn import_part(b: &mut Builder, file: usize, module: &Module) -> Resu
         {
             // inserted where the last import ends, code of the agent after it on its line (code
             // that ran past that line's end: never a `//` comment)
-            (stmt.start_byte() - eol.len(), format!("{eol}{code}"))
+            (stmt.start_byte() - eol.len(), format!("{eol}{inline}"))
         } else if before_code && imports.is_empty() {
             (
                 line_start(src, stmt.start_byte()),
@@ -247,7 +249,7 @@ pub(super) fn import_part(b: &mut Builder, file: usize, module: &Module) -> Resu
                 n.start_byte() >= last.end_byte() && n.start_byte() < at && n.end_byte() >= at
             });
             if spanned {
-                (last.end_byte(), format!("{eol}{code}"))
+                (last.end_byte(), format!("{eol}{inline}"))
             } else {
                 let text =
                     crate::lang::pieces::at_end_of_file(src, at, format!("{code}{eol}"), eol);

@@ -15,7 +15,7 @@ use super::runtime::NS;
 use crate::error::{Error, Result};
 use crate::lang::parts::{Finding, Parsed, Part};
 use crate::lang::pieces::{Pieces, PresentAt};
-use crate::lang::typescript::style::{CodeStyle, detect, restyle};
+use crate::lang::typescript::style::{CodeStyle, detect, restyle, restyle_inline};
 use crate::lang::typescript::syntax::*;
 use crate::report::Status;
 use crate::source::{indent_at, line_end_after, line_start};

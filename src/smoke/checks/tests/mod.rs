@@ -114,6 +114,24 @@ fn too_few_heartbeats_fail() {
 }
 
 #[test]
+fn heartbeats_that_leave_the_unchanged_status_out_count() {
+    // codex-acp sends a tool_call_update without the fields that did not change: the
+    // heartbeat's `status: "in_progress"` is dropped, its new title kept
+    let mut r = Rec::new();
+    r.card(3.0, "t", "think", None)
+        .tcu(1003.0, "t", None)
+        .tcu(2003.0, "t", None)
+        .tcu(2500.0, "t", Some("completed"))
+        .thought(2501.0, "x")
+        .message(2600.0, "y")
+        .end(2700.0, "end_turn");
+    let checks = run_all(&r.lines, &CheckContext::default());
+    let hb = by_name(&checks, HEARTBEAT);
+    assert!(hb.passed, "{hb:?}");
+    assert_eq!(hb.figures["count"], 2.0);
+}
+
+#[test]
 fn card_completed_after_first_chunk_or_never() {
     let mut r = Rec::new();
     r.card(3.0, "t", "think", None)
