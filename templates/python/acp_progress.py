@@ -625,7 +625,40 @@ def _connection_of(agent, connection):
         if found is not None:
             return getattr(found, "_acp_connection", found)  # unwrap an emitter
     found = getattr(agent, "_acp_progress_connection", None)
-    return found if found is not None else _bound.get(id(agent))
+    if found is None:
+        found = _bound.get(id(agent))
+    return found if found is not None else _held_connection(agent)
+
+
+def _held_connection(agent):
+    """The connection a base class of the agent keeps (an installed package's agent that sends
+    every update itself): the one value among the agent's attributes answering the client's
+    side of the protocol, an async ``session_update`` (or ``sessionUpdate``) beside
+    ``request_permission`` (or ``requestPermission``)."""
+    values = []
+    try:
+        values.extend(vars(agent).values())
+    except TypeError:
+        pass
+    for klass in type(agent).__mro__:
+        slots = getattr(klass, "__slots__", ())
+        for slot in (slots,) if isinstance(slots, str) else slots:
+            try:
+                values.append(getattr(agent, slot))
+            except AttributeError:
+                pass
+    held = []
+    for value in values:
+        if isinstance(value, _Emitter):
+            value = value._acp_connection
+        if value is agent or any(value is h for h in held):
+            continue
+        kind = type(value)
+        sends = any(inspect.iscoroutinefunction(getattr(kind, m, None)) for m in ("session_update", "sessionUpdate"))
+        asks = any(callable(getattr(kind, m, None)) for m in ("request_permission", "requestPermission"))
+        if sends and asks:
+            held.append(value)
+    return held[0] if len(held) == 1 else None
 
 
 # ---- the emitter -------------------------------------------------------------------------

@@ -205,7 +205,7 @@ impl Python {
         if let [h] = anchors.handlers.as_slice() {
             let attr = match &h.connection.reach {
                 found::Reach::Attribute { attr, .. } => Some(attr.as_str()),
-                found::Reach::Bind { .. } => None,
+                found::Reach::Bind { .. } | found::Reach::Held { .. } => None,
                 found::Reach::Wire => return Ok(Strategy::Protocol(anchors, None)),
             };
             match engine::locate(decisions, files, h.prompt_at(), h.class, attr, pins) {

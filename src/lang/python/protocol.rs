@@ -52,6 +52,17 @@ impl<'a> Builder<'a> {
                     );
                     self.finding("connection", Status::Ok, site.file, site.line, detail);
                 }
+                Reach::Held { base } => {
+                    let detail = format!(
+                        "held by `{}`'s installed base class `{base}`, which sends every update: found on the agent at the turn's start (the attribute answering `session_update` and `request_permission`), its sends relayed",
+                        h.class_name
+                    );
+                    self.finding("connection", Status::Ok, site.file, site.line, detail);
+                    let detail = format!(
+                        "none in the tree: `{base}` (installed) sends every update, each passing the relay on the connection"
+                    );
+                    self.finding("sends", Status::Ok, site.file, site.line, detail);
+                }
                 Reach::Bind { param } => {
                     let method = at;
                     let msrc = self.src(method.file);

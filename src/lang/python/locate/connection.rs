@@ -156,6 +156,13 @@ pub(super) fn connection<'a>(
             pin_key: "connection",
         });
     }
+    // no send in the whole tree: a base class installed outside it keeps the connection and
+    // sends every update; the runtime finds it on the agent and relays those sends
+    if sends.is_empty()
+        && let Some(base) = installed_base(class.node, src)
+    {
+        return Ok(Conn::held(class, base));
+    }
     // nothing a `connection` pin could choose: say what to change instead
     Err(Error::NotFound {
         site: "connection",
@@ -167,6 +174,22 @@ pub(super) fn connection<'a>(
         pin_key: "connection",
         candidates: Vec::new(),
     })
+}
+
+/// The first base of `class` that may hold the connection: not the SDK's `Agent` nor a
+/// typing helper (`Generic[..]`, `Protocol`, `ABC`, `object`).
+fn installed_base(class: Node, src: &str) -> Option<String> {
+    let bases = class.child_by_field_name("superclasses")?;
+    named_children(bases)
+        .into_iter()
+        .filter(|b| b.kind() != "keyword_argument")
+        .map(|b| text(b, src))
+        .find(|b| {
+            let name = b.split('[').next().unwrap_or(b);
+            let last = name.rsplit('.').next().unwrap_or(name);
+            !matches!(last, "Agent" | "Generic" | "Protocol" | "ABC" | "object")
+        })
+        .map(str::to_string)
 }
 
 /// The SDK's types of the connection an agent is handed.

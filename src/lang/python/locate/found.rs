@@ -141,6 +141,10 @@ pub enum Reach {
     /// lambda of the handler's arguments (`wire=` of the decorator); `at` is the function it
     /// is taken from.
     Wire,
+    /// No send in the tree and nothing of the class keeps the connection: an installed base
+    /// class (`base`, as the class names it) holds it and sends every update on it. The runtime
+    /// finds it on the agent at the turn's start and relays its sends (`at` is the class).
+    Held { base: String },
 }
 
 impl<'a> Conn<'a> {
@@ -167,6 +171,19 @@ impl<'a> Conn<'a> {
             },
             at: method,
             reach: Reach::Bind { param },
+        }
+    }
+
+    /// Held by the installed base class `base` of the class `class`.
+    pub fn held(class: At<'a>, base: String) -> Self {
+        Conn {
+            anchor: Connection {
+                site: Site::of_node(class.file, class.node),
+                text: String::new(),
+                pin: None,
+            },
+            at: class,
+            reach: Reach::Held { base },
         }
     }
 

@@ -337,26 +337,19 @@ pub fn locate<'a>(
         },
     );
     let sends = sends(files);
-    // no send in the tree: the updates leave through code outside it (a base class of an
-    // installed package): a card would open at every prompt and close only at its end
+    // no send in the tree, and messages built by hand: a loop of its own acp-patch cannot read
+    // (none at all: an installed base class sends them, see `connection`)
     if sends.is_empty()
         && let Some(h) = prompts.first()
+        && let Some((f, l)) = wire::hand_built_update(files)
     {
-        let message = match wire::hand_built_update(files) {
-            // the SDK's types beside a loop of its own whose dispatcher acp-patch cannot read
-            Some((f, l)) => format!(
-                "`{}` handles session/prompt, but no call in the tree sends a session update through the SDK (`<connection>.session_update(...)`): the agent writes `session/update` messages itself ({}:{l}) from a JSON-RPC loop of its own, and no dispatcher of `\"session/prompt\"` that acp-patch reads (a dict of handlers, `if`/`match` on the method, a registration, a handler table) hands the request to a function (a request the loop takes after the other methods' branches, naming no method, is not read); pin the function its loop calls for it in acp-patch.toml, `prompt = \"<file>.py:<function or Class.method>\"`: the card then goes out through a writer of those messages that the function can call (nothing was written)",
-                h.name, files[f].file.rel
-            ),
-            None => format!(
-                "`{}` handles session/prompt, but no call in the tree sends a session update (`<connection>.session_update(...)`): the agent's updates leave through code outside it, e.g. a base class of an installed package, so a card could open but would only close at the turn's end; point acp-patch at the package that sends them (nothing was written)",
-                h.name
-            ),
-        };
         return Err(Error::Unsupported {
             file: files[h.site.file].file.rel.clone(),
             line: h.site.line,
-            message,
+            message: format!(
+                "`{}` handles session/prompt, but no call in the tree sends a session update through the SDK (`<connection>.session_update(...)`): the agent writes `session/update` messages itself ({}:{l}) from a JSON-RPC loop of its own, and no dispatcher of `\"session/prompt\"` that acp-patch reads (a dict of handlers, `if`/`match` on the method, a registration, a handler table) hands the request to a function (a request the loop takes after the other methods' branches, naming no method, is not read); pin the function its loop calls for it in acp-patch.toml, `prompt = \"<file>.py:<function or Class.method>\"`: the card then goes out through a writer of those messages that the function can call (nothing was written)",
+                h.name, files[f].file.rel
+            ),
         });
     }
     let sends = match &pins.emitter {

@@ -1,5 +1,6 @@
 //! Tests of the prompt handler's locator (`handlers.rs`).
 
+use super::super::found::Reach;
 use super::super::wire::parsed_tree as tree;
 use super::*;
 
@@ -89,19 +90,31 @@ fn the_fallback_leaves_out_prompts_that_hand_it_on_to_a_client_they_hold() {
     assert_eq!(fallback(&files), ["a/front.py:Front.prompt"]);
 }
 
+/// Every update is sent by the installed base class: the connection is the one it holds,
+/// found at run time; an agent on the SDK's `Agent` alone with no send has nothing that could
+/// hold it, and is told to keep it.
 #[test]
-fn an_agent_whose_updates_leave_outside_the_tree_is_refused_at_its_handler() {
-    // every update is sent by the installed base class: nothing here to complete a card
+fn an_agent_whose_updates_leave_from_an_installed_base_class_has_its_connection_held_there() {
     let agent = "import acp\nfrom lib import LibAgent\n\nclass Mine(LibAgent):\n    async def prompt(self, prompt, session_id, **kwargs):\n        return await super().prompt(prompt, session_id, **kwargs)\n\nasync def main():\n    await acp.run_agent(Mine())\n";
     let files = tree(&[("a/agent.py", agent)]);
+    let anchors = unpinned(&files).expect("located");
+    let [h] = anchors.handlers.as_slice() else {
+        panic!("one handler")
+    };
+    assert!(
+        matches!(&h.connection.reach, Reach::Held { base } if base == "LibAgent"),
+        "{:?}",
+        h.connection.reach
+    );
+    assert!(anchors.sends.is_empty());
+    let bare = agent
+        .replace("from lib import LibAgent\n", "")
+        .replace("Mine(LibAgent)", "Mine(acp.Agent)");
+    let files = tree(&[("a/agent.py", bare.as_str())]);
     let e = unpinned(&files).err().expect("refused");
     assert!(
-        matches!(&e, Error::Unsupported { file, line: 5, .. } if file == "a/agent.py"),
+        e.to_string().contains("has no `on_connect(self, conn)`"),
         "{e}"
-    );
-    assert!(
-        e.to_string()
-            .contains("no call in the tree sends a session update")
     );
 }
 
