@@ -426,6 +426,48 @@ export function emitter<C>(conn: C): C {
     return proxy as C;
 }
 
+/**
+ * The connection an installed base class of the agent keeps and sends every update on (the
+ * agent's own code has no send to wrap): the one field of the agent answering the client's side
+ * of the protocol, `sessionUpdate` beside `requestPermission`. Its `sessionUpdate` is relayed
+ * from then on, so what the base class sends completes the card and joins the text hold.
+ */
+export function held(agent: unknown): unknown {
+    if (typeof agent !== "object" || agent === null) {
+        return undefined;
+    }
+    const found: object[] = [];
+    for (const key of Object.getOwnPropertyNames(agent)) {
+        let value: unknown;
+        try {
+            value = (agent as Record<string, unknown>)[key];
+        } catch {
+            continue;
+        }
+        if (typeof value !== "object" || value === null || value === agent || found.includes(value)) {
+            continue;
+        }
+        const client = value as { sessionUpdate?: unknown; requestPermission?: unknown };
+        if (typeof client.sessionUpdate === "function" && typeof client.requestPermission === "function") {
+            found.push(value);
+        }
+    }
+    if (found.length !== 1) {
+        return undefined;
+    }
+    const conn = found[0] as { sessionUpdate: (...args: unknown[]) => unknown };
+    const own = conn.sessionUpdate as ((...args: unknown[]) => unknown) & { acpProgressRelay?: boolean };
+    if (!own.acpProgressRelay) {
+        const relay = Object.assign((...args: unknown[]): unknown => dispatch(args, (a) => Reflect.apply(own, conn, a)), { acpProgressRelay: true });
+        try {
+            Object.defineProperty(conn, "sessionUpdate", { value: relay, configurable: true, writable: true });
+        } catch {
+            // a frozen connection keeps its own send: the card then closes at the turn's end
+        }
+    }
+    return conn;
+}
+
 function beginTurn(sessionId: string, conn: unknown): AcpSession {
     const session = sessionOf(sessionId);
     const send = senderFor(conn, sessionId);

@@ -346,6 +346,49 @@ pub(super) fn used_connection(
     })
 }
 
+/// No send anywhere in the tree, and the class extends one from outside it (`class Mine
+/// extends ChatAgent`, the base imported from a package, after any in-tree bases): that base
+/// keeps the connection and sends every update. The runtime finds it on the agent at the
+/// turn's start and relays its sends (`acpProgress.held(this)`).
+pub(super) fn held_connection(
+    files: &[Parsed],
+    file: usize,
+    class: Node,
+    sends: &[Send],
+) -> Option<Conn> {
+    if !sends.is_empty() {
+        return None;
+    }
+    let (mut top_file, mut top) = (file, class);
+    for _ in 0..8 {
+        match base_class(files, top_file, top) {
+            Some((f, c)) => (top_file, top) = (f, c),
+            None => break,
+        }
+    }
+    let src = files[top_file].file.text.as_ref();
+    let base = named_children(top)
+        .into_iter()
+        .find(|n| n.kind() == "class_heritage")
+        .and_then(|h| {
+            named_children(h)
+                .into_iter()
+                .find(|n| n.kind() == "extends_clause")
+        })
+        .and_then(|e| e.child_by_field_name("value"))
+        .map(|v| text(v, src).to_string())?;
+    Some(Conn {
+        anchor: Connection {
+            site: Site::of_node(file, class),
+            text: held(),
+            pin: None,
+        },
+        origin: format!(
+            "held by its installed base class `{base}`, which sends every update: found on the agent at the turn's start (the field answering `sessionUpdate` and `requestPermission`), its sends relayed"
+        ),
+    })
+}
+
 /// A dispatcher's handler sends cards with the agent's own writer: the writer call of its
 /// `session/update` sends with the params replaced, when every name it reads is bound in the
 /// handler (`this` of the same class, module-level names, globals).

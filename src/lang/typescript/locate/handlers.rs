@@ -26,7 +26,8 @@ pub fn handlers<'a>(
         let conn = match pinned_connection(files, file, class, Some(index), sends, pins)? {
             Some(c) => Some(c),
             None => stored_connection(files, file, class, index)
-                .or_else(|| used_connection(files, file, class, sends)),
+                .or_else(|| used_connection(files, file, class, sends))
+                .or_else(|| held_connection(files, file, class, sends)),
         };
         let src = files[file].file.text.as_ref();
         let pin_name = conn.as_ref().and_then(|c| match &c.anchor.pin {

@@ -16,7 +16,9 @@ mod sends;
 
 use classes::{Built, object_function, sdk_built, sdk_classes};
 pub use connection::connection_candidates;
-use connection::{pinned_connection, raw_connection, stored_connection, used_connection};
+use connection::{
+    held_connection, pinned_connection, raw_connection, stored_connection, used_connection,
+};
 use dispatch::dispatched;
 pub use handlers::handlers;
 pub use sends::sends;
@@ -73,6 +75,11 @@ pub struct Conn {
     pub anchor: Connection,
     /// Where it comes from, for the report.
     pub origin: String,
+}
+
+/// The connection of a class whose installed base keeps it: found by the runtime on the agent.
+pub fn held() -> String {
+    format!("{NS}.held(this)")
 }
 
 /// A handler the SDK calls: the prompt handler, or (`Role::Cancel`) the `session/cancel` one,

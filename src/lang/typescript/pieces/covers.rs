@@ -380,6 +380,15 @@ pub(super) fn connection_finding(b: &mut Builder, conn: &Option<Conn>) {
             c.anchor.site.line,
             format!("`{}`: {}", c.anchor.text, c.origin),
         );
+        if c.anchor.text == crate::lang::typescript::locate::held() {
+            b.finding(
+                "sends",
+                Status::Ok,
+                c.anchor.site.file,
+                c.anchor.site.line,
+                "none in the tree: the installed base class sends every update, each passing the relay on the connection".into(),
+            );
+        }
     }
 }
 
