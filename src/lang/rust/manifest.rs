@@ -40,15 +40,21 @@ impl Manifest {
                     path: path.clone(),
                     message: e.to_string(),
                 })?;
-        let Some((sdk, key, req)) = sdk_dependency(&doc) else {
+        let Some(SdkDependency {
+            sdk,
+            key,
+            package,
+            version: req,
+        }) = sdk_dependency(&doc)
+        else {
             return Ok(None);
         };
-        let locked = locked_version_of(root, sdk.name());
+        let locked = locked_version_of(root, &package);
         let text = locked.unwrap_or(req);
         let Some(version) = parse_version(&text) else {
             return Err(Error::Config {
                 path,
-                message: format!("cannot read the version of {} (`{text}`)", sdk.name()),
+                message: format!("cannot read the version of {package} (`{text}`)"),
             });
         };
         Ok(Some(Manifest {
@@ -231,14 +237,28 @@ const BLOCK_TABLE: &str = "[target.'cfg(all())'.dependencies]";
 /// Whether a manifest's text depends on an SDK (in `[dependencies]`, under its name or renamed).
 pub fn names_sdk(text: &str) -> Option<(Package, String)> {
     let doc: DocumentMut = text.parse().ok()?;
-    sdk_dependency(&doc).map(|(p, key, _)| (p, key.replace('-', "_")))
+    sdk_dependency(&doc).map(|d| (d.sdk, d.key.replace('-', "_")))
 }
 
-/// `(SDK, dependency key, version requirement)` of the SDK in `[dependencies]` (the first of
-/// [`Package::ALL`] there, when it has several).
-fn sdk_dependency(doc: &DocumentMut) -> Option<(Package, String, String)> {
+/// The SDK dependency of a manifest.
+struct SdkDependency {
+    sdk: Package,
+    /// The dependency's key: the name the crate is imported as (with `-`).
+    key: String,
+    /// The package on crates.io: the SDK's, or a fork's (its `Cargo.lock` entry).
+    package: String,
+    /// The version requirement.
+    version: String,
+}
+
+/// The SDK in `[dependencies]` (the first of [`Package::ALL`] there, when it has several),
+/// under its own package name (renamed or not), or a fork of it published under another
+/// package and imported under the SDK's name (`agent-client-protocol = { package =
+/// "agentkit-acp-sdk", version = "=3.6.0" }`): its version is the SDK's it follows, and the
+/// code names it as the SDK.
+fn sdk_dependency(doc: &DocumentMut) -> Option<SdkDependency> {
     let deps = doc.get("dependencies")?.as_table_like()?;
-    let mut found: Vec<(Package, String, String)> = Vec::new();
+    let mut found: Vec<SdkDependency> = Vec::new();
     for (key, item) in deps.iter() {
         let (package, version) = match item {
             Item::Value(Value::String(s)) => (key.to_string(), s.value().clone()),
@@ -259,11 +279,22 @@ fn sdk_dependency(doc: &DocumentMut) -> Option<(Package, String, String)> {
                 (package, version)
             }
         };
-        if let Some(sdk) = Package::of_name(&package) {
-            found.push((sdk, key.to_string(), version));
+        if let Some(sdk) = Package::of_name(&package).or_else(|| Package::of_name(key)) {
+            found.push(SdkDependency {
+                sdk,
+                key: key.to_string(),
+                package,
+                version,
+            });
         }
     }
-    found.sort_by_key(|(p, _, _)| Package::ALL.iter().position(|q| q == p));
+    // the SDK itself before a fork imported under its name, then in the order of ALL
+    found.sort_by_key(|d| {
+        (
+            d.package != d.sdk.name(),
+            Package::ALL.iter().position(|q| *q == d.sdk),
+        )
+    });
     found.into_iter().next()
 }
 
@@ -372,6 +403,13 @@ mod tests {
         );
         assert_eq!(
             sdk("[dependencies]\nsacp = \"10\"\nagent-client-protocol = \"0.11\"\n"),
+            Some(("agent-client-protocol", "agent_client_protocol".into()))
+        );
+        // a fork published under another package, imported under the SDK's name
+        assert_eq!(
+            sdk(
+                "[dependencies.agent-client-protocol]\nversion = \"=3.6.0\"\npackage = \"agentkit-acp-sdk\"\n"
+            ),
             Some(("agent-client-protocol", "agent_client_protocol".into()))
         );
         // other crates of the family, or crates whose names hold it, are no SDK

@@ -25,6 +25,7 @@ use crate::report::Shape;
 use crate::source::SourceFile;
 use manifest::Manifest;
 use modules::{Modules, RootKind};
+use sdk::Dialect;
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
@@ -67,6 +68,8 @@ pub(crate) struct Analysis {
     parts: Vec<Part>,
     findings: Vec<Finding>,
     shape: Shape,
+    /// What apply says besides its edits (modules left as they are, and why).
+    notes: Vec<String>,
 }
 
 /// A file of a kept analysis: its text and first syntax error, without the syntax tree
@@ -94,6 +97,7 @@ pub(crate) struct Analyzed {
     parts: Vec<Part>,
     findings: Vec<Finding>,
     shape: Shape,
+    notes: Vec<String>,
     /// The runtime module's progress callback calls (what verify reports them by).
     calls: HookCalls,
 }
@@ -113,6 +117,7 @@ impl Analyzed {
             parts: a.parts,
             findings: a.findings,
             shape: a.shape,
+            notes: a.notes,
             calls,
         }
     }
@@ -189,6 +194,27 @@ impl Rust {
         } = modules::Layout::read(&manifest, &files, &project.root)?;
         let collected = syntax::collect(&files, &runtime_files);
         let sdk = manifest.sdk_ident.clone();
+        // beside a v1 agent on 1.x–3.x, the modules on the draft protocol v2 stay as they are
+        let left: BTreeSet<usize> = match dialect {
+            Dialect::Builder {
+                schema_v1: true, ..
+            } => (0..files.len())
+                .filter(|&i| {
+                    modules::owned(&modules, &runtime_files, i)
+                        && sdk::uses_builder_v2(&files[i].file.text)
+                })
+                .collect(),
+            _ => BTreeSet::new(),
+        };
+        let notes: Vec<String> = left
+            .iter()
+            .map(|&i| format!(
+                "{}: left as it is: it uses the draft protocol v2 of {} {} (`Agent.v2()`, `V2ConnectionTo`), which acp-patch does not patch on 1.x–3.x; the agent's protocol v1 is patched",
+                files[i].file.rel,
+                manifest.sdk.name(),
+                manifest.sdk_version_text,
+            ))
+            .collect();
 
         let located = locate::locate(
             decisions,
@@ -197,7 +223,7 @@ impl Rust {
             &modules,
             dialect,
             project,
-            &runtime_files,
+            &runtime_files.union(&left).copied().collect(),
         );
         let located = match located {
             Ok(l) => l,
@@ -258,6 +284,7 @@ impl Rust {
             parts,
             findings,
             shape: dialect.shape(),
+            notes,
         })
     }
 }
@@ -437,7 +464,9 @@ impl Language for Rust {
 
     fn plan(&self, project: &Project) -> Result<Plan> {
         let a = &self.analyze(project)?.value;
-        parts::plan(&a.files, &a.parts)
+        let mut plan = parts::plan(&a.files, &a.parts)?;
+        plan.notes.extend(a.notes.iter().cloned());
+        Ok(plan)
     }
 
     fn survey(&self, project: &Project) -> (Result<()>, Vec<Site>) {

@@ -71,6 +71,14 @@ impl Package {
     }
 }
 
+/// Whether a module of a 1.x–3.x agent names the SDK's draft protocol v2 (an unstable
+/// feature there, with its own builder, connection and message types).
+pub fn uses_builder_v2(text: &str) -> bool {
+    ["V2ConnectionTo", "V2Builder", "schema::v2", ".v2()"]
+        .iter()
+        .any(|m| text.contains(m))
+}
+
 /// One API generation (and, for 5.x, protocol version) of the SDK.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Dialect {
@@ -95,10 +103,24 @@ impl Dialect {
                 schema_v1: false,
                 jr: false,
             },
-            (1..=3, _) => Dialect::Builder {
-                schema_v1: true,
-                jr: false,
-            },
+            (1..=3, _) => {
+                // the draft protocol v2 of 1.x–3.x (`Agent.v2()` behind a feature): a crate on
+                // it alone is refused; beside v1, its modules are left as they are
+                if texts.iter().any(|t| uses_builder_v2(t))
+                    && !texts
+                        .iter()
+                        .any(|t| t.contains("schema::v1") || t.contains("Agent.builder()"))
+                {
+                    return Err(format!(
+                        "the code uses the draft protocol v2 of agent-client-protocol {}.x (`Agent.v2()`, `V2ConnectionTo`, `schema::v2`); acp-patch patches protocol v1 of 1.x–3.x, and protocol v2 from 5.x on",
+                        version.0
+                    ));
+                }
+                Dialect::Builder {
+                    schema_v1: true,
+                    jr: false,
+                }
+            }
             _ => {
                 let uses = |m: &str| {
                     texts
@@ -235,6 +257,16 @@ mod tests {
         assert_eq!(acp((0, 10), "0.10.4"), Ok(Dialect::Trait));
         assert_eq!(acp((0, 11), "0.11.1"), Ok(builder(false, false)));
         assert_eq!(acp((3, 6), "3.6.0"), Ok(builder(true, false)));
+        // 1.x–3.x's draft protocol v2: alone refused, beside v1 the crate is a v1 agent
+        let v2 = "let a = agent_client_protocol::Agent.v2(); fn f(cx: V2ConnectionTo<Client>) {}";
+        let v1 = "use agent_client_protocol::schema::v1::PromptRequest;";
+        let acp3 = |texts: &[&str]| Package::Acp.dialect((3, 2), "3.2.0", texts);
+        assert!(
+            acp3(&[v2])
+                .unwrap_err()
+                .contains("draft protocol v2 of agent-client-protocol 3.x")
+        );
+        assert_eq!(acp3(&[v1, v2]), Ok(builder(true, false)));
         assert!(
             acp((0, 7), "0.7.0")
                 .unwrap_err()

@@ -38,12 +38,13 @@ pub(super) fn locate(
     modules: &Modules,
     dialect: Dialect,
     project: &Project,
-    runtime_files: &BTreeSet<usize>,
+    // the runtime module's files, and modules left as they are (not the agent's to patch)
+    not_owned: &BTreeSet<usize>,
 ) -> Result<Located> {
     let pins = &project.config.rust;
-    let owned = |f: usize| crate::lang::rust::modules::owned(modules, runtime_files, f);
+    let owned = |f: usize| crate::lang::rust::modules::owned(modules, not_owned, f);
     // a module of the crate that does not parse may hold sends: refuse rather than miss them
-    crate::lang::rust::modules::unparsed_owned(files, modules, runtime_files)?;
+    crate::lang::rust::modules::unparsed_owned(files, modules, not_owned)?;
     let (mut found, refused) = handlers::prompt_handlers(files, c, dialect);
     found.retain(|h| owned(h.anchor.site.file));
 

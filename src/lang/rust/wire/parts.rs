@@ -144,6 +144,7 @@ pub fn analyze(
         parts,
         findings,
         shape: Shape::Protocol(Some("no SDK: its own JSON-RPC loop")),
+        notes: Vec::new(),
     })
 }
 
