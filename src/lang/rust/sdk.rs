@@ -73,10 +73,15 @@ impl Package {
 
 /// Whether a module of a 1.x–3.x agent names the SDK's draft protocol v2 (an unstable
 /// feature there, with its own builder, connection and message types).
+/// A name in a line comment (a doc line mentioning v2) does not count.
 pub fn uses_builder_v2(text: &str) -> bool {
-    ["V2ConnectionTo", "V2Builder", "schema::v2", ".v2()"]
-        .iter()
-        .any(|m| text.contains(m))
+    text.lines()
+        .map(|l| l.split_once("//").map_or(l, |(code, _)| code))
+        .any(|code| {
+            ["V2ConnectionTo", "V2Builder", "schema::v2", ".v2()"]
+                .iter()
+                .any(|m| code.contains(m))
+        })
 }
 
 /// One API generation (and, for 5.x, protocol version) of the SDK.
@@ -238,6 +243,17 @@ impl Dialect {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_module_on_protocol_v2_is_known_by_its_code_not_its_comments() {
+        assert!(uses_builder_v2("let cx = Agent.v2().connect_to(t);\n"));
+        assert!(uses_builder_v2(
+            "use agent_client_protocol::schema::v2::PromptRequest;\n"
+        ));
+        assert!(!uses_builder_v2(
+            "// the draft protocol (`Agent.v2()`, `V2ConnectionTo`) is not used here\nlet cx = Agent.builder();\n"
+        ));
+    }
 
     #[test]
     fn each_sdk_version_speaks_its_dialect_or_says_why_not() {
