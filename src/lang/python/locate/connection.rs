@@ -178,7 +178,7 @@ pub(super) fn connection<'a>(
 
 /// The first base of `class` that may hold the connection: not the SDK's `Agent` nor a
 /// typing helper (`Generic[..]`, `Protocol`, `ABC`, `object`).
-fn installed_base(class: Node, src: &str) -> Option<String> {
+pub(super) fn installed_base(class: Node, src: &str) -> Option<String> {
     let bases = class.child_by_field_name("superclasses")?;
     named_children(bases)
         .into_iter()

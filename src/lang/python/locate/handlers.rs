@@ -4,7 +4,7 @@
 //! connection, and every SDK send of a session update wherever it sits.
 
 use super::binding::bound_classes;
-use super::connection::connection;
+use super::connection::{connection, installed_base};
 pub use super::found::{Anchors, Handler, Send, is_agent_file};
 use super::found::{Classes, prompt_anchor};
 use super::sends::*;
@@ -298,6 +298,22 @@ pub fn locate<'a>(
                     Some((f, l)) => format!(": the dispatcher at {}:{l} handles `\"session/prompt\"` inline, its branch hands the request to no function, so there is none for the card to wrap and none a pin could name; move the branch's body into a function the branch calls and run apply again", files[f].file.rel),
                     None => "; pin the handler in acp-patch.toml: `prompt = \"<file>.py:<function or Class.method>\"`".to_string(),
                 };
+                // a class the SDK is handed whose `prompt` is inherited from outside the tree
+                if let Some(c) = bound
+                    .iter()
+                    .find(|c| classes.method(files, **c, "prompt").is_none())
+                {
+                    let src = &files[c.file].file.text;
+                    let name = name_of(c.node, src);
+                    let base = installed_base(c.node, src)
+                        .map(|b| format!(" from `{b}`"))
+                        .unwrap_or_default();
+                    return format!(
+                        "`{name}` ({}:{}) is what the SDK is handed, but it inherits `prompt`{base}, outside the tree (an installed package), so the tree has no prompt handler to patch; define one in `{name}` that hands on to the base's, `async def prompt(self, *args, **kwargs): return await super().prompt(*args, **kwargs)`, and apply again (the card opens there and follows the base's sends), or point acp-patch at the package that defines it",
+                        files[c.file].file.rel,
+                        c.node.start_position().row + 1
+                    );
+                }
                 format!("no class is handed to `acp.run_agent` / `AgentSideConnection` or derives from `acp.Agent`, no class in a module that imports `acp` has an `async def prompt`{clients}, and no dispatcher of `\"session/prompt\"` (a dict of handlers, `if`/`match` on the method, a call or decorator that registers a handler for it, a handler table) reaches a function of the tree{what_to_do}")
             },
         )

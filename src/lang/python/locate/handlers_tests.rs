@@ -118,6 +118,20 @@ fn an_agent_whose_updates_leave_from_an_installed_base_class_has_its_connection_
     );
 }
 
+/// The class the SDK is handed inherits `prompt` from an installed base: no handler in the
+/// tree, and the error says which class and the one override that gives it one.
+#[test]
+fn a_handed_class_inheriting_prompt_from_outside_is_named_with_the_override_to_add() {
+    let agent = "import acp\nfrom lib import LibAgent\n\nclass Mine(LibAgent):\n    async def new_session(self, **kwargs):\n        return await super().new_session(**kwargs)\n\nasync def main():\n    await acp.run_agent(Mine())\n";
+    let files = tree(&[("a/agent.py", agent)]);
+    let e = unpinned(&files).err().expect("refused").to_string();
+    assert!(
+        e.contains("`Mine` (a/agent.py:4) is what the SDK is handed, but it inherits `prompt` from `LibAgent`, outside the tree")
+            && e.contains("`async def prompt(self, *args, **kwargs): return await super().prompt(*args, **kwargs)`"),
+        "{e}"
+    );
+}
+
 /// A copy of the SDK in the tree (a package `acp` defining `AgentSideConnection`) holds
 /// agents of its own (a debug server's mock, bound to the SDK's connection there): the
 /// agent to patch is the one outside it, and the copy's sends are wrapped as the agent's,
