@@ -308,3 +308,49 @@ fn a_class_driving_an_agent_through_a_client_side_connection_is_no_prompt_handle
         run.stderr
     );
 }
+
+/// The class the connection's factory builds extends an installed base and inherits its
+/// `prompt`: the error names the class, the base and the override that gives the tree a
+/// handler; with that override the agent is patched, its connection the one the base keeps.
+#[test]
+fn a_built_class_inheriting_prompt_from_outside_is_named_with_the_override_to_add() {
+    let dir = tempfile::tempdir().unwrap();
+    write(
+        dir.path(),
+        "package.json",
+        r#"{ "name": "mine", "type": "module" }"#,
+    );
+    let agent = "import { AgentSideConnection, ndJsonStream } from \"@agentclientprotocol/sdk\";\n\
+                 import { ChatAgent } from \"chatkit\";\n\
+                 \n\
+                 class Mine extends ChatAgent {\n\
+                 \x20 async newSession(params: any): Promise<any> {\n\
+                 \x20   return super.newSession(params);\n\
+                 \x20 }\n\
+                 }\n\
+                 \n\
+                 new AgentSideConnection((conn) => new Mine(conn), ndJsonStream(process.stdout as any, process.stdin as any));\n";
+    write(dir.path(), "src/index.ts", agent);
+    let run = acp_patch(&["apply", "--dry-run", path_str(dir.path())], None);
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    assert!(
+        run.stderr.contains("`Mine` (src/index.ts:4) is what the connection's factory builds, but it inherits `prompt` from `ChatAgent`, outside the tree")
+            && run.stderr.contains("`async prompt(params) { return super.prompt(params) }`"),
+        "{}",
+        run.stderr
+    );
+    let overridden = agent.replace(
+        "  async newSession",
+        "  async prompt(params: any): Promise<any> {\n    return super.prompt(params);\n  }\n  async newSession",
+    );
+    write(dir.path(), "src/index.ts", &overridden);
+    let run = acp_patch(&["apply", "--dry-run", path_str(dir.path())], None);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(
+        run.stdout.contains(
+            "+    return acpProgress.turn(acpProgress.held(this), params.sessionId, async () => {"
+        ),
+        "{}",
+        run.stdout
+    );
+}

@@ -362,7 +362,35 @@ pub(super) fn select<'a>(
             .into_iter()
             .map(|(f, m, func)| candidate(files, f, line(m), &qualified(files, f, func)))
             .collect();
-        let detail = "no `new AgentSideConnection((conn) => new X(conn), ...)`, no `.onRequest(\"session/prompt\", ...)` and no dispatcher of `\"session/prompt\"` was found".to_string();
+        // a class the factory builds whose `prompt` is inherited from outside the tree
+        let inherited = sdk_classes(files)
+            .into_iter()
+            .find_map(|(file, class, ..)| {
+                let extends = named_children(class).into_iter().any(|n| {
+                    n.kind() == "class_heritage"
+                        && text(n, files[file].file.text.as_ref()).contains("extends")
+                });
+                (extends && member(files, file, class, "prompt").is_none()).then_some((file, class))
+            });
+        let detail = match inherited {
+            Some((file, class)) => {
+                let src = files[file].file.text.as_ref();
+                let name = name_of(class, src);
+                let base = named_children(class)
+                    .into_iter()
+                    .find(|n| n.kind() == "class_heritage")
+                    .and_then(|h| named_children(h).into_iter().find(|n| n.kind() == "extends_clause"))
+                    .and_then(|e| e.child_by_field_name("value"))
+                    .map(|v| format!(" from `{}`", text(v, src)))
+                    .unwrap_or_default();
+                format!(
+                    "`{name}` ({}:{}) is what the connection's factory builds, but it inherits `prompt`{base}, outside the tree (an installed package), so the tree has no prompt handler to patch; define one in `{name}` that hands on to the base's, `async prompt(params) {{ return super.prompt(params) }}`, and apply again (the card opens there and follows the base's sends), or point acp-patch at the package that defines it",
+                    files[file].file.rel,
+                    line(class)
+                )
+            }
+            None => "no `new AgentSideConnection((conn) => new X(conn), ...)`, no `.onRequest(\"session/prompt\", ...)` and no dispatcher of `\"session/prompt\"` was found".to_string(),
+        };
         return Err(if candidates.is_empty() {
             // nothing to pin either: these files are no agent (a client, say)
             Error::NoAgent {
