@@ -189,8 +189,13 @@ pub fn heartbeat(
         return Check::new(HEARTBEAT, false, "no think card, so no heartbeat");
     };
     let id = card.tool_call_id().unwrap_or_default();
-    let (end_index, end_ms, end_what) = match first_chunk(ups) {
-        Some(ch) => (ch.index, ch.t_ms, "first chunk"),
+    // the wait the card covers ends at the turn's first real update after it (what completes
+    // the card): a chunk, or a tool call the model asked for before it said anything (a gap
+    // card after that tool call is a card of its own)
+    let end = ups.iter().find(|u| u.index > card.index && is_real(ups, u));
+    let (end_index, end_ms, end_what) = match end {
+        Some(u) if u.is_chunk() => (u.index, u.t_ms, "first chunk"),
+        Some(u) => (u.index, u.t_ms, "first real update"),
         None => match frame.response_index {
             Some(i) => (i, lines[i].t_ms, "prompt response"),
             None => (

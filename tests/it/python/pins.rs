@@ -489,3 +489,63 @@ for line in sys.stdin:
         assert_eq!(before, snapshot_tree(dir.path()), "{cmd:?} wrote");
     }
 }
+
+/// An ACP client (hermes-omp-acp 0.2.2, a model backend that starts an agent with the SDK's
+/// `spawn_agent_process`): its functions compare the method of the requests it sends
+/// (`if method == "session/prompt": return "prompt"`, a branch that raises) and handle none, so
+/// the error names no inline dispatcher; it says the tree is a client, where, and suggests no pin.
+#[test]
+fn an_acp_client_comparing_the_methods_it_sends_is_named_a_client_not_an_inline_dispatcher() {
+    let dir = tempfile::tempdir().unwrap();
+    write(
+        dir.path(),
+        "backend/session.py",
+        r#"import asyncio
+
+from acp import spawn_agent_process
+
+
+def _phase(method):
+    if method == "initialize":
+        return "initialize"
+    if method == "session/prompt":
+        return "prompt"
+    return "rpc"
+
+
+class Backend:
+    def __init__(self):
+        self.cancelled = False
+
+    async def request(self, conn, method, awaitable):
+        phase = _phase(method)
+        result = await awaitable
+        if self.cancelled and method == "session/prompt":
+            raise RuntimeError(f"{phase} interrupted")
+        return result
+
+    async def run(self, client, command):
+        async with spawn_agent_process(client, command) as (conn, _process):
+            await asyncio.sleep(0)
+            return conn
+"#,
+    );
+    let before = snapshot_tree(dir.path());
+    for cmd in [&["apply", "--dry-run"][..], &["verify"]] {
+        let args: Vec<&str> = cmd.iter().copied().chain([path_str(dir.path())]).collect();
+        let run = acp_patch(&args, None);
+        assert_eq!(run.code, 1, "{cmd:?}: {}", run.stderr);
+        assert!(
+            run.stderr.contains(": it is an ACP client, `spawn_agent_process` at backend/session.py:26 connects to an agent and no module serves one (`run_agent`, `AgentSideConnection`); patch the agent it connects to instead"),
+            "{cmd:?}: {}",
+            run.stderr
+        );
+        assert!(!run.stderr.contains("inline"), "{cmd:?}: {}", run.stderr);
+        assert!(
+            !run.stderr.contains("prompt = \""),
+            "{cmd:?}: {}",
+            run.stderr
+        );
+        assert_eq!(before, snapshot_tree(dir.path()), "{cmd:?} wrote");
+    }
+}

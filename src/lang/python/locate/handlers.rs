@@ -162,6 +162,41 @@ const CLIENT_ENTRIES: &[&str] = &[
 ];
 const AGENT_ENTRIES: &[&str] = &["run_agent", "AgentSideConnection"];
 
+/// Where a tree that serves no agent connects to one as the editor's side does: the first
+/// call of the SDK's client entries (`spawn_agent_process(..)`) in a module of the agent's own
+/// files that imports the SDK (file index, line, the entry), when no file names an agent entry.
+fn client_entry(files: &[Parsed]) -> Option<(usize, usize, &'static str)> {
+    // (a test's fake agent serves no editor)
+    if files
+        .iter()
+        .any(|p| is_agent_file(p) && AGENT_ENTRIES.iter().any(|e| contains(&p.file.text, e)))
+    {
+        return None;
+    }
+    files.iter().enumerate().find_map(|(i, p)| {
+        let src = p.file.text.as_ref();
+        if !is_agent_file(p) || !wire::imports_sdk(p) {
+            return None;
+        }
+        let (at, entry) = CLIENT_ENTRIES
+            .iter()
+            .filter_map(|e| {
+                // the name itself, not the end of another (`_bounded_spawn_agent_process(`)
+                let own = |at: &usize| {
+                    !src[..*at]
+                        .chars()
+                        .next_back()
+                        .is_some_and(|c| c.is_alphanumeric() || c == '_')
+                };
+                let call = format!("{e}(");
+                let at = src.match_indices(&call).map(|(at, _)| at).find(own)?;
+                Some((at, *e))
+            })
+            .min()?;
+        Some((i, src[..at].matches('\n').count() + 1, entry))
+    })
+}
+
 /// A module that connects to an agent and serves none.
 fn client_module(src: &str) -> bool {
     CLIENT_ENTRIES.iter().any(|e| contains(src, e))
@@ -294,9 +329,12 @@ pub fn locate<'a>(
                 };
                 // a dispatcher that handles the prompt in its branch: no pin can name a
                 // function there, so the advice is the one change that gives it one
-                let what_to_do = match wire::inline_prompt(files) {
-                    Some((f, l)) => format!(": the dispatcher at {}:{l} handles `\"session/prompt\"` inline, its branch hands the request to no function, so there is none for the card to wrap and none a pin could name; move the branch's body into a function the branch calls and run apply again", files[f].file.rel),
-                    None => "; pin the handler in acp-patch.toml: `prompt = \"<file>.py:<function or Class.method>\"`".to_string(),
+                let what_to_do = match (wire::inline_prompt(files), client_entry(files)) {
+                    (Some((f, l)), _) => format!(": the dispatcher at {}:{l} handles `\"session/prompt\"` inline, its branch hands the request to no function, so there is none for the card to wrap and none a pin could name; move the branch's body into a function the branch calls and run apply again", files[f].file.rel),
+                    // an ACP client (the editor's side): nothing here waits for a model on
+                    // an agent's behalf, and no pin could make it an agent
+                    (None, Some((f, l, entry))) => format!(": it is an ACP client, `{entry}` at {}:{l} connects to an agent and no module serves one (`run_agent`, `AgentSideConnection`); patch the agent it connects to instead", files[f].file.rel),
+                    (None, None) => "; pin the handler in acp-patch.toml: `prompt = \"<file>.py:<function or Class.method>\"`".to_string(),
                 };
                 // a class the SDK is handed whose `prompt` is inherited from outside the tree
                 if let Some(c) = bound

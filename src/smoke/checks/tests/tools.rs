@@ -120,3 +120,27 @@ fn tool_lifecycle_needs_a_finished_call_whose_result_reached_the_model() {
     assert!(!lc.passed);
     assert_eq!(lc.evidence, vec!["not offered"]);
 }
+
+#[test]
+fn a_card_closed_by_a_tool_call_is_judged_on_its_own_wait() {
+    // the model asks for the tool before it says anything (no reasoning shown): the card
+    // closes on the tool call, and the gap card after it beats on its own (langchain-acp)
+    let mut r = Rec::new();
+    r.card(2.0, "c1", "think", None)
+        .tcu(1002.0, "c1", Some("in_progress"))
+        .tcu(2002.0, "c1", Some("in_progress"))
+        .tcu(2600.0, "c1", Some("completed"))
+        .tool(2601.0, "call_1", "read", "in_progress")
+        .tcu(2650.0, "call_1", Some("completed"))
+        .card(3150.0, "c2", "think", Some("in_progress"))
+        .tcu(4150.0, "c2", Some("in_progress"))
+        .tcu(4700.0, "c2", Some("completed"))
+        .message(4701.0, "done")
+        .end(4800.0, "end_turn");
+    let checks = run_all(&r.lines, &tool_ctx());
+    let hb = by_name(&checks, HEARTBEAT);
+    assert!(hb.passed, "{hb:?}");
+    assert_eq!(hb.figures["count"], 2.0);
+    assert_eq!(hb.figures["wait_ms"], 2599.0);
+    assert!(hb.summary.contains("first real update"), "{hb:?}");
+}

@@ -34,7 +34,10 @@ pub fn dispatched<'a>(files: &'a [Parsed], method: &Method<'a>) -> Vec<At<'a>> {
 
 /// The first dispatcher branch for the method that handles it inline (`if method ==
 /// "session/prompt":` whose block hands the request to no function): no function there for the
-/// card to wrap.
+/// card to wrap. A branch that calls nothing handles nothing: it maps the method to a value
+/// (`if method == "session/prompt": return "prompt"`, a client's classifier of the requests it
+/// sends: hermes-omp-acp 0.2.2), and is no dispatcher's; nor is one that ends raising (an
+/// error path: `if cancelled and method == "session/prompt": raise Cancelled(...)`).
 pub fn inline<'a>(files: &'a [Parsed], method: &Method<'a>) -> Option<At<'a>> {
     (0..files.len()).find_map(|i| {
         method.mentions(i).into_iter().find_map(|m| {
@@ -44,6 +47,14 @@ pub fn inline<'a>(files: &'a [Parsed], method: &Method<'a>) -> Option<At<'a>> {
                 "case_pattern" | "union_pattern" => case_block(parent)?,
                 _ => return None,
             };
+            let last = named_children(block)
+                .into_iter()
+                .rfind(|s| s.kind() != "comment");
+            if descendants_same_scope(block, "call").is_empty()
+                || last.is_some_and(|s| s.kind() == "raise_statement")
+            {
+                return None;
+            }
             branch_handler(files, i, block)
                 .is_none()
                 .then_some(At { file: i, node: m })

@@ -180,6 +180,16 @@ pub fn locate<'a>(
         let patched = decorators(prompt.node)
             .iter()
             .any(|d| text(*d, &files[prompt.file].file.text).contains("acp_progress."));
+        if !patched && let Some((f, l)) = v2_turn_end(files) {
+            return Err(Error::Unsupported {
+                file: files[prompt.file].file.rel.clone(),
+                line: line(prompt.node),
+                message: format!(
+                    "`{name}` handles session/prompt in the draft protocol v2: the agent writes a `state_update` ({}:{l}), and a v2 turn ends when its session goes idle, after the prompt has been answered; the card opens and closes with the handler, so it would never show. acp-patch does not follow a Python turn past its handler's return yet",
+                    files[f].file.rel
+                ),
+            });
+        }
         if !patched && let Some(later) = answered_later(prompt.node, &files[prompt.file].file.text)
         {
             return Err(Error::Unsupported {
@@ -221,6 +231,34 @@ pub fn locate<'a>(
 /// call, not a value it returns), and that function's name: the handler leaves the answer to a
 /// callback (`def finish(stop_reason): self.transport.send(result(request_id, {"stopReason":
 /// stop_reason}))`, queued with the turn) and returns before the turn ends.
+/// Where an agent file writes a session update of the draft protocol v2's own kind,
+/// `{"sessionUpdate": "state_update", ...}` (file index, line): v1 has none, and in v2 the
+/// prompt is answered at once (a message id) while the turn goes on until the session goes
+/// idle (tantra-harness 2.2.0's own loop).
+fn v2_turn_end(files: &[Parsed]) -> Option<(usize, usize)> {
+    let unquote = |n: tree_sitter::Node, src: &str| {
+        (n.kind() == "string").then(|| text(n, src).trim_matches(['"', '\'']).to_string())
+    };
+    files.iter().enumerate().find_map(|(i, p)| {
+        let src = p.file.text.as_ref();
+        if !is_agent_file(p) || !crate::needles::contains(src, "state_update") {
+            return None;
+        }
+        descendants(p.tree().root_node(), "pair")
+            .into_iter()
+            .find(|pair| {
+                pair.child_by_field_name("key")
+                    .and_then(|k| unquote(k, src))
+                    .is_some_and(|k| k == "sessionUpdate")
+                    && pair
+                        .child_by_field_name("value")
+                        .and_then(|v| unquote(v, src))
+                        .is_some_and(|v| v == "state_update")
+            })
+            .map(|pair| (i, line(pair)))
+    })
+}
+
 fn answered_later<'a>(
     handler: tree_sitter::Node<'a>,
     src: &'a str,
@@ -316,6 +354,24 @@ mod tests {
         );
         let files = tree(&[("pkg/server.py", &awaited)]);
         assert!(locate(&Default::default(), &files, &PythonPins::default()).is_ok());
+    }
+
+    #[test]
+    fn an_agent_on_the_draft_protocol_v2_is_refused_at_its_handler() {
+        // v2 answers the prompt at once and ends the turn with `state_update` idle, after the
+        // handler returned (tantra-harness 2.2.0)
+        let text = SERVER.replace("self.stream.write(", "sys.stdout.write(").replace(
+            "self.out.send(params[\"sessionId\"], {})",
+            "self.out.send(params[\"sessionId\"], {\"sessionUpdate\": \"state_update\", \"state\": \"running\"})\n        return {\"messageId\": \"m1\"}",
+        );
+        let files = tree(&[("pkg/server.py", &text)]);
+        let err = match locate(&Default::default(), &files, &PythonPins::default()) {
+            Err(e) => e.to_string(),
+            Ok(_) => panic!("a v2 agent was patched as v1"),
+        };
+        assert!(err.contains("pkg/server.py:18"), "{err}");
+        assert!(err.contains("draft protocol v2"), "{err}");
+        assert!(err.contains("`state_update` (pkg/server.py:19)"), "{err}");
     }
 
     #[test]
