@@ -240,21 +240,25 @@ pub fn classes_named<'t>(files: &'t [Parsed], name: &str) -> Vec<(usize, Node<'t
     out
 }
 
+/// What a class extends (`Base` of `class A extends Base`), as the class spells it.
+pub fn extended(class: Node) -> Option<Node> {
+    let heritage = named_children(class)
+        .into_iter()
+        .find(|n| n.kind() == "class_heritage")?;
+    named_children(heritage)
+        .into_iter()
+        .find(|n| n.kind() == "extends_clause")?
+        .child_by_field_name("value")
+}
+
 /// The class a class extends, when it is in the tree (one of that name).
 pub fn base_class<'t>(
     files: &'t [Parsed],
     file: usize,
     class: Node<'t>,
 ) -> Option<(usize, Node<'t>)> {
-    let src = files[file].file.text.as_ref();
-    let heritage = named_children(class)
-        .into_iter()
-        .find(|n| n.kind() == "class_heritage")?;
-    let extends = named_children(heritage)
-        .into_iter()
-        .find(|n| n.kind() == "extends_clause")?;
-    let value = extends.child_by_field_name("value")?;
-    class_in_scope(files, file, text(value, src))
+    let value = extended(class)?;
+    class_in_scope(files, file, text(value, files[file].file.text.as_ref()))
 }
 
 /// The class a name in file `file` refers to: the one that file declares (a module's own

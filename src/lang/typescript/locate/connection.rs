@@ -366,17 +366,7 @@ pub(super) fn held_connection(
             None => break,
         }
     }
-    let src = files[top_file].file.text.as_ref();
-    let base = named_children(top)
-        .into_iter()
-        .find(|n| n.kind() == "class_heritage")
-        .and_then(|h| {
-            named_children(h)
-                .into_iter()
-                .find(|n| n.kind() == "extends_clause")
-        })
-        .and_then(|e| e.child_by_field_name("value"))
-        .map(|v| text(v, src).to_string())?;
+    let base = text(extended(top)?, files[top_file].file.text.as_ref()).to_string();
     Some(Conn {
         anchor: Connection {
             site: Site::of_node(file, class),

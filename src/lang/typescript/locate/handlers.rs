@@ -366,21 +366,14 @@ pub(super) fn select<'a>(
         let inherited = sdk_classes(files)
             .into_iter()
             .find_map(|(file, class, ..)| {
-                let extends = named_children(class).into_iter().any(|n| {
-                    n.kind() == "class_heritage"
-                        && text(n, files[file].file.text.as_ref()).contains("extends")
-                });
-                (extends && member(files, file, class, "prompt").is_none()).then_some((file, class))
+                (extended(class).is_some() && member(files, file, class, "prompt").is_none())
+                    .then_some((file, class))
             });
         let detail = match inherited {
             Some((file, class)) => {
                 let src = files[file].file.text.as_ref();
                 let name = name_of(class, src);
-                let base = named_children(class)
-                    .into_iter()
-                    .find(|n| n.kind() == "class_heritage")
-                    .and_then(|h| named_children(h).into_iter().find(|n| n.kind() == "extends_clause"))
-                    .and_then(|e| e.child_by_field_name("value"))
+                let base = extended(class)
                     .map(|v| format!(" from `{}`", text(v, src)))
                     .unwrap_or_default();
                 format!(
