@@ -136,15 +136,16 @@ fn revert_summary(s: &mut Streams, outcome: &RevertOutcome) {
 fn init_summary(s: &mut Streams, outcome: &InitOutcome, dry_run: bool) {
     let decided = outcome.sites.iter().filter(|x| x.decided).count();
     let total = outcome.sites.len();
+    let sites = if total == 1 { "site" } else { "sites" };
     if outcome.appended && outcome.toml.is_empty() {
         s.say(&format!(
-            "acp-patch: {} already lists the {total} sites (pinned or listed); nothing to add",
+            "acp-patch: {} already lists the {total} {sites} (pinned or listed); nothing to add",
             outcome.path
         ));
     } else if outcome.kept > 0 {
         let verb = if dry_run { "would add" } else { "added" };
         s.say(&format!(
-            "acp-patch: {verb} {} of {total} sites to {} (pins commented out); the {} it already had (pinned or listed) are kept as they are",
+            "acp-patch: {verb} {} of {total} {sites} to {} (pins commented out); the {} it already had (pinned or listed) are kept as they are",
             total - outcome.kept,
             outcome.path,
             outcome.kept
@@ -156,7 +157,7 @@ fn init_summary(s: &mut Streams, outcome: &InitOutcome, dry_run: bool) {
             (false, false) => "wrote",
         };
         s.say(&format!(
-            "acp-patch: {verb} {} with {total} sites ({decided} found, pins commented out)",
+            "acp-patch: {verb} {} with {total} {sites} ({decided} found, pins commented out)",
             outcome.path
         ));
     }

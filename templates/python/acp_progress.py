@@ -536,12 +536,16 @@ def bind(agent, connection):
 
 
 async def _begin_turn(session, agent, connection, send_kwargs):
+    global _card_failed
     try:
         async with session.guard():
             session.turns += 1
             session.cancelled = False
             session.reasoning = False
             if connection is None and session.connection is None:
+                if not _card_failed:  # say once why no card shows, on stderr
+                    _card_failed = True
+                    _log.warning("ACP thinking card not sent: no connection found on %s; the agent runs on without it", type(agent).__name__)
                 return  # nothing to send the card on
             callback = make_agent_progress_cb(connection, session.id, **send_kwargs)
             session.agent_progress_callback = callback

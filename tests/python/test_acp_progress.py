@@ -53,6 +53,14 @@ class Conn:
         return [describe(u) for s, u, _ in self.sent if session_id in (None, s)]
 
 
+class ClientConn(Conn):
+    """The SDK's connection as an agent is handed it: it answers the client's side of the
+    protocol, permission requests included."""
+
+    async def request_permission(self, *args, **kwargs):
+        return None
+
+
 class LegacyConn:
     """SDK <= 0.6: sessionUpdate(SessionNotification)."""
 
@@ -362,6 +370,48 @@ class Cards(unittest.TestCase):
 
         run(decorate(rt)(rt, conn, delegate).prompt([], "s"))
         self.assertEqual(conn.kinds(), ["card:in_progress", "card:completed", "text:inner"])
+
+    def test_a_connection_an_installed_base_keeps_is_found_and_its_sends_relayed(self):
+        conn = ClientConn()
+        rt = self.rt
+
+        class Base:  # an installed package's agent: it keeps the connection and sends every update
+            def on_connect(self, client):
+                self._client = client
+
+            async def prompt(self, prompt, session_id, **kwargs):
+                await asyncio.sleep(0.1)
+                await self._client.session_update(session_id, thought("r"))
+                await self._client.session_update(session_id, text("x"))
+                return "end_turn"
+
+        class Mine(Base):
+            @rt.prompt_handler()
+            async def prompt(self, prompt, session_id, **kwargs):
+                return await super().prompt(prompt, session_id, **kwargs)
+
+        agent = Mine()
+        agent.settings = {"model": "m"}  # other attributes are no connection
+        agent.on_connect(conn)
+        self.assertEqual(run(agent.prompt([], "s")), "end_turn")
+        self.assertEqual(conn.kinds(), ["card:in_progress", "card:completed", "thought:r", "text:x"])
+
+    def test_no_connection_found_says_so_once(self):
+        rt = self.rt
+
+        class Alone:
+            @rt.prompt_handler()
+            async def prompt(self, prompt, session_id, **kwargs):
+                return "end_turn"
+
+        rt._card_failed = False
+        with self.assertLogs(rt._log, "WARNING") as logged:
+            self.assertEqual(run(Alone().prompt([], "s")), "end_turn")
+            self.assertEqual(run(Alone().prompt([], "t")), "end_turn")
+        self.assertEqual(
+            [r.getMessage() for r in logged.records],
+            ["ACP thinking card not sent: no connection found on Alone; the agent runs on without it"],
+        )
 
     def test_bound_connection_and_request_style_handler(self):
         conn = Conn()
