@@ -123,6 +123,21 @@ function debug(message: string, error?: unknown): void {
     }
 }
 
+let unsentSaid = false;
+
+/** Says once, on stderr, that a turn found no connection to send its card on. */
+function sayUnsent(): void {
+    if (unsentSaid) {
+        return;
+    }
+    unsentSaid = true;
+    try {
+        host.process?.stderr?.write("acp-progress: thinking card not sent: no connection found on the agent; it runs on without it\n");
+    } catch {
+        // stderr is gone too
+    }
+}
+
 function isThenable(value: unknown): value is PromiseLike<unknown> {
     return (typeof value === "object" || typeof value === "function") && value !== null && typeof (value as { then?: unknown }).then === "function";
 }
@@ -481,6 +496,8 @@ function beginTurn(sessionId: string, conn: unknown): AcpSession {
     // to the agent's own dispatcher, which writes by itself) keeps the open card, on its writer
     if (send && !session.card) {
         session.send = send;
+    } else if (!send && !session.send) {
+        sayUnsent();
     }
     session.turns += 1;
     const grace = envMs("THINK_AFTER_MS", 50);

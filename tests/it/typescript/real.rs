@@ -406,7 +406,7 @@ fn runtime_semantics(name: &str, module: &str) {
         String::from_utf8_lossy(&out.stderr)
     );
     assert!(
-        stdout.contains("# pass 19") && stdout.contains("# fail 0"),
+        stdout.contains("# pass 20") && stdout.contains("# fail 0"),
         "{stdout}"
     );
 }
