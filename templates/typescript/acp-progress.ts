@@ -132,7 +132,7 @@ function sayUnsent(): void {
     }
     unsentSaid = true;
     try {
-        host.process?.stderr?.write("acp-progress: thinking card not sent: no connection found on the agent; it runs on without it\n");
+        host.process?.stderr?.write(`acp-progress: thinking card not sent: no connection found on the agent; it runs on without it\n`);
     } catch {
         // stderr is gone too
     }
