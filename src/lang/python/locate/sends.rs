@@ -27,14 +27,18 @@ static SEND_CALLS: LazyLock<ShapeQuery> = LazyLock::new(|| {
 /// assignment (`send = conn.session_update`), or named in a string inside a `getattr(` call
 /// (a key `"session_update"` of some dict, a field `x.session_update is None`, are none).
 fn may_send(src: &str) -> bool {
-    SEND_METHODS.iter().any(|m| {
-        positions(src, &format!(".{m}")).any(|i| {
-            let after = src[i + 1 + m.len()..].trim_start_matches([' ', '\t']);
-            after.is_empty() || after.starts_with(['(', '\n', '\r', ';', '#', '\\'])
-        }) || ['"', '\'']
-            .iter()
-            .any(|q| positions(src, &format!("{q}{m}{q}")).any(|i| inside_getattr(&src[..i])))
-    })
+    // one pass for "is either name there at all" (most modules: no), then each form
+    static NAMED: LazyLock<crate::needles::Needles> =
+        LazyLock::new(|| crate::needles::Needles::new(SEND_METHODS));
+    NAMED.any_in(src)
+        && SEND_METHODS.iter().any(|m| {
+            positions(src, &format!(".{m}")).any(|i| {
+                let after = src[i + 1 + m.len()..].trim_start_matches([' ', '\t']);
+                after.is_empty() || after.starts_with(['(', '\n', '\r', ';', '#', '\\'])
+            }) || ['"', '\'']
+                .iter()
+                .any(|q| positions(src, &format!("{q}{m}{q}")).any(|i| inside_getattr(&src[..i])))
+        })
 }
 
 /// Whether the text ends inside the arguments of a `getattr(` call: the parentheses after its
