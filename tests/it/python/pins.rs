@@ -549,3 +549,111 @@ class Backend:
         assert_eq!(before, snapshot_tree(dir.path()), "{cmd:?} wrote");
     }
 }
+
+/// codeswarm 0.6.43's shape: a client declares the requests it sends as stubs (`...`) that a
+/// decorator naming the method turns into the outgoing call, and serves `session/update`.
+/// It was refused as an agent whose handler reaches no writer ("none of the 0 writer(s)");
+/// it holds no agent.
+#[test]
+fn a_client_declaring_its_requests_by_decorator_holds_no_agent() {
+    let dir = tempfile::tempdir().unwrap();
+    write(
+        dir.path(),
+        "swarm/rpc.py",
+        r#"class API:
+    def method(self, name=""):
+        def deco(func):
+            def request(*args, **kwargs):
+                return {"method": name, "params": kwargs}
+            return request
+        return deco
+"#,
+    );
+    write(
+        dir.path(),
+        "swarm/api.py",
+        r#"from swarm.rpc import API as _API
+
+API = _API()
+
+
+@API.method(name="session/prompt")
+def session_prompt(prompt: list, sessionId: str) -> dict:
+    """Send a prompt to the agent."""
+    ...
+
+
+@API.method(name="session/cancel")
+def session_cancel(sessionId: str) -> None: ...
+"#,
+    );
+    write(
+        dir.path(),
+        "swarm/client.py",
+        r#"from swarm import api
+
+
+def ask(text, session_id):
+    return api.session_prompt([{"type": "text", "text": text}], sessionId=session_id)
+"#,
+    );
+    let before = snapshot_tree(dir.path());
+    for cmd in [&["apply", "--dry-run"][..], &["verify"]] {
+        let args: Vec<&str> = cmd.iter().copied().chain([path_str(dir.path())]).collect();
+        let run = acp_patch(&args, None);
+        assert_eq!(run.code, 1, "{cmd:?}: {}", run.stderr);
+        assert!(
+            run.stderr.contains(": no ACP agent found ("),
+            "{cmd:?}: {}",
+            run.stderr
+        );
+        assert!(!run.stderr.contains("writer"), "{cmd:?}: {}", run.stderr);
+        assert_eq!(before, snapshot_tree(dir.path()), "{cmd:?} wrote");
+    }
+}
+
+/// cursor-acp 0.1.1's shape: a client whose `async def prompt` sends `session/prompt` over its
+/// own transport, in a module that says "acp" only in a comment and in names. It was taken for
+/// an SDK agent ("found 2 candidates for the ACP prompt handler", then "has no `on_connect`");
+/// it holds no agent.
+#[test]
+fn a_client_prompt_in_a_module_naming_acp_only_in_words_holds_no_agent() {
+    let dir = tempfile::tempdir().unwrap();
+    write(
+        dir.path(),
+        "cursor_agent/client.py",
+        r#"# a client of cursor's acp server
+import asyncio
+
+
+class AcpSessionHandle:
+    def __init__(self, transport):
+        self.transport = transport
+        self.acp_state = "idle"
+
+    async def prompt(self, text):
+        return await self.transport.send_request("session/prompt", {"prompt": text})
+
+
+class CursorAgent:
+    def __init__(self, transport):
+        self.session = AcpSessionHandle(transport)
+
+    async def prompt(self, text):
+        await asyncio.sleep(0)
+        return await self.session.prompt(text)
+"#,
+    );
+    let before = snapshot_tree(dir.path());
+    for cmd in [&["apply", "--dry-run"][..], &["verify"]] {
+        let args: Vec<&str> = cmd.iter().copied().chain([path_str(dir.path())]).collect();
+        let run = acp_patch(&args, None);
+        assert_eq!(run.code, 1, "{cmd:?}: {}", run.stderr);
+        assert!(
+            run.stderr.contains(": no ACP agent found ("),
+            "{cmd:?}: {}",
+            run.stderr
+        );
+        assert_eq!(before, snapshot_tree(dir.path()), "{cmd:?} wrote");
+    }
+}

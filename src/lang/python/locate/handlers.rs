@@ -57,6 +57,18 @@ fn prompt_methods<'a>(files: &'a [Parsed]) -> Vec<(At<'a>, String)> {
     out
 }
 
+/// Whether `acp` is named on one of the text's import lines (`import acp`, `from acp.schema
+/// import …`, `from .acp_compat import Agent`): the module takes the SDK, or a module named for
+/// it, in. A word in a comment or a docstring, or a name (`acp_state`), is not that: a client's
+/// `async def prompt` beside them is no agent's (cursor-acp 0.1.1).
+fn imports_acp_named(src: &str) -> bool {
+    positions(src, "acp").any(|i| {
+        let line = src[..i].rfind('\n').map_or(0, |n| n + 1);
+        let line = src[line..i].trim_start();
+        line.starts_with("from ") || line.starts_with("import ")
+    })
+}
+
 /// Of the `prompt` methods no binding chose, those the SDK can be calling for `session/prompt`:
 /// never a client's (the editor's side of the SDK, whose `prompt` drives another agent: a
 /// class that defines `session_update` or `request_permission`, or one in a module that
@@ -312,7 +324,7 @@ pub fn locate<'a>(
     } else if found.is_empty() {
         let outside: Vec<(At, String)> = prompt_methods(files)
             .into_iter()
-            .filter(|(at, _)| outside_sdk(at.file))
+            .filter(|(at, _)| outside_sdk(at.file) && imports_acp_named(&files[at.file].file.text))
             .collect();
         let (all, clients) = sdk_callable(files, &classes, outside);
         let chosen = super::choose(decisions,

@@ -21,6 +21,7 @@ pub fn dispatched<'a>(files: &'a [Parsed], method: &Method<'a>) -> Vec<At<'a>> {
             // (never a function of acp-patch's own runtime module or of a test)
             if let Some(at) = handler_of(files, i, m)
                 && is_agent_file(&files[at.file])
+                && !declares_only(at.node, &files[at.file].file.text)
                 && !out
                     .iter()
                     .any(|o| o.file == at.file && o.node.id() == at.node.id())
@@ -30,6 +31,28 @@ pub fn dispatched<'a>(files: &'a [Parsed], method: &Method<'a>) -> Vec<At<'a>> {
         }
     }
     out
+}
+
+/// Whether a function's body is `...` (after a docstring, if any): it declares, it handles
+/// nothing. A client declares its requests so (codeswarm 0.6.43: `@API.method(name=
+/// "session/prompt") def session_prompt(prompt, sessionId): ...`, its decorator building the
+/// outgoing request), as a typing `Protocol` declares methods; `pass` stays a handler (a
+/// cancel that has nothing to stop).
+fn declares_only(def: Node, src: &str) -> bool {
+    let Some(body) = def.child_by_field_name("body") else {
+        return false;
+    };
+    let statements = named_children(body);
+    let Some((last, before)) = statements.split_last() else {
+        return false;
+    };
+    let is_expression = |n: Node, kind: &str| {
+        n.kind() == "expression_statement" && n.named_child(0).is_some_and(|e| e.kind() == kind)
+    };
+    is_expression(*last, "ellipsis")
+        && text(*last, src).trim() == "..."
+        && before.len() <= 1
+        && before.iter().all(|n| is_expression(*n, "string"))
 }
 
 /// The first dispatcher branch for the method that handles it inline (`if method ==
@@ -377,6 +400,36 @@ mod tests {
         assert_eq!(handlers(&files, "session/prompt"), ["a.py:prompt"]);
         assert_eq!(handlers(&files, "session/cancel"), ["a.py:on_cancel"]);
         assert_eq!(handlers(&files, "session/load"), ["b.py:load"]);
+    }
+
+    #[test]
+    fn a_property_beside_the_method_named_is_no_handler() {
+        // langgraph-acp 1.11.0: an error naming the operation it failed in
+        let files = tree(&[(
+            "pkg/__init__.py",
+            "class Err(Exception):\n    def __init__(self, msg, *, agent=None, operation=None):\n        super().__init__(msg)\n\n\
+             class Client:\n    def __init__(self, agent: str) -> None:\n        self._agent = agent\n\n    @property\n    def agent(self) -> str:\n        return self._agent\n\n    def on_prompt(self, params):\n        return {}\n\n    def fail(self):\n        raise Err(\"boom\", agent=self.agent, operation=\"session/prompt\")\n\n    def serve(self, server):\n        server.register(\"session/prompt\", self.on_prompt)\n",
+        )]);
+        assert_eq!(
+            handlers(&files, "session/prompt"),
+            ["pkg/__init__.py:on_prompt"]
+        );
+    }
+
+    #[test]
+    fn a_declared_request_is_no_handler_of_it() {
+        // a client's stubs: the decorator builds the request the client sends
+        let files = tree(&[(
+            "api.py",
+            "from jsonrpc import API as _A\nAPI = _A()\n\n\
+                 @API.method(name=\"session/prompt\")\ndef session_prompt(prompt: list, sessionId: str) -> dict:\n    ...\n\n\
+                 @API.method(name=\"session/cancel\")\ndef session_cancel(sessionId: str) -> None:\n    \"\"\"Cancel.\"\"\"\n    ...\n\n\
+                 @API.method(name=\"session/load\")\ndef session_load(sessionId: str) -> None:\n    pass\n",
+        )]);
+        assert!(handlers(&files, "session/prompt").is_empty());
+        assert!(handlers(&files, "session/cancel").is_empty());
+        // `pass` handles the method (by doing nothing)
+        assert_eq!(handlers(&files, "session/load"), ["api.py:session_load"]);
     }
 
     #[test]

@@ -17,6 +17,51 @@ const IMPORT_DEPTH: usize = 4;
 pub fn resolve_callable<'a>(files: &'a [Parsed], file: usize, expr: Node<'a>) -> Option<At<'a>> {
     let src = files[file].file.text.as_ref();
     match expr.kind() {
+        // an attribute naming a property is the value the property returns, not a function
+        // (langgraph-acp 1.11.0: `Err(..., agent=self._client.agent, operation="session/prompt")`
+        // registers nothing)
+        "attribute" => attribute_callable(files, file, expr)
+            .filter(|at| !is_property(at.node, &files[at.file].file.text)),
+        "identifier" => function_named(files, file, text(expr, src), 0),
+        "lambda" => {
+            let body = expr.child_by_field_name("body")?;
+            let call = if body.kind() == "await" {
+                body.named_child(0)?
+            } else {
+                body
+            };
+            (call.kind() == "call")
+                .then(|| resolve_callable(files, file, call.child_by_field_name("function")?))
+                .flatten()
+        }
+        _ => None,
+    }
+}
+
+/// Whether a function is a property's getter (`@property`, `@cached_property`,
+/// `@functools.cached_property`): read as an attribute, it is never called.
+fn is_property(def: Node, src: &str) -> bool {
+    def.parent()
+        .filter(|d| d.kind() == "decorated_definition")
+        .is_some_and(|d| {
+            named_children(d)
+                .into_iter()
+                .filter(|n| n.kind() == "decorator")
+                .any(|n| {
+                    let name = text(n, src).trim_start_matches('@').trim();
+                    matches!(
+                        name.rsplit('.').next(),
+                        Some("property" | "cached_property")
+                    )
+                })
+        })
+}
+
+/// [`resolve_callable`] of `<object>.<name>`: a method of the reading class (`self.<name>`),
+/// of an object it holds, or a module's function.
+fn attribute_callable<'a>(files: &'a [Parsed], file: usize, expr: Node<'a>) -> Option<At<'a>> {
+    let src = files[file].file.text.as_ref();
+    match expr.kind() {
         "attribute" => {
             let obj = expr.child_by_field_name("object")?;
             let name = text(expr.child_by_field_name("attribute")?, src);
@@ -37,18 +82,6 @@ pub fn resolve_callable<'a>(files: &'a [Parsed], file: usize, expr: Node<'a>) ->
                 .into_iter()
                 .find(|m| name_of(*m, src) == name)
                 .map(|m| At { file, node: m })
-        }
-        "identifier" => function_named(files, file, text(expr, src), 0),
-        "lambda" => {
-            let body = expr.child_by_field_name("body")?;
-            let call = if body.kind() == "await" {
-                body.named_child(0)?
-            } else {
-                body
-            };
-            (call.kind() == "call")
-                .then(|| resolve_callable(files, file, call.child_by_field_name("function")?))
-                .flatten()
         }
         _ => None,
     }

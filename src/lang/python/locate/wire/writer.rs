@@ -253,14 +253,24 @@ pub fn card_writer<'a>(
     if usable.is_empty() {
         // no pin can stand in: a pin chooses among the writers the handler can call
         unbound.truncate(3);
+        let message = if sinks.is_empty() {
+            format!(
+                "`{handler}` handles session/prompt, but the tree writes no `session/update` message: the card goes out through the agent's own writer of them; if `{handler}` only declares a request the tree sends, this is an ACP client, which acp-patch leaves alone"
+            )
+        } else {
+            format!(
+                "`{handler}` handles session/prompt, but none of the {} writer(s) of `session/update` messages can write the card from it: the card goes out through the agent's own writer call, which may read only the handler's parameters, `self` of its own class, its module's names and builtins{}; acp-patch.toml cannot supply the missing names",
+                sinks.len(),
+                match unbound.is_empty() {
+                    true => String::new(),
+                    false => format!(" ({})", unbound.join("; ")),
+                }
+            )
+        };
         return Err(Error::Unsupported {
             file: files[prompt.file].file.rel.clone(),
             line: prompt.node.start_position().row + 1,
-            message: format!(
-                "`{handler}` handles session/prompt, but none of the {} writer(s) of `session/update` messages can write the card from it: the card goes out through the agent's own writer call, which may read only the handler's parameters, `self` of its own class, its module's names and builtins ({}); acp-patch.toml cannot supply the missing names",
-                sinks.len(),
-                unbound.join("; ")
-            ),
+            message,
         });
     }
     crate::lang::parts::choose(decisions, usable, pin, "connection", "connection", || {
