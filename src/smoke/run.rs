@@ -91,9 +91,20 @@ async fn execute(cfg: Resolved, network: NetworkNote) -> Result<SmokeReport, Smo
         .map_err(|e| SmokeError::Config(format!("cannot create the temporary folder: {e}")))?;
     let before = TreeState::capture(&cfg.agent_dir);
     let result = drive(&cfg, &smoke_dir, &before, network).await;
+    let strays = smoke_dir.end_strays();
     let kept = smoke_dir.finish(cfg.keep);
     result.map(|mut r| {
         r.smoke_dir_kept = kept.is_some();
+        if !strays.is_empty() {
+            r.notes.push(format!(
+                "the agent left {} running in the smoke folder after its process group was ended (started in a session of its own); ended: {}",
+                match strays.len() {
+                    1 => "a process".to_string(),
+                    n => format!("{n} processes"),
+                },
+                strays.join(", ")
+            ));
+        }
         r
     })
 }

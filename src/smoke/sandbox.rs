@@ -57,6 +57,38 @@ impl SmokeDir {
         self.path.join("home")
     }
 
+    /// Ends every process still running in the folder (its working directory inside it) once
+    /// the agent's process group is gone, and names them: a daemon the agent started in a
+    /// session of its own (crow-ai 0.2.3's OpenHands runs a `tmux` server in the workspace)
+    /// outlives the group and would run on after the run. Linux only (read from `/proc`).
+    pub fn end_strays(&self) -> Vec<String> {
+        let Ok(entries) = std::fs::read_dir("/proc") else {
+            return Vec::new();
+        };
+        let me = std::process::id();
+        let mut ended = Vec::new();
+        for entry in entries.flatten() {
+            let Some(pid) = entry
+                .file_name()
+                .to_str()
+                .and_then(|n| n.parse::<u32>().ok())
+            else {
+                continue;
+            };
+            let inside = std::fs::read_link(entry.path().join("cwd"))
+                .is_ok_and(|cwd| cwd.starts_with(&self.path));
+            if pid == me || !inside {
+                continue;
+            }
+            let name = std::fs::read_to_string(entry.path().join("comm")).unwrap_or_default();
+            // SAFETY: kill has no memory-safety preconditions.
+            if unsafe { libc::kill(pid as i32, libc::SIGKILL) } == 0 {
+                ended.push(format!("{} (pid {pid})", name.trim()));
+            }
+        }
+        ended
+    }
+
     /// Removes the folder, or keeps it (and says where) when `keep`.
     pub fn finish(mut self, keep: bool) -> Option<PathBuf> {
         let dir = self.dir.take()?;
@@ -177,5 +209,42 @@ mod tests {
         let kept = d.finish(true).unwrap();
         assert!(kept.join("workspace").is_dir());
         std::fs::remove_dir_all(kept).unwrap();
+    }
+
+    #[test]
+    fn a_process_left_in_the_folder_in_a_session_of_its_own_is_ended() {
+        use std::os::unix::process::CommandExt;
+        let d = SmokeDir::create().unwrap();
+        // a daemon of the agent's: its own session, so no process group kill reaches it
+        let mut daemon = std::process::Command::new("sleep");
+        daemon.arg("60").current_dir(d.workspace());
+        // SAFETY: setsid is async-signal-safe and touches no memory of ours.
+        unsafe {
+            daemon.pre_exec(|| {
+                libc::setsid();
+                Ok(())
+            });
+        }
+        let mut daemon = daemon.spawn().unwrap();
+        let elsewhere = std::process::Command::new("sleep")
+            .arg("60")
+            .spawn()
+            .unwrap();
+        let ended = d.end_strays();
+        assert_eq!(ended, [format!("sleep (pid {})", daemon.id())]);
+        let status = daemon.wait().unwrap();
+        assert_eq!(
+            std::os::unix::process::ExitStatusExt::signal(&status),
+            Some(libc::SIGKILL)
+        );
+        let mut elsewhere = elsewhere;
+        assert!(
+            elsewhere.try_wait().unwrap().is_none(),
+            "a process outside it is left alone"
+        );
+        elsewhere.kill().unwrap();
+        elsewhere.wait().unwrap();
+        assert!(d.end_strays().is_empty());
+        d.finish(false);
     }
 }
