@@ -145,14 +145,9 @@ fn sdk_callable<'a>(
 /// Whether a method carries the prompt-handler decorator apply inserts.
 fn patched(def: Node, files: &[Parsed], file: usize) -> bool {
     let src = &files[file].file.text;
-    def.parent()
-        .filter(|d| d.kind() == "decorated_definition")
-        .is_some_and(|d| {
-            named_children(d)
-                .into_iter()
-                .filter(|n| n.kind() == "decorator")
-                .any(|n| text(n, src).contains("acp_progress.prompt_handler("))
-        })
+    decorators(def)
+        .into_iter()
+        .any(|d| text(d, src).contains("acp_progress.prompt_handler("))
 }
 
 /// Requests the SDK hands an agent besides `session/prompt` (its methods for them).

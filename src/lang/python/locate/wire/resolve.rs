@@ -41,20 +41,13 @@ pub fn resolve_callable<'a>(files: &'a [Parsed], file: usize, expr: Node<'a>) ->
 /// Whether a function is a property's getter (`@property`, `@cached_property`,
 /// `@functools.cached_property`): read as an attribute, it is never called.
 fn is_property(def: Node, src: &str) -> bool {
-    def.parent()
-        .filter(|d| d.kind() == "decorated_definition")
-        .is_some_and(|d| {
-            named_children(d)
-                .into_iter()
-                .filter(|n| n.kind() == "decorator")
-                .any(|n| {
-                    let name = text(n, src).trim_start_matches('@').trim();
-                    matches!(
-                        name.rsplit('.').next(),
-                        Some("property" | "cached_property")
-                    )
-                })
-        })
+    decorators(def).into_iter().any(|d| {
+        let name = text(d, src).trim_start_matches('@').trim();
+        matches!(
+            name.rsplit('.').next(),
+            Some("property" | "cached_property")
+        )
+    })
 }
 
 /// [`resolve_callable`] of `<object>.<name>`: a method of the reading class (`self.<name>`),
