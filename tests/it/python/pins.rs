@@ -530,24 +530,11 @@ class Backend:
             return conn
 "#,
     );
-    let before = snapshot_tree(dir.path());
-    for cmd in [&["apply", "--dry-run"][..], &["verify"]] {
-        let args: Vec<&str> = cmd.iter().copied().chain([path_str(dir.path())]).collect();
-        let run = acp_patch(&args, None);
-        assert_eq!(run.code, 1, "{cmd:?}: {}", run.stderr);
-        assert!(
-            run.stderr.contains(": it is an ACP client, `spawn_agent_process` at backend/session.py:26 connects to an agent and no module serves one (`run_agent`, `AgentSideConnection`); patch the agent it connects to instead"),
-            "{cmd:?}: {}",
-            run.stderr
-        );
-        assert!(!run.stderr.contains("inline"), "{cmd:?}: {}", run.stderr);
-        assert!(
-            !run.stderr.contains("prompt = \""),
-            "{cmd:?}: {}",
-            run.stderr
-        );
-        assert_eq!(before, snapshot_tree(dir.path()), "{cmd:?} wrote");
-    }
+    refused_by_apply_and_verify(
+        dir.path(),
+        ": it is an ACP client, `spawn_agent_process` at backend/session.py:26 connects to an agent and no module serves one (`run_agent`, `AgentSideConnection`); patch the agent it connects to instead",
+        &["inline", "prompt = \""],
+    );
 }
 
 /// codeswarm 0.6.43's shape: a client declares the requests it sends as stubs (`...`) that a
@@ -597,19 +584,7 @@ def ask(text, session_id):
     return api.session_prompt([{"type": "text", "text": text}], sessionId=session_id)
 "#,
     );
-    let before = snapshot_tree(dir.path());
-    for cmd in [&["apply", "--dry-run"][..], &["verify"]] {
-        let args: Vec<&str> = cmd.iter().copied().chain([path_str(dir.path())]).collect();
-        let run = acp_patch(&args, None);
-        assert_eq!(run.code, 1, "{cmd:?}: {}", run.stderr);
-        assert!(
-            run.stderr.contains(": no ACP agent found ("),
-            "{cmd:?}: {}",
-            run.stderr
-        );
-        assert!(!run.stderr.contains("writer"), "{cmd:?}: {}", run.stderr);
-        assert_eq!(before, snapshot_tree(dir.path()), "{cmd:?} wrote");
-    }
+    refused_by_apply_and_verify(dir.path(), ": no ACP agent found (", &["writer"]);
 }
 
 /// cursor-acp 0.1.1's shape: a client whose `async def prompt` sends `session/prompt` over its
@@ -644,16 +619,21 @@ class CursorAgent:
         return await self.session.prompt(text)
 "#,
     );
-    let before = snapshot_tree(dir.path());
+    refused_by_apply_and_verify(dir.path(), ": no ACP agent found (", &[]);
+}
+
+/// `apply --dry-run` and `verify` of `dir` both exit 1 saying `says` and none of `not`, and
+/// write nothing.
+fn refused_by_apply_and_verify(dir: &std::path::Path, says: &str, not: &[&str]) {
+    let before = snapshot_tree(dir);
     for cmd in [&["apply", "--dry-run"][..], &["verify"]] {
-        let args: Vec<&str> = cmd.iter().copied().chain([path_str(dir.path())]).collect();
+        let args: Vec<&str> = cmd.iter().copied().chain([path_str(dir)]).collect();
         let run = acp_patch(&args, None);
         assert_eq!(run.code, 1, "{cmd:?}: {}", run.stderr);
-        assert!(
-            run.stderr.contains(": no ACP agent found ("),
-            "{cmd:?}: {}",
-            run.stderr
-        );
-        assert_eq!(before, snapshot_tree(dir.path()), "{cmd:?} wrote");
+        assert!(run.stderr.contains(says), "{cmd:?}: {}", run.stderr);
+        for n in not {
+            assert!(!run.stderr.contains(n), "{cmd:?}: {}", run.stderr);
+        }
+        assert_eq!(before, snapshot_tree(dir), "{cmd:?} wrote");
     }
 }
