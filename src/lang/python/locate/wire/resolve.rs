@@ -54,30 +54,25 @@ fn is_property(def: Node, src: &str) -> bool {
 /// of an object it holds, or a module's function.
 fn attribute_callable<'a>(files: &'a [Parsed], file: usize, expr: Node<'a>) -> Option<At<'a>> {
     let src = files[file].file.text.as_ref();
-    match expr.kind() {
-        "attribute" => {
-            let obj = expr.child_by_field_name("object")?;
-            let name = text(expr.child_by_field_name("attribute")?, src);
-            if text(obj, src) != "self" {
-                if let Some(held) = held_method(files, file, obj, name) {
-                    return Some(held);
-                }
-                return (obj.kind() == "identifier")
-                    .then(|| {
-                        imported_module(files, file, text(obj, src))
-                            .into_iter()
-                            .find_map(|m| function_named(files, m, name, 1))
-                    })
-                    .flatten();
-            }
-            let class = enclosing_class(expr)?;
-            methods(class)
-                .into_iter()
-                .find(|m| name_of(*m, src) == name)
-                .map(|m| At { file, node: m })
+    let obj = expr.child_by_field_name("object")?;
+    let name = text(expr.child_by_field_name("attribute")?, src);
+    if text(obj, src) != "self" {
+        if let Some(held) = held_method(files, file, obj, name) {
+            return Some(held);
         }
-        _ => None,
+        return (obj.kind() == "identifier")
+            .then(|| {
+                imported_module(files, file, text(obj, src))
+                    .into_iter()
+                    .find_map(|m| function_named(files, m, name, 1))
+            })
+            .flatten();
     }
+    let class = enclosing_class(expr)?;
+    methods(class)
+        .into_iter()
+        .find(|m| name_of(*m, src) == name)
+        .map(|m| At { file, node: m })
 }
 
 /// `self.<attr>.<name>`: the method `name` of the class whose instance the reading class
