@@ -67,7 +67,32 @@ fn explain(e: Error, project: &Project) -> Error {
             line: bad.line,
             encoding: bad.encoding.clone(),
         },
-        None => e,
+        None => patched_without_its_pins(e, project),
+    }
+}
+
+/// "No agent" in a tree acp-patch has patched: its runtime module is there, so the agent was
+/// found when it was patched, most likely with pins this run does not read (`--config FILE`
+/// outside the tree). Says so, with the module, instead of leaving the user to guess.
+fn patched_without_its_pins(e: Error, project: &Project) -> Error {
+    let Error::NoAgent { root, detail } = e else {
+        return e;
+    };
+    let runtime = project.files.iter().find(|f| {
+        f.text
+            .lines()
+            .next()
+            .is_some_and(|l| l.contains("acp-patch: runtime module"))
+    });
+    match runtime {
+        Some(f) => Error::NoAgent {
+            root,
+            detail: format!(
+                "{detail}; yet `{}` is acp-patch's runtime module, so this tree was patched: if apply was given pins (`--config FILE`), pass the same file here, or copy its pins into acp-patch.toml",
+                f.rel
+            ),
+        },
+        None => Error::NoAgent { root, detail },
     }
 }
 

@@ -610,3 +610,71 @@ fn revert_lists_the_pieces_apply_listed() {
         assert_eq!(pieces(&revert_ok(dir.path())), applied, "{case}");
     }
 }
+
+/// A tree patched with pins kept outside it (`apply --config FILE`), then verified or reverted
+/// without them: the agent is found only with the pin (its dispatcher looks the handler up on
+/// its class by a name it builds, a spelling acp-patch does not follow), so both refuse, and say the tree was patched
+/// and which file shows it instead of only "no ACP agent found"; with the same `--config`,
+/// revert puts the tree back byte for byte.
+#[test]
+fn a_tree_patched_with_pins_from_outside_asks_for_them_to_verify_and_revert() {
+    let dir = tempfile::tempdir().unwrap();
+    let tree = dir.path().join("tree");
+    std::fs::create_dir_all(tree.join("agent")).unwrap();
+    std::fs::write(tree.join("agent/__init__.py"), "").unwrap();
+    std::fs::write(
+        tree.join("agent/server.py"),
+        r#"import json
+import sys
+
+
+class Handler:
+    def write(self, msg):
+        sys.stdout.write(json.dumps(msg) + "\n")
+        sys.stdout.flush()
+
+    def handle(self, msg):
+        handler = getattr(type(self), "rpc_" + msg["method"].replace("/", "_"))
+        return {"jsonrpc": "2.0", "id": msg.get("id"), "result": handler(self, msg.get("params") or {})}
+
+    def rpc_session_prompt(self, params):
+        self.write({"jsonrpc": "2.0", "method": "session/update", "params": {
+            "sessionId": params["sessionId"],
+            "update": {"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": "hi"}}}})
+        return {"stopReason": "end_turn"}
+"#,
+    )
+    .unwrap();
+    let original = copy_tree(&tree);
+    let pins = dir.path().join("pins.toml");
+    std::fs::write(
+        &pins,
+        "[python]\nprompt = \"agent/server.py:Handler.rpc_session_prompt\"\n",
+    )
+    .unwrap();
+    let config = ["--config", path_str(&pins)];
+    let run = acp_patch(
+        &[&["apply"][..], &config, &[path_str(&tree)]].concat(),
+        None,
+    );
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let patched = snapshot_tree(&tree);
+    for cmd in ["verify", "revert"] {
+        let run = acp_patch(&[cmd, path_str(&tree)], None);
+        assert_eq!(run.code, 1, "{cmd}: {}", run.stderr);
+        assert!(
+            run.stderr.contains(
+                "yet `agent/acp_progress.py` is acp-patch's runtime module, so this tree was patched: if apply was given pins (`--config FILE`), pass the same file here, or copy its pins into acp-patch.toml"
+            ),
+            "{cmd}: {}",
+            run.stderr
+        );
+        assert_eq!(patched, snapshot_tree(&tree), "{cmd} wrote");
+    }
+    let run = acp_patch(
+        &[&["revert"][..], &config, &[path_str(&tree)]].concat(),
+        None,
+    );
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_same_tree(&tree, original.path());
+}

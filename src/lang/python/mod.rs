@@ -411,9 +411,15 @@ impl Language for Python {
                 "'session/prompt'",
             ])
         });
+        // a dispatcher picking its handler by the method's name names no method: it writes
+        // `session/update` messages and calls `getattr(self, ...)`
+        let by_name = |text: &str| {
+            text.contains("getattr(self")
+                && (text.contains("\"session/update\"") || text.contains("'session/update'"))
+        };
         project
             .files_with_extension(self.extensions())
-            .any(|f| AGENT.any_in(&f.text))
+            .any(|f| AGENT.any_in(&f.text) || by_name(&f.text))
             || project.config.python.prompt.is_some()
     }
 

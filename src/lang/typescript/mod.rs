@@ -36,11 +36,13 @@ const SDKS: &[&str] = &[
     "@zed-industries/agent-client-protocol",
 ];
 
-/// Words a file must hold to take part in an agent (a cheap test that saves parsing).
+/// Words a file must hold to take part in an agent (a cheap test that saves parsing); a
+/// `ClientSideConnection` built and handed to a class shows that class is the client side.
 const WORDS: &[&str] = &[
     "prompt",
     "session",
     "AgentSideConnection",
+    "ClientSideConnection",
     "acpProgress",
     "agentProgressCallback",
 ];

@@ -34,6 +34,39 @@ pub(super) fn answered_in_grace<'a>(ups: &'a [Update], ctx: &CheckContext) -> Op
     (!card_first && real.t_ms <= ctx.think_card_max_ms).then_some(real)
 }
 
+/// A turn that ended within the card's limit with nothing said (no real update, no card): the
+/// prompt response came first, so nobody waited, and the runtime's grace opens no card.
+pub(super) struct EndedInGrace {
+    response_ms: f64,
+}
+
+pub(super) fn ended_in_grace(
+    lines: &[RawLine],
+    frame: &TurnFrame,
+    ups: &[Update],
+    ctx: &CheckContext,
+) -> Option<EndedInGrace> {
+    let response_ms = lines[frame.response_index?].t_ms;
+    (first_real(ups).is_none() && find_card(ups).is_none() && response_ms <= ctx.think_card_max_ms)
+        .then_some(EndedInGrace { response_ms })
+}
+
+impl EndedInGrace {
+    pub(super) fn check(&self, name: &str, ctx: &CheckContext) -> Check {
+        Check::new(
+            name,
+            true,
+            format!(
+                "no card needed: the turn ended {} after the prompt with nothing said, within the limit ({})",
+                ms(self.response_ms),
+                ms(ctx.think_card_max_ms)
+            ),
+        )
+        .fig("response_ms", self.response_ms)
+        .fig("limit_ms", ctx.think_card_max_ms)
+    }
+}
+
 fn no_card_needed(name: &str, real: &Update, ctx: &CheckContext) -> Check {
     Check::new(
         name,

@@ -196,15 +196,21 @@ impl Default for CheckContext {
 pub fn run_session(lines: &[RawLine], ctx: &CheckContext) -> Vec<Check> {
     let frame = TurnFrame::find(lines);
     let ups = turn_updates(lines, &frame);
-    let mut out = vec![
-        think_card(&ups, ctx),
-        heartbeat(lines, &frame, &ups, ctx),
-        complete(&ups, ctx),
+    let cards = match card::ended_in_grace(lines, &frame, &ups, ctx) {
+        Some(ended) => [THINK_CARD, HEARTBEAT, COMPLETE].map(|name| ended.check(name, ctx)),
+        None => [
+            think_card(&ups, ctx),
+            heartbeat(lines, &frame, &ups, ctx),
+            complete(&ups, ctx),
+        ],
+    };
+    let mut out = cards.to_vec();
+    out.extend([
         one_thought_block(&ups),
         cards_well_formed(&ups),
         well_formed_tool_calls(&ups),
         turn_ends(lines, &frame, ctx),
-    ];
+    ]);
     if let Some(sent) = &ctx.answer {
         out.push(answer_intact(lines, &frame, &ups, sent, ctx));
     }

@@ -637,3 +637,63 @@ fn refused_by_apply_and_verify(dir: &std::path::Path, says: &str, not: &[&str]) 
         assert_eq!(before, snapshot_tree(dir), "{cmd:?} wrote");
     }
 }
+
+/// codebuddy-cloud-agent-sdk 0.3.4's shape: a client library's session class builds the
+/// library's own client and hands its `prompt` on to it; that client builds the SDK's
+/// `ClientSideConnection`. It was taken for an agent ("could not locate the connection … add
+/// `def on_connect(self, conn)`"); it holds none, built in `__init__` or lazily through a local.
+#[test]
+fn a_session_class_handing_the_prompt_to_a_client_it_builds_holds_no_agent() {
+    for (init, line) in [
+        ("self._acp = AcpClient()", 9),
+        (
+            "self._acp = None\n\n    async def connect(self):\n        acp = AcpClient()\n        self._acp = acp",
+            13,
+        ),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        write(
+            dir.path(),
+            "sdk/transport.py",
+            r#"from typing import Any
+
+
+class AcpClient:
+    def __init__(self) -> None:
+        self._conn: Any = None
+
+    async def connect(self, reader, writer) -> None:
+        from acp import Client
+        from acp.client import ClientSideConnection
+
+        self._conn = ClientSideConnection(Client(), writer, reader)
+
+    async def prompt(self, session_id: str, blocks: list) -> Any:
+        return await self._conn.prompt(session_id=session_id, prompt=blocks)
+"#,
+        );
+        write(
+            dir.path(),
+            "sdk/session.py",
+            &format!(
+                r#"from sdk.transport import AcpClient
+
+
+class Session:
+    def __init__(self, session_id: str) -> None:
+        self.id = session_id
+        {init}
+
+    async def prompt(self, text: str):
+        return await self._acp.prompt(self.id, [{{"type": "text", "text": text}}])
+"#
+            ),
+        );
+        refused_by_apply_and_verify(dir.path(), ": no ACP agent found (", &["on_connect"]);
+        refused_by_apply_and_verify(
+            dir.path(),
+            &format!("`Session.prompt` (sdk/session.py:{line}) is the client side"),
+            &[],
+        );
+    }
+}

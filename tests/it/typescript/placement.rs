@@ -309,6 +309,127 @@ fn a_class_driving_an_agent_through_a_client_side_connection_is_no_prompt_handle
     );
 }
 
+/// A client library's wrapper (acp-http-client 0.4.2, use-acp 0.2.6): a class that answers
+/// `initialize`, `newSession`, `prompt`, `cancel` by handing each on to a
+/// `ClientSideConnection`, built in the class or handed to its constructor by another module.
+/// It was offered as a pin, and that pin then refused for want of a connection; it holds no
+/// agent, and a pin on it is refused with why.
+#[test]
+fn a_wrapper_handing_the_prompt_on_to_a_client_side_connection_is_no_prompt_handler() {
+    let cases: [(&[(&str, &str)], &str, &str); 2] = [
+        (
+            &[(
+                "dist/index.js",
+                "import { ClientSideConnection } from \"@agentclientprotocol/sdk\";\n\
+                 export class TinyClient {\n\
+                 \x20 constructor(stream, handlers) {\n\
+                 \x20   this.connection = new ClientSideConnection(() => handlers, stream);\n\
+                 \x20 }\n\
+                 \x20 async initialize(request) { return this.connection.initialize(request); }\n\
+                 \x20 async newSession(request) { return this.connection.newSession(request); }\n\
+                 \x20 async prompt(request) { return this.connection.prompt(request); }\n\
+                 \x20 async cancel(n) { return this.connection.cancel(n); }\n\
+                 }\n",
+            )],
+            "dist/index.js:TinyClient.prompt",
+            "names no prompt handler: it hands the prompt on to `this.connection` (line 8), a `ClientSideConnection`: the client side of the protocol",
+        ),
+        (
+            &[
+                (
+                    "dist/wrapper.js",
+                    "export class ListeningAgent {\n\
+                     \x20 constructor(agent, callbacks) {\n\
+                     \x20   this.agent = agent;\n\
+                     \x20   this.callbacks = callbacks;\n\
+                     \x20 }\n\
+                     \x20 async newSession(params) { return this.agent.newSession(params); }\n\
+                     \x20 async prompt(params) {\n\
+                     \x20   const response = await this.agent.prompt(params);\n\
+                     \x20   this.callbacks.onPromptEnd?.(response);\n\
+                     \x20   return response;\n\
+                     \x20 }\n\
+                     }\n",
+                ),
+                (
+                    "dist/hook.js",
+                    "import { ClientSideConnection } from \"@agentclientprotocol/sdk\";\n\
+                     import { ListeningAgent } from \"./wrapper.js\";\n\
+                     export function connect(stream, handlers, callbacks) {\n\
+                     \x20 const conn = new ClientSideConnection(() => handlers, stream);\n\
+                     \x20 return new ListeningAgent(conn, callbacks);\n\
+                     }\n",
+                ),
+            ],
+            "dist/wrapper.js:ListeningAgent.prompt",
+            "names no prompt handler: it hands the prompt on to `this.agent` (line 8), a `ClientSideConnection`: the client side of the protocol",
+        ),
+    ];
+    for (files, pin, why) in cases {
+        let dir = tempfile::tempdir().unwrap();
+        write(
+            dir.path(),
+            "package.json",
+            r#"{ "name": "client", "type": "module" }"#,
+        );
+        for (rel, text) in files {
+            write(dir.path(), rel, text);
+        }
+        let run = acp_patch(&["apply", "--dry-run", path_str(dir.path())], None);
+        assert_eq!(run.code, 1, "{}", run.stderr);
+        assert!(run.stderr.contains("no ACP agent found"), "{}", run.stderr);
+        assert!(!run.stderr.contains("pin one"), "{}", run.stderr);
+        write(
+            dir.path(),
+            "acp-patch.toml",
+            &format!("[typescript]\nprompt = \"{pin}\"\n"),
+        );
+        let run = acp_patch(&["apply", "--dry-run", path_str(dir.path())], None);
+        assert_eq!(run.code, 1, "{}", run.stderr);
+        assert!(run.stderr.contains(why), "{}", run.stderr);
+    }
+}
+
+/// sandbox-agent 0.4.2's shape: a client routes its outgoing requests by method, and its
+/// `"session/prompt"` branch rewrites the prompt with a helper under an `if` before a client
+/// library sends it on. The helper was taken for the handler ("could not locate the connection:
+/// `injectReplayPrompt` … handles session/prompt"); a call under an `if` is a path the branch
+/// may take, and what the branch hands the request to here is no function of the tree.
+#[test]
+fn a_client_routing_its_outgoing_prompt_holds_no_agent() {
+    let dir = tempfile::tempdir().unwrap();
+    write(
+        dir.path(),
+        "package.json",
+        r#"{ "name": "router", "type": "module" }"#,
+    );
+    write(
+        dir.path(),
+        "dist/index.js",
+        "import { AcpHttpClient } from \"acp-http-client\";\n\
+         export class LiveConnection {\n\
+         \x20 constructor(baseUrl) { this.acp = new AcpHttpClient({ baseUrl }); this.replays = new Map(); }\n\
+         \x20 async sendSessionMethod(sessionId, method, params) {\n\
+         \x20   if (method === \"session/prompt\") {\n\
+         \x20     const replay = this.replays.get(sessionId);\n\
+         \x20     if (replay) {\n\
+         \x20       injectReplayPrompt(params, replay);\n\
+         \x20     }\n\
+         \x20     return this.acp.prompt(params);\n\
+         \x20   }\n\
+         \x20   throw new Error(`unsupported method ${method}`);\n\
+         \x20 }\n\
+         }\n\
+         function injectReplayPrompt(params, text) {\n\
+         \x20 params.prompt = [{ type: \"text\", text }, ...(params.prompt ?? [])];\n\
+         }\n",
+    );
+    let run = acp_patch(&["apply", "--dry-run", path_str(dir.path())], None);
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    assert!(run.stderr.contains("no ACP agent found"), "{}", run.stderr);
+    assert!(!run.stderr.contains("injectReplayPrompt"), "{}", run.stderr);
+}
+
 /// The class the connection's factory builds extends an installed base and inherits its
 /// `prompt`: the error names the class, the base and the override that gives the tree a
 /// handler; with that override the agent is patched, its connection the one the base keeps.

@@ -6,11 +6,15 @@ use super::At;
 use super::wire::annotated_classes;
 use crate::lang::parts::Parsed;
 use crate::lang::python::syntax::*;
+use tree_sitter::Node;
 
-/// Whether `prompt` (a method) calls `.prompt(..)` on a client its class holds: an attribute
-/// `__init__` sets from a parameter whose annotation names a class `is_client` accepts (by
-/// name, from the method's file) or the SDK's `ClientSideConnection`, read as `self.<attr>`
-/// (or a path under it) or through a local bound to it.
+/// Whether `prompt` (a method) calls `.prompt(..)` on a client its class holds, read as
+/// `self.<attr>` (or a path under it) or through a local bound to it. The class holds a client
+/// in an attribute `__init__` sets from a parameter whose annotation names a class `is_client`
+/// accepts (by name, from the method's file) or the SDK's `ClientSideConnection`, or in one any
+/// of its methods sets to such a class built there (`self._acp = AcpClient()`, also through a
+/// local: `acp = AcpClient(); self._acp = acp`): the client library's session classes of
+/// codebuddy-cloud-agent-sdk 0.3.4 hold the library's own client so.
 pub(super) fn forwards_to_a_client(
     files: &[Parsed],
     prompt: At,
@@ -20,44 +24,46 @@ pub(super) fn forwards_to_a_client(
     let Some(class) = enclosing_class(prompt.node) else {
         return false;
     };
-    let Some(init) = methods(class)
+    let a_client = |name: &str| name == "ClientSideConnection" || is_client(name, prompt.file);
+    let mut attrs: Vec<&str> = Vec::new();
+    if let Some(init) = methods(class)
         .into_iter()
         .find(|m| name_of(*m, src) == "__init__")
-    else {
-        return false;
-    };
-    let clients: Vec<String> = parameters(init, src)
-        .into_iter()
-        .filter(|(_, p)| {
-            p.child_by_field_name("type").is_some_and(|t| {
-                annotated_classes(t, src).into_iter().any(|(_, class)| {
-                    class == "ClientSideConnection" || is_client(class, prompt.file)
+    {
+        let clients: Vec<String> = parameters(init, src)
+            .into_iter()
+            .filter(|(_, p)| {
+                p.child_by_field_name("type").is_some_and(|t| {
+                    annotated_classes(t, src)
+                        .into_iter()
+                        .any(|(_, class)| a_client(class))
                 })
             })
-        })
-        .map(|(name, _)| name)
-        .collect();
-    let Some(init_body) = init.child_by_field_name("body") else {
-        return false;
-    };
-    // `self.client = client`
-    let attrs: Vec<&str> = descendants(init_body, "assignment")
-        .into_iter()
-        .filter_map(|a| {
-            let (left, right) = (
-                a.child_by_field_name("left")?,
-                a.child_by_field_name("right")?,
-            );
-            let on_self = left.kind() == "attribute"
-                && left
-                    .child_by_field_name("object")
-                    .is_some_and(|o| text(o, src) == "self");
-            (on_self
-                && right.kind() == "identifier"
-                && clients.iter().any(|c| c == text(right, src)))
-            .then(|| text(left, src))
-        })
-        .collect();
+            .map(|(name, _)| name)
+            .collect();
+        // `self.client = client`
+        attrs.extend(self_attributes_set(init, src, |right| {
+            right.kind() == "identifier" && clients.iter().any(|c| c == text(right, src))
+        }));
+    }
+    for m in methods(class) {
+        // the locals of the method bound to a client built there
+        let built = |n: Node| n.kind() == "call" && a_client(callee_name(n, src));
+        let locals: Vec<&str> = descendants_same_scope(m, "assignment")
+            .into_iter()
+            .filter_map(|a| {
+                let (l, r) = (
+                    a.child_by_field_name("left")?,
+                    a.child_by_field_name("right")?,
+                );
+                (l.kind() == "identifier" && built(unawait(r))).then(|| text(l, src))
+            })
+            .collect();
+        attrs.extend(self_attributes_set(m, src, |right| {
+            let right = unawait(right);
+            built(right) || (right.kind() == "identifier" && locals.contains(&text(right, src)))
+        }));
+    }
     let Some(body) = prompt.node.child_by_field_name("body") else {
         return false;
     };
@@ -86,4 +92,35 @@ pub(super) fn forwards_to_a_client(
                     })
                 })
         })
+}
+
+/// The attributes of `self` a method sets (`self.<attr> = <right>`) to a value `admits`.
+fn self_attributes_set<'t>(
+    method: Node<'t>,
+    src: &'t str,
+    admits: impl Fn(Node<'t>) -> bool,
+) -> Vec<&'t str> {
+    descendants_same_scope(method, "assignment")
+        .into_iter()
+        .filter_map(|a| {
+            let (left, right) = (
+                a.child_by_field_name("left")?,
+                a.child_by_field_name("right")?,
+            );
+            let on_self = left.kind() == "attribute"
+                && left
+                    .child_by_field_name("object")
+                    .is_some_and(|o| text(o, src) == "self");
+            (on_self && admits(right)).then(|| text(left, src))
+        })
+        .collect()
+}
+
+/// `await x` → `x`.
+fn unawait(n: Node) -> Node {
+    if n.kind() == "await" {
+        n.named_child(0).unwrap_or(n)
+    } else {
+        n
+    }
 }

@@ -143,25 +143,7 @@ pub(super) fn dispatched<'a>(files: &'a [Parsed], method: &str) -> Vec<(usize, N
             }
         }
         for (arm, on) in arms {
-            let target = descendants(arm, "call_expression")
-                .into_iter()
-                .find_map(|c| {
-                    let (obj, name) = callee(c, src);
-                    let t = if obj == "this" {
-                        let class = enclosing_class(c)?;
-                        let (f, m) = member(files, i, class, name)?;
-                        (f, member_function(m)?)
-                    } else if obj.is_empty() {
-                        top_level_functions(root, src)
-                            .into_iter()
-                            .find(|(n, _)| n == name)
-                            .map(|(_, d)| (i, d))?
-                    } else {
-                        return None;
-                    };
-                    Some((t, c))
-                });
-            if let Some((t, call)) = target {
+            if let Some((t, call)) = branch_call(files, i, arm) {
                 let passed = on
                     .map(|on| passed_of(&p.file.rel, call, on, src))
                     .unwrap_or(Passed::Unknown);
@@ -170,6 +152,111 @@ pub(super) fn dispatched<'a>(files: &'a [Parsed], method: &str) -> Vec<(usize, N
         }
     }
     out
+}
+
+/// A function of the tree a dispatcher's branch for the method hands the request to, with the
+/// call: the call of `this.<method>(..)` or of a top-level function in the branch's last
+/// statement that makes one, when all that follows it only ends the branch (`break`, `return`
+/// of a value computed without a call) or writes a JSON-RPC message. A branch that goes on
+/// working after it handles the method inline, and a call under an `if` or in a loop is a path
+/// the branch may take, not its hand-off (a helper that rewrites the prompt before a client
+/// sends it on: `if (replay) injectReplayPrompt(params); return this.acp.prompt(params)`).
+fn branch_call<'a>(
+    files: &'a [Parsed],
+    i: usize,
+    arm: Node<'a>,
+) -> Option<((usize, Node<'a>), Node<'a>)> {
+    let src = files[i].file.text.as_ref();
+    let mut stmts: Vec<Node<'a>> = match arm.kind() {
+        "switch_case" => {
+            let value = arm.child_by_field_name("value");
+            statements(arm)
+                .into_iter()
+                .filter(|n| Some(*n) != value)
+                .collect()
+        }
+        "statement_block" => statements(arm),
+        _ => vec![arm],
+    };
+    if let [block] = stmts[..]
+        && block.kind() == "statement_block"
+    {
+        stmts = statements(block);
+    }
+    let (k, found) = stmts
+        .iter()
+        .enumerate()
+        .rev()
+        .filter(|(_, s)| !writes_a_message(**s, src))
+        .find_map(|(k, s)| hand_off(files, i, *s).map(|t| (k, t)))?;
+    stmts[k + 1..]
+        .iter()
+        .all(|s| ends_branch(*s) || writes_a_message(*s, src))
+        .then_some(found)
+}
+
+/// The first call of a function of the tree a statement makes (not inside a nested function);
+/// in a `try`, the one its body hands the request to.
+fn hand_off<'a>(
+    files: &'a [Parsed],
+    i: usize,
+    stmt: Node<'a>,
+) -> Option<((usize, Node<'a>), Node<'a>)> {
+    const NOT_A_HAND_OFF: &[&str] = &[
+        "if_statement",
+        "for_statement",
+        "for_in_statement",
+        "while_statement",
+        "do_statement",
+        "switch_statement",
+        "function_declaration",
+        "class_declaration",
+    ];
+    match stmt.kind() {
+        k if NOT_A_HAND_OFF.contains(&k) => return None,
+        "try_statement" => return branch_call(files, i, stmt.child_by_field_name("body")?),
+        _ => {}
+    }
+    let src = files[i].file.text.as_ref();
+    let scope = enclosing_function(stmt);
+    descendants(stmt, "call_expression")
+        .into_iter()
+        .filter(|c| enclosing_function(*c) == scope)
+        .find_map(|c| {
+            let (obj, name) = callee(c, src);
+            let t = if obj == "this" {
+                let class = enclosing_class(c)?;
+                let (f, m) = member(files, i, class, name)?;
+                (f, member_function(m)?)
+            } else if obj.is_empty() {
+                top_level_functions(files[i].tree().root_node(), src)
+                    .into_iter()
+                    .find(|(n, _)| n == name)
+                    .map(|(_, d)| (i, d))?
+            } else {
+                return None;
+            };
+            Some((t, c))
+        })
+}
+
+/// A statement that only ends a branch: `break`, `continue`, or a `return` of nothing or of a
+/// value computed without a call.
+fn ends_branch(stmt: Node) -> bool {
+    match stmt.kind() {
+        "break_statement" | "continue_statement" | "empty_statement" => true,
+        "return_statement" => descendants(stmt, "call_expression").is_empty(),
+        _ => false,
+    }
+}
+
+/// Whether a statement builds a JSON-RPC message in place (an object with a `jsonrpc` or
+/// `method` key): a write of a message, not a hand-off to a handler.
+fn writes_a_message(stmt: Node, src: &str) -> bool {
+    descendants(stmt, "pair").into_iter().any(|p| {
+        p.child_by_field_name("key")
+            .is_some_and(|k| matches!(text(k, src).trim_matches(['"', '\'']), "jsonrpc" | "method"))
+    })
 }
 
 /// `msg.method` (through parentheses): `msg`.

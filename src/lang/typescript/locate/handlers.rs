@@ -249,7 +249,7 @@ pub(super) fn prompt_methods<'a>(files: &'a [Parsed]) -> Vec<(usize, Node<'a>, N
             for m in class_members(class) {
                 if member_name(m, src) == "prompt"
                     && let Some(f) = member_function(m)
-                    && not_a_handler(p, class, f).is_none()
+                    && not_a_handler(files, i, class, f).is_none()
                 {
                     out.push((i, m, f));
                 }
@@ -270,7 +270,7 @@ pub(super) fn class_functions<'a>(files: &'a [Parsed]) -> Vec<(usize, Node<'a>, 
         for class in classes(p.tree().root_node()) {
             for m in class_members(class) {
                 if let Some(f) = member_function(m)
-                    && not_a_handler(p, class, f).is_none()
+                    && not_a_handler(files, i, class, f).is_none()
                 {
                     out.push((i, m, f));
                 }
@@ -283,9 +283,16 @@ pub(super) fn class_functions<'a>(files: &'a [Parsed]) -> Vec<(usize, Node<'a>, 
 /// Why a class's function can never be the agent's prompt handler, if so: it is a generator
 /// (the SDK awaits a response, not a stream), it sends `session/prompt` itself (the client
 /// side: a copy of the SDK's `ClientSideConnection`, `sendRequest(methods.session_prompt, ..)`),
-/// or its class answers the client's half of the protocol (`sessionUpdate` and
-/// `requestPermission` both defined: an `acp.Client`).
-pub(super) fn not_a_handler(p: &Parsed, class: Node, func: Node) -> Option<String> {
+/// it hands the prompt on to a `ClientSideConnection` (a client library's wrapper), or its class
+/// answers the client's half of the protocol (`sessionUpdate` and `requestPermission` both
+/// defined: an `acp.Client`).
+pub(super) fn not_a_handler(
+    files: &[Parsed],
+    file: usize,
+    class: Node,
+    func: Node,
+) -> Option<String> {
+    let p = &files[file];
     let src = p.file.text.as_ref();
     let mut cursor = func.walk();
     if func
@@ -331,6 +338,9 @@ pub(super) fn not_a_handler(p: &Parsed, class: Node, func: Node) -> Option<Strin
             "its class builds a `ClientSideConnection` (line {}): the client side of the protocol",
             line(client)
         ));
+    }
+    if let Some(why) = super::client_side::forwards_to_an_agent(files, file, class, func) {
+        return Some(why);
     }
     if members.contains(&"sessionUpdate") && members.contains(&"requestPermission") {
         return Some(
@@ -448,7 +458,7 @@ pub(super) fn select<'a>(
                     for m in class_members(class) {
                         if let Some(func) = member_function(m)
                             && matches(i, &qualified(files, i, func))
-                            && let Some(why) = not_a_handler(p, class, func)
+                            && let Some(why) = not_a_handler(files, i, class, func)
                         {
                             return Err(Error::Unlocatable {
                                 site: "prompt handler",

@@ -8,6 +8,7 @@
 //!   or a JSON-RPC `session/update` message handed to the agent's own writer).
 
 mod classes;
+mod client_side;
 mod connection;
 mod dispatch;
 mod flow;

@@ -132,6 +132,29 @@ fn a_turn_answered_within_the_limit_needs_no_card() {
 }
 
 #[test]
+fn a_turn_that_ends_within_the_limit_with_nothing_said_needs_no_card() {
+    // andromity 0.2.24 answers end_turn at once and works on in the background: nobody waited
+    let mut r = Rec::new();
+    r.end(2.0, "end_turn");
+    let checks = run_all(&r.lines, &CheckContext::default());
+    for name in [THINK_CARD, HEARTBEAT, COMPLETE] {
+        let c = by_name(&checks, name);
+        assert!(c.passed, "{c:?}");
+        assert_eq!(
+            c.summary,
+            "no card needed: the turn ended 2 ms after the prompt with nothing said, within the limit (250 ms)"
+        );
+    }
+    // past the limit, the wait had no card
+    let mut r = Rec::new();
+    r.end(400.0, "end_turn");
+    let checks = run_all(&r.lines, &CheckContext::default());
+    for name in [THINK_CARD, HEARTBEAT, COMPLETE] {
+        assert!(!by_name(&checks, name).passed, "{name}");
+    }
+}
+
+#[test]
 fn an_update_of_a_tool_call_never_started_is_not_output() {
     // a client shows nothing for it (box-agent 0.9.7's activity updates at once): the turn
     // still waited for its card
