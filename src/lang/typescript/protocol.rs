@@ -212,9 +212,10 @@ pub fn analyze(
 
 /// The programs of a patched package that run a JavaScript build of the agent beside the
 /// TypeScript sources the patch went into (an npm package shipping `src/` for its library
-/// exports and `dist/cli.js` bundled for its `bin`): the patch never runs there, so say so.
-/// A bin whose file holds none of the anchors' words (a launcher importing the sources) is
-/// not one; neither is a file of the patch.
+/// exports and `dist/cli.js` bundled for its `bin`; or a small launcher `lib/bin.js` that
+/// imports the build, `lib/agent.js`, maybe through more modules): the patch never runs
+/// there, so say so. A bin none of whose JavaScript ([`launched_build`]) holds the anchors'
+/// words (a launcher importing the sources) is not one; neither is a file of the patch.
 fn unpatched_bins<'p>(
     project: &Project,
     files: &[Parsed],
@@ -261,18 +262,106 @@ fn unpatched_bins<'p>(
             if !crate::lang::typescript::is_js(&rel) || files.iter().any(|p| p.file.rel == rel) {
                 continue;
             }
-            let Ok(build) = std::fs::read_to_string(project.root.join(&rel)) else {
+            let Some(chain) = launched_build(project, files, package, &rel) else {
                 continue;
             };
-            if !crate::lang::typescript::may_hold_anchor(&build) {
-                continue;
-            }
+            let (build, through) = match chain.as_slice() {
+                [only] => (only, String::new()),
+                [.., last] => (
+                    last,
+                    format!(" (its bin's imports lead there: {})", chain.join(" -> ")),
+                ),
+                [] => continue,
+            };
             out.push(format!(
-                "{rel}: the package's program `{name}` runs this JavaScript build, which holds the agent too and is not patched (the TypeScript sources beside it are); rebuild it from the patched sources, or patch the build on its own (acp-patch on a folder holding the build without the sources)"
+                "{build}: the package's program `{name}` runs this JavaScript build{through}, which holds the agent too and is not patched (the TypeScript sources beside it are); rebuild it from the patched sources, or patch the build on its own (acp-patch on a folder holding the build without the sources)"
             ));
         }
     }
     out
+}
+
+/// How many JavaScript files [`launched_build`] reads from a bin at most.
+const LAUNCH_FILES: usize = 16;
+
+/// The JavaScript a bin runs that may hold the agent: the bin's file itself, else the first
+/// file of the same package its relative loads reach (`import ... from`, `export ... from`,
+/// `require()`, `import()`, followed from file to file, breadth first, at most
+/// [`LAUNCH_FILES`] files), with the chain of files from the bin to it (the bin first). A file
+/// of the patch, or one in another package (`node_modules`, a nested `package.json`), ends the
+/// path; so does a TypeScript source (a launcher running the sources runs the patch).
+fn launched_build(
+    project: &Project,
+    files: &[Parsed],
+    package: &str,
+    bin: &str,
+) -> Option<Vec<String>> {
+    use crate::lang::typescript::{is_js, may_hold_anchor};
+    // (file, index of the file that loads it)
+    let mut reached: Vec<(String, Option<usize>)> = vec![(bin.to_string(), None)];
+    let mut next = 0;
+    while next < reached.len() {
+        let (rel, _) = &reached[next];
+        let Ok(text) = std::fs::read_to_string(project.root.join(rel)) else {
+            next += 1;
+            continue;
+        };
+        if may_hold_anchor(&text) {
+            let mut chain = Vec::new();
+            let mut at = Some(next);
+            while let Some(i) = at {
+                chain.push(reached[i].0.clone());
+                at = reached[i].1;
+            }
+            chain.reverse();
+            return Some(chain);
+        }
+        let dir = rel
+            .rsplit_once('/')
+            .map(|(d, _)| d)
+            .unwrap_or("")
+            .to_string();
+        for spec in super::toolchain::specifiers(rel, &text) {
+            if !(spec.starts_with("./") || spec.starts_with("../")) {
+                continue;
+            }
+            let Some(target) = super::toolchain::join(&dir, &spec) else {
+                continue;
+            };
+            let candidates: Vec<String> = if is_js(&target) {
+                vec![target]
+            } else {
+                // CommonJS (and a bundler's ES modules) may leave the ending out
+                [
+                    ".js",
+                    ".mjs",
+                    ".cjs",
+                    "/index.js",
+                    "/index.mjs",
+                    "/index.cjs",
+                ]
+                .iter()
+                .map(|e| format!("{target}{e}"))
+                .collect()
+            };
+            let Some(found) = candidates
+                .into_iter()
+                .find(|c| is_js(c) && project.root.join(c).is_file())
+            else {
+                continue;
+            };
+            if reached.len() >= LAUNCH_FILES
+                || reached.iter().any(|(r, _)| *r == found)
+                || files.iter().any(|p| p.file.rel == found)
+                || package_of(project, &found) != package
+            {
+                continue;
+            }
+            reached.push((found, Some(next)));
+        }
+        next += 1;
+    }
+    None
 }
 
 /// Names of the functions the runtime module exports.

@@ -165,7 +165,7 @@ fn is_esm(project: &Project, rel: &str) -> bool {
 
 /// Every module specifier a file loads: `import ... from`, `export ... from`, `import x =
 /// require()`, `require()` and `import()` with a string.
-fn specifiers(rel: &str, text: &str) -> Vec<String> {
+pub(super) fn specifiers(rel: &str, text: &str) -> Vec<String> {
     let tree = syntax::parse(text, rel.ends_with(".tsx") || is_js(rel));
     let root = tree.root_node();
     let mut out = Vec::new();
@@ -349,7 +349,7 @@ const BUILTINS: &[&str] = &[
 ];
 
 /// `dir` joined with a relative specifier, `..` resolved; `None` when it climbs out.
-fn join(dir: &str, spec: &str) -> Option<String> {
+pub(super) fn join(dir: &str, spec: &str) -> Option<String> {
     let mut parts: Vec<&str> = dir.split('/').filter(|s| !s.is_empty()).collect();
     for seg in spec.split('/') {
         match seg {

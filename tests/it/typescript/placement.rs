@@ -265,6 +265,86 @@ fn a_bin_build_beside_the_patched_sources_is_noted() {
     assert!(!run.stderr.contains("program"), "{}", run.stderr);
 }
 
+/// A package whose program is a small launcher in the build (deepseek-acp 0.9.0: `bin` runs
+/// lib/bin.js, which imports lib/launcher/boot.js, which imports lib/index.js, the agent; the
+/// sources in src/): the note names the build the launcher's imports reach and the way there,
+/// followed through `import()`, `export ... from`, `require()` and a folder's index. A launcher
+/// that runs the sources, or reaches no agent, says nothing of the kind.
+#[test]
+fn a_bin_launcher_importing_the_build_beside_the_patched_sources_is_noted() {
+    let dir = copy_tree(&before("sdk_subpath_import"));
+    edit(
+        dir.path(),
+        "package.json",
+        "\"dist/cli.js\"",
+        "\"dist/bin.js\"",
+    );
+    write(
+        dir.path(),
+        "dist/bin.js",
+        "#!/usr/bin/env node\n// the launcher: what the bin runs\nimport(\"./launcher/boot.js\");\n",
+    );
+    write(
+        dir.path(),
+        "dist/launcher/boot.js",
+        "import { argv } from \"node:process\";\nexport * from \"../cli.js\";\n",
+    );
+    for args in [&["apply", "--dry-run"][..], &["verify"][..]] {
+        let run = acp_patch(&[args, &[path_str(dir.path())]].concat(), None);
+        assert!(
+            run.stderr.contains(
+                "note: dist/cli.js: the package's program `echo` runs this JavaScript build (its bin's imports lead there: dist/bin.js -> dist/launcher/boot.js -> dist/cli.js), which holds the agent too and is not patched"
+            ),
+            "{args:?}: {}",
+            run.stderr
+        );
+    }
+    // CommonJS: `require()` of a folder, its index loading the build
+    write(
+        dir.path(),
+        "dist/bin.cjs",
+        "#!/usr/bin/env node\nrequire(\"./launcher\");\n",
+    );
+    write(
+        dir.path(),
+        "dist/launcher/index.js",
+        "require(\"./boot.js\");\n",
+    );
+    edit(
+        dir.path(),
+        "package.json",
+        "\"dist/bin.js\"",
+        "\"dist/bin.cjs\"",
+    );
+    let run = acp_patch(&["apply", "--dry-run", path_str(dir.path())], None);
+    assert!(
+        run.stderr.contains(
+            "note: dist/cli.js: the package's program `echo` runs this JavaScript build (its bin's imports lead there: dist/bin.cjs -> dist/launcher/index.js -> dist/launcher/boot.js -> dist/cli.js), which holds the agent too and is not patched"
+        ),
+        "{}",
+        run.stderr
+    );
+    // a launcher running the sources (the patch), or a module holding no agent: no note
+    for launcher in [
+        "import \"../src/agent.ts\";\n",
+        "import { argv } from \"./launcher/args.js\";\nconsole.log(argv);\n",
+    ] {
+        write(
+            dir.path(),
+            "dist/launcher/args.js",
+            "export const argv = [];\n",
+        );
+        write(dir.path(), "dist/bin.cjs", launcher);
+        let run = acp_patch(&["apply", "--dry-run", path_str(dir.path())], None);
+        assert_eq!(run.code, 0, "{}", run.stderr);
+        assert!(
+            !run.stderr.contains("program"),
+            "{launcher}: {}",
+            run.stderr
+        );
+    }
+}
+
 /// A client of agents beside none (acpx 0.1.15): its class builds the SDK's
 /// `ClientSideConnection` and its `prompt` calls that connection's. No agent: nothing listed to
 /// pin, and a pin on it is refused with why.
