@@ -435,6 +435,9 @@ fn locate(
     s: &mut Streams,
 ) -> Result<acp_patch::installed::Installed, Error> {
     let found = acp_patch::installed::locate(name, python)?;
+    if let Some(via) = &found.via {
+        s.say(&format!("acp-patch: {via}"));
+    }
     s.say(&format!(
         "acp-patch: {} {} ({}) installed at {}",
         found.package,

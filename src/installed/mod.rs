@@ -33,6 +33,9 @@ pub struct Installed {
     pub install_dir: PathBuf,
     /// The environment's interpreter (Python).
     pub python: Option<PathBuf>,
+    /// How NAME led to another distribution's package: a launcher's console script starts
+    /// in a module that distribution installs (said before where it is installed).
+    pub via: Option<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]

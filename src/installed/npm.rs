@@ -45,6 +45,7 @@ fn package_at(name: &str, dir: &Path) -> Result<Option<Installed>> {
         root: dir.to_path_buf(),
         install_dir,
         python: None,
+        via: None,
     }))
 }
 

@@ -10,6 +10,7 @@ use std::process::Command;
 
 struct Run {
     code: i32,
+    stdout: String,
     stderr: String,
 }
 
@@ -22,6 +23,7 @@ fn acp_patch_in(args: &[&str], env: &[(&str, String)], cwd: &Path) -> Run {
         .expect("run acp-patch");
     Run {
         code: out.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
         stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
     }
 }
@@ -358,6 +360,246 @@ fn npm_prefix_apply_verify_reinstall_revert() {
     assert!(!manifest.exists());
     assert_eq!(snapshot_tree(&package), pristine, "reverted to npm's files");
     assert_eq!(outside(&prefix, &package), around);
+}
+
+/// A venv (no pip, nothing downloaded) holding two hand-made distributions, as gptme-acp
+/// and gptme are built: `realagent` 0.1 (package `realagent`, an ACP agent without SDK) and
+/// the launcher `agent-launcher` 0.1 (a stub package `agent_launcher` and the console script
+/// `agent-launcher = realagent.__main__:main`, a module the other distribution installs).
+/// Returns the venv and its site-packages.
+fn launcher_venv(dir: &Path) -> (PathBuf, PathBuf) {
+    let venv = dir.join("venv");
+    run_ok(
+        Command::new("python3")
+            .args(["-m", "venv", "--without-pip"])
+            .arg(&venv),
+    );
+    let python = venv.join("bin/python");
+    let out = Command::new(&python)
+        .args([
+            "-c",
+            "import sysconfig; print(sysconfig.get_paths()['purelib'])",
+        ])
+        .output()
+        .expect("venv python");
+    let site = PathBuf::from(String::from_utf8(out.stdout).unwrap().trim());
+    let write = |rel: &str, text: &str| {
+        let path = site.join(rel);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
+    };
+    write("realagent/__init__.py", "");
+    write(
+        "realagent/__main__.py",
+        r#"import json
+import sys
+
+
+def write(msg):
+    sys.stdout.write(json.dumps(msg) + "\n")
+    sys.stdout.flush()
+
+
+def handle_prompt(params):
+    write({"jsonrpc": "2.0", "method": "session/update", "params": {
+        "sessionId": params["sessionId"],
+        "update": {"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": "hi"}}}})
+    return {"stopReason": "end_turn"}
+
+
+def main():
+    for line in sys.stdin:
+        msg = json.loads(line)
+        method, params = msg.get("method"), msg.get("params") or {}
+        if method == "initialize":
+            result = {"protocolVersion": 1, "agentCapabilities": {}}
+        elif method == "session/new":
+            result = {"sessionId": "s1"}
+        elif method == "session/prompt":
+            result = handle_prompt(params)
+        else:
+            continue
+        write({"jsonrpc": "2.0", "id": msg["id"], "result": result})
+
+
+if __name__ == "__main__":
+    main()
+"#,
+    );
+    let info = "realagent-0.1.dist-info";
+    write(
+        &format!("{info}/METADATA"),
+        "Metadata-Version: 2.1\nName: realagent\nVersion: 0.1\n",
+    );
+    write(&format!("{info}/top_level.txt"), "realagent\n");
+    write(
+        &format!("{info}/RECORD"),
+        &format!(
+            "realagent/__init__.py,,\nrealagent/__main__.py,,\n{info}/METADATA,,\n{info}/top_level.txt,,\n{info}/RECORD,,\n"
+        ),
+    );
+    write("agent_launcher/__init__.py", "");
+    let info = "agent_launcher-0.1.dist-info";
+    write(
+        &format!("{info}/METADATA"),
+        "Metadata-Version: 2.1\nName: agent-launcher\nVersion: 0.1\nRequires-Dist: realagent\n",
+    );
+    write(
+        &format!("{info}/entry_points.txt"),
+        "[console_scripts]\nagent-launcher = realagent.__main__:main\n",
+    );
+    write(&format!("{info}/top_level.txt"), "agent_launcher\n");
+    write(
+        &format!("{info}/RECORD"),
+        &format!(
+            "agent_launcher/__init__.py,,\n../../../bin/agent-launcher,,\n{info}/METADATA,,\n{info}/entry_points.txt,,\n{info}/top_level.txt,,\n{info}/RECORD,,\n"
+        ),
+    );
+    let script = venv.join("bin/agent-launcher");
+    std::fs::write(
+        &script,
+        format!(
+            "#!{}\nimport sys\nfrom realagent.__main__ import main\nif __name__ == '__main__':\n    sys.exit(main())\n",
+            python.display()
+        ),
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    (venv, site)
+}
+
+/// The console script of a launcher distribution (its own package a stub; the script starts
+/// in a module another distribution installs, as gptme-acp's runs gptme.acp.__main__:main):
+/// the package patched is the one the script starts in, said with the distribution that
+/// installs it, whose manifest it is; with that distribution gone, an error naming the
+/// entry point and the distribution to install (exit 2).
+#[test]
+fn launcher_console_script_patches_the_distribution_it_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let (venv, site) = launcher_venv(dir.path());
+    let python = venv.join("bin/python");
+    let package = site.join("realagent");
+    let stub = site.join("agent_launcher");
+    let pristine = snapshot_tree(&package);
+    let stub_pristine = snapshot_tree(&stub);
+    let manifest = site.join(".acp-patch/realagent.json");
+    let elsewhere = dir.path();
+    let says = |verb: &str, note: &str| {
+        format!(
+            "acp-patch: agent-launcher 0.1's console script agent-launcher runs realagent.__main__:main, from distribution realagent 0.1: patching that\n\
+             acp-patch: realagent 0.1 (Python) installed at {}\n\
+             {note}\
+             \x20 __main__.py:3  import of the runtime module\n\
+             \x20 __main__.py:11  prompt handler: start and turn end\n\
+             \x20 __main__.py:13  send wrapped\n\
+             \x20 acp_progress.py:1  runtime module\n\
+             acp-patch: {verb} 4 pieces into 2 files (python agent)\n",
+            package.display()
+        )
+    };
+
+    // by --python, and by the console script on PATH (its shebang names the interpreter)
+    let by_python = [
+        "--python",
+        path_str(&python),
+        "--installed",
+        "agent-launcher",
+    ];
+    let on_path = [("PATH", path_with(&venv.join("bin")))];
+    for (args, env) in [(&by_python[..], &[][..]), (&by_python[2..], &on_path[..])] {
+        let run = acp_patch_in(
+            &[&["apply", "--dry-run"][..], args].concat(),
+            env,
+            elsewhere,
+        );
+        assert_eq!(run.code, 0, "{}", run.stderr);
+        assert_eq!(run.stderr, says("would insert", ""));
+        assert!(
+            run.stdout
+                .starts_with("diff --git a/__main__.py b/__main__.py\n"),
+            "{}",
+            run.stdout
+        );
+        assert!(
+            run.stdout
+                .contains("\n+from realagent import acp_progress\n"),
+            "{}",
+            run.stdout
+        );
+    }
+    assert_eq!(
+        snapshot_tree(&package),
+        pristine,
+        "a dry run writes nothing"
+    );
+
+    let run = acp_patch_in(&[&["apply"][..], &by_python].concat(), &[], elsewhere);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(
+        run.stderr,
+        says(
+            "inserted",
+            &format!("note: recorded what changed in {}\n", manifest.display())
+        )
+    );
+    py_compile(
+        path_str(&python),
+        &package,
+        &["__main__.py".into(), "acp_progress.py".into()],
+    );
+    assert_eq!(
+        snapshot_tree(&stub),
+        stub_pristine,
+        "the stub is left alone"
+    );
+    let record: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&manifest).unwrap()).unwrap();
+    assert_eq!(record["package"], "realagent");
+    assert_eq!(record["version"], "0.1");
+    assert_eq!(record["root"], path_str(&package));
+
+    // the launcher and the distribution name one place, one manifest
+    for name in ["agent-launcher", "realagent"] {
+        let run = acp_patch_in(
+            &["verify", "--python", path_str(&python), "--installed", name],
+            &[],
+            elsewhere,
+        );
+        assert_eq!(run.code, 0, "{}", run.stderr);
+        assert!(
+            run.stderr.contains(&format!(
+                "note: realagent 0.1 is as acp-patch patched it (recorded by acp-patch {} in {})",
+                record["acp_patch"].as_str().unwrap(),
+                manifest.display()
+            )),
+            "{}",
+            run.stderr
+        );
+    }
+    let run = acp_patch_in(&[&["revert"][..], &by_python].concat(), &[], elsewhere);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(!manifest.exists() && !manifest.parent().unwrap().exists());
+    assert_eq!(snapshot_tree(&package), pristine, "reverted");
+
+    // realagent uninstalled: the error names the entry point and what to install
+    std::fs::remove_dir_all(&package).unwrap();
+    std::fs::remove_dir_all(site.join("realagent-0.1.dist-info")).unwrap();
+    let run = acp_patch_in(
+        &[&["apply", "--dry-run"][..], &by_python].concat(),
+        &[],
+        elsewhere,
+    );
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert_eq!(
+        run.stderr,
+        format!(
+            "acp-patch: error: agent-launcher: agent-launcher 0.1's console script agent-launcher runs realagent.__main__:main, but no distribution in the environment of {} installs realagent.__main__; agent-launcher requires realagent, which is not installed there: install it, then run `acp-patch apply --installed realagent`\n",
+            python.display()
+        )
+    );
+    assert_eq!(run.stdout, "");
+    assert_eq!(snapshot_tree(&stub), stub_pristine);
 }
 
 /// A name installed nowhere: said with where acp-patch looked (exit 2), nothing written.
