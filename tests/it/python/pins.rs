@@ -645,10 +645,10 @@ fn refused_by_apply_and_verify(dir: &std::path::Path, says: &str, not: &[&str]) 
 #[test]
 fn a_session_class_handing_the_prompt_to_a_client_it_builds_holds_no_agent() {
     for (init, line) in [
-        ("self._acp = AcpClient()", 9),
+        ("self._acp = AcpClient()", 14),
         (
             "self._acp = None\n\n    async def connect(self):\n        acp = AcpClient()\n        self._acp = acp",
-            13,
+            18,
         ),
     ] {
         let dir = tempfile::tempdir().unwrap();
@@ -676,7 +676,12 @@ class AcpClient:
             dir.path(),
             "sdk/session.py",
             &format!(
-                r#"from sdk.transport import AcpClient
+                r#"from typing import TYPE_CHECKING
+
+from sdk.transport import AcpClient
+
+if TYPE_CHECKING:
+    from acp.schema import PromptResponse
 
 
 class Session:
@@ -684,7 +689,7 @@ class Session:
         self.id = session_id
         {init}
 
-    async def prompt(self, text: str):
+    async def prompt(self, text: str) -> "PromptResponse":
         return await self._acp.prompt(self.id, [{{"type": "text", "text": text}}])
 "#
             ),

@@ -396,7 +396,13 @@ fn a_class_driving_an_agent_through_a_client_side_connection_is_no_prompt_handle
 /// agent, and a pin on it is refused with why.
 #[test]
 fn a_wrapper_handing_the_prompt_on_to_a_client_side_connection_is_no_prompt_handler() {
-    let cases: [(&[(&str, &str)], &str, &str); 2] = [
+    // the tree's files, the pin on the wrapper's `prompt`, why the pin is refused
+    type Case = (
+        &'static [(&'static str, &'static str)],
+        &'static str,
+        &'static str,
+    );
+    let cases: [Case; 2] = [
         (
             &[(
                 "dist/index.js",

@@ -56,8 +56,24 @@ fn by_name<'a>(files: &'a [Parsed], method: &str) -> Vec<At<'a>> {
             .to_ascii_lowercase()
     };
     let wanted = words(method);
+    // a method named for it is spelled `session_prompt`, `session__prompt` or `sessionPrompt`
+    let (scope, name) = method.split_once('/').unwrap_or(("", method));
+    if name.is_empty() {
+        return Vec::new();
+    }
+    let spellings = [
+        format!("{scope}_{name}"),
+        format!("{scope}__{name}"),
+        format!("{scope}{}{}", name[..1].to_ascii_uppercase(), &name[1..]),
+    ];
+    if !files
+        .iter()
+        .any(|p| spellings.iter().any(|s| p.file.text.contains(s.as_str())))
+    {
+        return Vec::new();
+    }
     let mut out = Vec::new();
-    for (i, p) in files.iter().enumerate() {
+    for p in files {
         let src = p.file.text.as_ref();
         if !is_agent_file(p) || !src.contains("getattr(") {
             continue;
