@@ -641,13 +641,22 @@ fn refused_by_apply_and_verify(dir: &std::path::Path, says: &str, not: &[&str]) 
 /// codebuddy-cloud-agent-sdk 0.3.4's shape: a client library's session class builds the
 /// library's own client and hands its `prompt` on to it; that client builds the SDK's
 /// `ClientSideConnection`. It was taken for an agent ("could not locate the connection … add
-/// `def on_connect(self, conn)`"); it holds none, built in `__init__` or lazily through a local.
+/// `def on_connect(self, conn)`"); it holds none, built in `__init__` or lazily through a local,
+/// the prompt handed on by the prompt itself or by a method of its class it calls.
 #[test]
 fn a_session_class_handing_the_prompt_to_a_client_it_builds_holds_no_agent() {
-    for (init, line) in [
-        ("self._acp = AcpClient()", 14),
+    let direct = "return await self._acp.prompt(self.id, [{\"type\": \"text\", \"text\": text}])";
+    for (init, body, line) in [
+        ("self._acp = AcpClient()", direct, 14),
         (
             "self._acp = None\n\n    async def connect(self):\n        acp = AcpClient()\n        self._acp = acp",
+            direct,
+            18,
+        ),
+        // handed on through a method of the class (managed-agent-sdk 0.0.5: `self._prompt(...)`)
+        (
+            "self._acp = AcpClient()\n\n    async def _prompt(self, text):\n        acp = self._acp\n        return await acp.prompt(self.id, text)",
+            "return await self._prompt(text)",
             18,
         ),
     ] {
@@ -690,7 +699,7 @@ class Session:
         {init}
 
     async def prompt(self, text: str) -> "PromptResponse":
-        return await self._acp.prompt(self.id, [{{"type": "text", "text": text}}])
+        {body}
 "#
             ),
         );

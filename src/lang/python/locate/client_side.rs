@@ -8,8 +8,9 @@ use crate::lang::parts::Parsed;
 use crate::lang::python::syntax::*;
 use tree_sitter::Node;
 
-/// Whether `prompt` (a method) calls `.prompt(..)` on a client its class holds, read as
-/// `self.<attr>` (or a path under it) or through a local bound to it. The class holds a client
+/// Whether `prompt` (a method), or a method of its class it calls (two calls deep), calls
+/// `.prompt(..)` on a client its class holds, read as `self.<attr>` (or a path under it) or
+/// through a local bound to it. The class holds a client
 /// in an attribute `__init__` sets from a parameter whose annotation names a class `is_client`
 /// accepts (by name, from the method's file) or the SDK's `ClientSideConnection`, or in one any
 /// of its methods sets to such a class built there (`self._acp = AcpClient()`, also through a
@@ -64,14 +65,42 @@ pub(super) fn forwards_to_a_client(
             built(right) || (right.kind() == "identifier" && locals.contains(&text(right, src)))
         }));
     }
-    let Some(body) = prompt.node.child_by_field_name("body") else {
-        return false;
-    };
     if attrs.is_empty() {
         return false;
     }
-    // and the locals bound to one: `client = self.client`
-    let mut held: Vec<&str> = attrs.clone();
+    // the prompt's own code, and the methods of its class it hands the prompt to
+    // (`return await self._prompt(input, opts)`: managed-agent-sdk 0.0.5), two calls deep
+    let mut bodies: Vec<Node> = prompt
+        .node
+        .child_by_field_name("body")
+        .into_iter()
+        .collect();
+    let mut k = 0;
+    while k < bodies.len() && bodies.len() < 8 {
+        for call in descendants_same_scope(bodies[k], "call") {
+            if callee_object(call, src) == Some("self")
+                && let Some(m) = methods(class)
+                    .into_iter()
+                    .find(|m| name_of(*m, src) == callee_name(call, src))
+                && let Some(b) = m.child_by_field_name("body")
+                && m != prompt.node
+                && !bodies.contains(&b)
+                && k < 2
+            {
+                bodies.push(b);
+            }
+        }
+        k += 1;
+    }
+    bodies
+        .into_iter()
+        .any(|body| hands_on_the_prompt(body, &attrs, src))
+}
+
+/// Whether `body` calls `.prompt(..)` on one of `attrs` (`self.client`), on a path under one,
+/// or on a local bound to one (`client = self.client`).
+fn hands_on_the_prompt(body: Node, attrs: &[&str], src: &str) -> bool {
+    let mut held: Vec<&str> = attrs.to_vec();
     for a in descendants_same_scope(body, "assignment") {
         if let (Some(left), Some(right)) = (
             a.child_by_field_name("left"),
