@@ -8,6 +8,7 @@
 //! <handler's params>: ...)`. The handler may be `async def` (the card runs on the agent's loop)
 //! or a plain function its loop runs on a worker thread (the card runs on timer threads).
 
+mod by_name;
 mod dispatch;
 mod follow;
 mod methods;
