@@ -34,8 +34,9 @@ pub(super) fn answered_in_grace<'a>(ups: &'a [Update], ctx: &CheckContext) -> Op
     (!card_first && real.t_ms <= ctx.think_card_max_ms).then_some(real)
 }
 
-/// A turn that ended within the card's limit with nothing said (no real update, no card): the
-/// prompt response came first, so nobody waited, and the runtime's grace opens no card.
+/// A turn that ended within the card's limit with nothing said (no real update, no card), on
+/// its own (no cancel: a user who cancels a silent turn was waiting): the prompt response came
+/// first, so nobody waited, and the runtime's grace opens no card.
 pub(super) struct EndedInGrace {
     response_ms: f64,
 }
@@ -47,7 +48,11 @@ pub(super) fn ended_in_grace(
     ctx: &CheckContext,
 ) -> Option<EndedInGrace> {
     let response_ms = lines[frame.response_index?].t_ms;
-    (first_real(ups).is_none() && find_card(ups).is_none() && response_ms <= ctx.think_card_max_ms)
+    let on_its_own = ctx.cancel_at_ms.is_none() && frame.stop_reason() != Some("cancelled");
+    (on_its_own
+        && first_real(ups).is_none()
+        && find_card(ups).is_none()
+        && response_ms <= ctx.think_card_max_ms)
         .then_some(EndedInGrace { response_ms })
 }
 

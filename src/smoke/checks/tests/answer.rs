@@ -152,6 +152,18 @@ fn a_turn_that_ends_within_the_limit_with_nothing_said_needs_no_card() {
     for name in [THINK_CARD, HEARTBEAT, COMPLETE] {
         assert!(!by_name(&checks, name).passed, "{name}");
     }
+    // a silent turn the user cancelled within the limit was waited for
+    let mut r = Rec::new();
+    r.end(120.0, "cancelled");
+    let ctx = CheckContext {
+        cancel_at_ms: Some(100.0),
+        expected_stop: "cancelled".into(),
+        ..CheckContext::default()
+    };
+    let checks = run_all(&r.lines, &ctx);
+    for name in [THINK_CARD, HEARTBEAT, COMPLETE] {
+        assert!(!by_name(&checks, name).passed, "{name}");
+    }
 }
 
 #[test]
