@@ -31,6 +31,13 @@ impl Needles {
         self.first.find(text).is_some()
     }
 
+    /// The leftmost occurrence at or after `from`: where it starts and which needle it is
+    /// (its index in the set; of two starting there, the one listed first). One scan finds
+    /// the words a caller takes at once and those it must look around first.
+    pub fn leftmost_from(&self, text: &str, from: usize) -> Option<(usize, usize)> {
+        self.first.find_from(text, from)
+    }
+
     /// Every occurrence of every needle in `text` as (start, end) byte offsets, by start,
     /// overlapping ones included (a needle inside another is found too).
     pub fn all_in(&self, text: &str) -> Vec<(usize, usize)> {
@@ -76,6 +83,18 @@ impl First {
             First::Automaton(a) => a.find(text).map(|m| m.start()),
         }
     }
+
+    /// Where the leftmost occurrence at or after `from` starts, and its needle's index.
+    fn find_from(&self, text: &str, from: usize) -> Option<(usize, usize)> {
+        if from > text.len() {
+            return None;
+        }
+        let m = match self {
+            First::Packed(s) => s.find_in(text, aho_corasick::Span::from(from..text.len())),
+            First::Automaton(a) => a.find(aho_corasick::Input::new(text).span(from..text.len())),
+        }?;
+        Some((m.start(), m.pattern().as_usize()))
+    }
 }
 
 fn automaton<S: AsRef<str>>(needles: &[S], kind: MatchKind) -> AhoCorasick {
@@ -100,6 +119,17 @@ pub fn positions<'a>(text: &'a str, needle: &'a str) -> impl Iterator<Item = usi
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_leftmost_occurrence_from_a_point_names_its_needle() {
+        let n = Needles::new(&["acp", "_callback", "zz"]);
+        let text = "x_callback = 1; import acp; zz";
+        assert_eq!(n.leftmost_from(text, 0), Some((1, 1)));
+        assert_eq!(n.leftmost_from(text, 2), Some((23, 0)));
+        assert_eq!(n.leftmost_from(text, 24), Some((28, 2)));
+        assert_eq!(n.leftmost_from(text, 29), None);
+        assert_eq!(n.leftmost_from(text, text.len() + 1), None);
+    }
 
     #[test]
     fn finds_every_needle_including_those_inside_others() {

@@ -319,8 +319,19 @@ fn read_all<T: Send>(
 fn read_into(path: &Path, buf: &mut Vec<u8>) -> std::io::Result<()> {
     use std::io::Read as _;
     buf.clear();
-    std::fs::File::open(path)?.read_to_end(buf)?;
+    // a `File` sizes the buffer with two more system calls per file (a stat and a seek);
+    // the thread's buffer is reused and has grown to the largest file already
+    Plainly(&std::fs::File::open(path)?).read_to_end(buf)?;
     Ok(())
+}
+
+/// A file read with nothing but `read` calls.
+struct Plainly<'a>(&'a std::fs::File);
+
+impl std::io::Read for Plainly<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        (&mut &*self.0).read(buf)
+    }
 }
 
 /// Whether a file name is one of apply's temporary files (also the older

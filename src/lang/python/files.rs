@@ -12,9 +12,11 @@ use crate::source::SourceFile;
 use std::collections::{HashMap, HashSet};
 use std::sync::LazyLock;
 
-/// Words a file must hold to be parsed, unless it wires callbacks (see [`worth`]).
+/// Words a file must hold to be parsed, unless it wires callbacks (see [`worth`]); the
+/// first, [`CALLBACK`], is looked around where it is found (one scan for all of them).
 static WORTH: LazyLock<Needles> = LazyLock::new(|| {
     Needles::new(&[
+        CALLBACK,
         "acp",
         "on_first_delta",
         "session_update",
@@ -23,24 +25,36 @@ static WORTH: LazyLock<Needles> = LazyLock::new(|| {
     ])
 });
 
+const CALLBACK: &str = "_callback";
+
 /// Whether a file is parsed (and its text kept): it holds one of the [`WORTH`] words, or a
 /// callback (`x_callback`) in a shape the engine refinement reads — assigned or annotated
 /// (the wiring, a store), a parameter or a keyword argument (a passer: a name the line ends
 /// with too, in a signature of one parameter per line), defined (a factory).
 /// A module that only calls or tests a callback holds none: a monorepo has many of them.
 pub(super) fn worth(text: &str) -> bool {
-    const CALLBACK: &str = "_callback";
-    WORTH.any_in(text)
-        || crate::needles::positions(text, CALLBACK).any(|at| {
-            let after = text[at + CALLBACK.len()..].trim_start_matches([' ', '\t']);
-            let line = &text[text[..at].rfind('\n').map_or(0, |i| i + 1)..at];
-            after.starts_with(['=', ':', ',', ')', '\n', '\r']) && !after.starts_with("==")
-                || after.starts_with('(')
-                    && line
-                        .trim_start()
-                        .trim_start_matches("async ")
-                        .starts_with("def ")
-        })
+    let mut from = 0;
+    while let Some((at, which)) = WORTH.leftmost_from(text, from) {
+        // needle 0 is CALLBACK
+        if which != 0 || wires_a_callback(text, at) {
+            return true;
+        }
+        from = at + CALLBACK.len();
+    }
+    false
+}
+
+/// Whether the `_callback` at `at` is assigned, annotated, a parameter, a keyword argument
+/// or the name of a function defined.
+fn wires_a_callback(text: &str, at: usize) -> bool {
+    let after = text[at + CALLBACK.len()..].trim_start_matches([' ', '\t']);
+    let line = &text[text[..at].rfind('\n').map_or(0, |i| i + 1)..at];
+    after.starts_with(['=', ':', ',', ')', '\n', '\r']) && !after.starts_with("==")
+        || after.starts_with('(')
+            && line
+                .trim_start()
+                .trim_start_matches("async ")
+                .starts_with("def ")
 }
 
 impl Python {

@@ -4,6 +4,8 @@
 //! interpreters on the machine; an interpreter named by the user (`--python`,
 //! `$ACP_PATCH_PYTHON`) or the agent's own virtual environment is taken as it is.
 
+mod pyenv;
+
 use crate::project::Project;
 use crate::toolchain::find_on_path;
 use std::path::{Path, PathBuf};
@@ -332,10 +334,14 @@ fn search_installed() -> Vec<Choice> {
     let push =
         |python: PathBuf, known: Option<Version>, source: &'static str, out: &mut Vec<Choice>| {
             // a `python3` whose name does not say its version is run once: its version, and the
-            // interpreter it is (a pyenv shim is a shell script that runs another each time)
+            // interpreter it is (a pyenv shim is a shell script that runs another each time,
+            // resolved by pyenv's rule without running it when it can be)
             let (python, version) = match known.or_else(|| version_from_name(&python)) {
                 Some(v) => (python, Some(v)),
-                None => match probe(&python) {
+                None => match pyenv::resolve(&python)
+                    .map(|(v, exe)| (v, Some(exe)))
+                    .or_else(|| probe(&python))
+                {
                     Some((v, exe)) => (exe.unwrap_or(python), Some(v)),
                     None => (python, None),
                 },
