@@ -147,6 +147,13 @@ impl Python {
         decisions: &crate::lang::survey::Decisions,
         project: &Project,
     ) -> Result<(Vec<Parsed>, Strategy<'static>)> {
+        // the engine's longest modules parse while the prompt handler is looked for
+        refinements::engine::parse_early(
+            &project
+                .files_with_extension(self.extensions())
+                .cloned()
+                .collect::<Vec<_>>(),
+        );
         let mut files = self.parse_all(project);
         let strategy = self.strategy(decisions, project, &files)?;
         // SAFETY: the strategy's nodes point into the trees the parsed files own (on the C

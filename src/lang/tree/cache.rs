@@ -38,7 +38,13 @@ struct Cache {
     roots: HashMap<usize, Vec<(RootKey, Arc<Entry>)>>,
     /// root key → kind → the nodes of that kind, in pre-order, from the cached tree.
     kinds: HashMap<RootKey, HashMap<Box<str>, Arc<Vec<Node<'static>>>>>,
+    /// Texts a thread is parsing now: another thread that wants one waits for it ([`PARSED`])
+    /// instead of parsing it a second time.
+    parsing: std::collections::HashSet<(Grammar, u64)>,
 }
+
+/// Woken whenever a parse in [`Cache::parsing`] ends.
+static PARSED: std::sync::Condvar = std::sync::Condvar::new();
 
 fn cache() -> &'static Mutex<Cache> {
     static CACHE: OnceLock<Mutex<Cache>> = OnceLock::new();
@@ -91,16 +97,43 @@ fn parse_kept(
     parse: impl FnOnce(&str) -> Tree,
 ) -> Tree {
     let key = text_hash(grammar, text);
-    if let Some(tree) = cache().lock().expect("no poison").get(&key, text) {
-        return tree;
+    {
+        let mut c = cache().lock().expect("no poison");
+        loop {
+            if let Some(tree) = c.get(&key, text) {
+                return tree;
+            }
+            if !c.parsing.contains(&key) {
+                break;
+            }
+            // being parsed on another thread (or a text with the same hash: parsed here
+            // once that one is done)
+            c = PARSED.wait(c).expect("no poison");
+        }
+        c.parsing.insert(key);
     }
+    // the waiters are woken once the tree is in the cache (or the parse panicked)
+    let _parsing = Parsing(key);
     let tree = parse(text);
     let mut c = cache().lock().expect("no poison");
     if let Some(tree) = c.get(&key, text) {
         return tree; // another thread parsed it meanwhile
     }
     c.insert(key, kept(), &tree);
+    drop(c);
     tree
+}
+
+/// A text being parsed on this thread: when the parse ends (or panics), other threads
+/// waiting for it are woken.
+struct Parsing((Grammar, u64));
+
+impl Drop for Parsing {
+    fn drop(&mut self) {
+        let mut c = cache().lock().unwrap_or_else(|e| e.into_inner());
+        c.parsing.remove(&self.0);
+        PARSED.notify_all();
+    }
 }
 
 impl Cache {
@@ -255,8 +288,15 @@ pub fn prefetch(grammar: Grammar, texts: &[&Arc<str>], parse: fn(&str) -> Tree) 
         return; // parsed on demand
     }
     on_all_cores(&missing, |text| {
-        parse_shared(grammar, text, parse);
+        index(parse_shared(grammar, text, parse).root_node());
     });
+}
+
+/// Gathers the kinds every analysis asks a file for ([`INDEXED`]) from a cached tree now, on
+/// the calling thread: the threads that parse side by side do it beside the parse, and the
+/// analysis, which runs on one thread, finds them ready.
+pub fn index(root: Node) {
+    let _ = descendants_of_root(root, INDEXED[0]);
 }
 
 fn cores() -> usize {
@@ -341,13 +381,10 @@ pub fn descendants_of_root<'t>(node: Node<'t>, kind: &str) -> Option<Vec<Node<'t
         vec![kind]
     };
     // kind id → slot in `found`, learnt from each id's name as the walk meets it
-    let mut slot_of: HashMap<u16, Option<usize>> = HashMap::new();
+    let mut slot_of = crate::lang::tree::Kinds::new(&wanted);
     let mut found: Vec<Vec<Node<'static>>> = vec![Vec::new(); wanted.len()];
     crate::lang::tree::walk(root, &mut |n| {
-        let slot = *slot_of
-            .entry(n.kind_id())
-            .or_insert_with(|| wanted.iter().position(|k| *k == n.kind()));
-        if let Some(slot) = slot {
+        if let Some(slot) = slot_of.of(n) {
             // SAFETY: the node points into `entry.tree`, which the cache holds (and never
             // frees) for the rest of the run
             found[slot].push(unsafe { std::mem::transmute::<Node<'_>, Node<'static>>(n) });
@@ -380,6 +417,31 @@ mod tests {
             true
         });
         out
+    }
+
+    /// Threads that want the same text while it is being parsed wait for that parse: the
+    /// text is parsed once.
+    #[test]
+    fn a_text_being_parsed_is_waited_for_not_parsed_again() {
+        let src = "def waited_for(a):\n    return a\n";
+        let parses = std::sync::atomic::AtomicUsize::new(0);
+        let slow = |text: &str| {
+            parses.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            std::thread::sleep(std::time::Duration::from_millis(50));
+            let mut parser = tree_sitter::Parser::new();
+            parser
+                .set_language(&tree_sitter_python::LANGUAGE.into())
+                .unwrap();
+            parser.parse(text, None).unwrap()
+        };
+        let trees: Vec<String> = std::thread::scope(|s| {
+            let all: Vec<_> = (0..4)
+                .map(|_| s.spawn(|| parse(Grammar::Python, src, slow).root_node().to_sexp()))
+                .collect();
+            all.into_iter().map(|h| h.join().unwrap()).collect()
+        });
+        assert_eq!(parses.load(std::sync::atomic::Ordering::SeqCst), 1);
+        assert!(trees.iter().all(|t| *t == trees[0]));
     }
 
     #[test]

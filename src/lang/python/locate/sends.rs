@@ -112,10 +112,18 @@ pub(super) fn sends<'a>(files: &'a [Parsed]) -> Vec<Send<'a>> {
         // `sender = getattr(conn, "session_update", None)` … `await sender(..)`, `send =
         // conn.session_update` … `send(..)` (a value never called, e.g. an update's
         // `session_update` field read as its kind, is no send)
-        for call in descendants(p.tree().root_node(), "call") {
+        let root = p.tree().root_node();
+        for call in around_names(root, src, |n| {
+            // `"session_update"` → its string → the arguments → their call
+            let string = if n.kind() == "string" { n } else { n.parent()? };
+            let call = string.parent()?.parent()?;
+            (call.kind() == "call").then_some(call)
+        }) {
+            if callee_name(call, src) != "getattr" {
+                continue;
+            }
             let args = positional_args(call);
-            if callee_name(call, src) != "getattr"
-                || callee_object(call, src).is_some()
+            if callee_object(call, src).is_some()
                 || !(2..=3).contains(&args.len())
                 || !string_literal(args[1], src).is_some_and(|m| SEND_METHODS.contains(&m))
                 || !called_alias(call, src)
@@ -132,7 +140,9 @@ pub(super) fn sends<'a>(files: &'a [Parsed]) -> Vec<Send<'a>> {
                 false,
             ));
         }
-        for a in descendants(p.tree().root_node(), "attribute") {
+        for a in around_names(root, src, |n| {
+            n.parent().filter(|a| a.kind() == "attribute")
+        }) {
             let method = a.child_by_field_name("attribute").map(|m| text(m, src));
             let Some(receiver) = a.child_by_field_name("object") else {
                 continue;
@@ -162,6 +172,24 @@ pub(super) fn sends<'a>(files: &'a [Parsed]) -> Vec<Send<'a>> {
         }
     }
     out
+}
+
+/// The nodes `climb` reaches from where a send method's name is written (the smallest node
+/// around each), once each, in the order of a walk of the tree: a few nodes around each
+/// literal hit are read instead of every node of a long module.
+fn around_names<'t>(
+    root: Node<'t>,
+    src: &str,
+    climb: impl Fn(Node<'t>) -> Option<Node<'t>>,
+) -> Vec<Node<'t>> {
+    let mut found: Vec<Node> = SEND_METHODS
+        .iter()
+        .flat_map(|m| positions(src, m).map(|i| i..i + m.len()))
+        .filter_map(|hit| climb(root.descendant_for_byte_range(hit.start, hit.end)?))
+        .collect();
+    found.sort_by_key(|n| (n.start_byte(), std::cmp::Reverse(n.end_byte())));
+    found.dedup_by_key(|n| n.id());
+    found
 }
 
 /// Whether `value` is assigned to a plain name (`name = <value>`) that the same function (or

@@ -3,7 +3,7 @@
 use crate::lang::tree::{ancestor, child_of, field_children, named_children_code};
 pub use crate::lang::tree::{descendants, first_error, name_of, named_children, text, walk};
 use crate::needles::positions;
-pub use parse::{PARSER, parse, prefetch, reparse};
+pub use parse::{PARSER, parse, parse_in_background, prefetch, reparse};
 use tree_sitter::Node;
 
 mod parse;
@@ -80,6 +80,32 @@ pub fn positional_args<'t>(call: Node<'t>) -> Vec<Node<'t>> {
 /// The nearest enclosing function definition.
 pub fn enclosing_function(node: Node) -> Option<Node> {
     ancestor(node, |n| n.kind() == "function_definition")
+}
+
+/// The function whose own body holds `node`, not through a nested function, class or
+/// lambda: the function [`descendants_same_scope`] of its body finds `node` from.
+pub fn scope_function(node: Node) -> Option<Node> {
+    let mut n = node.parent()?;
+    loop {
+        match n.kind() {
+            "function_definition" => {
+                let body = n.child_by_field_name("body")?.byte_range();
+                let inside = body.start <= node.start_byte() && node.end_byte() <= body.end;
+                return inside.then_some(n);
+            }
+            "class_definition" | "lambda" => return None,
+            _ => n = n.parent()?,
+        }
+    }
+}
+
+/// The identifiers whose whole text is `name`, found from where it is written (the smallest
+/// node around each place), in the order of the text.
+pub fn identifiers_named<'t>(root: Node<'t>, src: &str, name: &str) -> Vec<Node<'t>> {
+    positions(src, name)
+        .filter_map(|at| root.descendant_for_byte_range(at, at + name.len()))
+        .filter(|n| n.kind() == "identifier" && n.byte_range().len() == name.len())
+        .collect()
 }
 
 /// The nearest ancestor of a kind, stopping at function boundaries.
@@ -365,6 +391,36 @@ pub fn decorators(def: Node) -> Vec<Node> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A name is found where it is a whole identifier, not inside a longer one, a string or
+    /// a comment; the function whose own body holds a node is its scope, not through a
+    /// lambda or class, and not from a default value.
+    #[test]
+    fn identifiers_are_found_by_their_text_and_their_scope_by_climbing() {
+        let src = "def f(cb, d=g(cb)):
+    x.cb = cb  # cb
+    s = 'cb'
+    cbx = 1
+    k = lambda: cb
+    class C:
+        y = cb
+";
+        let tree = parse(src);
+        let found = identifiers_named(tree.root_node(), src, "cb");
+        let at: Vec<usize> = found.iter().map(|n| n.start_byte()).collect();
+        let want: Vec<usize> = [6, 14, 26, 31, 81, 109]
+            .into_iter()
+            .inspect(|i| assert_eq!(&src[*i..*i + 2], "cb"))
+            .collect();
+        assert_eq!(at, want);
+        let scoped: Vec<bool> = found
+            .iter()
+            .map(|n| scope_function(*n).is_some_and(|f| name_of(f, src) == "f"))
+            .collect();
+        // the parameter and the default are outside the body; the lambda and the class
+        // are scopes of their own
+        assert_eq!(scoped, [false, false, true, true, false, false]);
+    }
 
     /// The walk that learns kinds by id finds what one comparing names finds.
     #[test]

@@ -54,6 +54,20 @@ pub const PARSER: crate::lang::parts::Parser = crate::lang::parts::Parser {
     first_error: |tree| first_error(tree),
 };
 
+/// Starts parsing `texts` (the longest first) on a thread of its own and returns: a thread
+/// that asks for one of them later finds its tree cached or waits for the parse under way.
+pub fn parse_in_background(mut texts: Vec<std::sync::Arc<str>>) {
+    if texts.is_empty() {
+        return;
+    }
+    texts.sort_by_key(|t| std::cmp::Reverse(t.len()));
+    std::thread::spawn(move || {
+        for text in &texts {
+            (PARSER.parse)(text);
+        }
+    });
+}
+
 /// Parses every text not parsed yet in this run, on all cores.
 pub fn prefetch(texts: &[&std::sync::Arc<str>]) {
     crate::lang::tree::cache::prefetch(

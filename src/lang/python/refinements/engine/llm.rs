@@ -2,8 +2,8 @@
 //! first-delta closure, where the callbacks are taken and stored, and the modules of the
 //! tool-call builders and callback factories.
 
+use super::LLM_CLOSURE;
 use super::LlmSites;
-use super::{LLM_CALL, LLM_CLOSURE};
 use crate::config::{Pin, PythonPins};
 use crate::error::{Error, Result};
 use crate::lang::parts::Parsed;
@@ -21,15 +21,9 @@ pub(super) fn locate_llm<'a>(
     let mut calls = Vec::new();
     for (i, p) in files.iter().enumerate() {
         let src = p.file.text.as_ref();
-        if !super::may_hold_llm_call(src) {
-            continue;
-        }
-        for c in descendants(p.tree().root_node(), "call") {
-            let name = callee_name(c, src);
-            if name.ends_with(LLM_CALL)
-                && keyword_arg(c, LLM_CLOSURE, src).is_some()
-                && let Some(f) = enclosing_function(c)
-                && name_of(f, src) != name
+        for c in super::llm_calls(p) {
+            if let Some(f) = enclosing_function(c)
+                && name_of(f, src) != callee_name(c, src)
             {
                 calls.push((At { file: i, node: c }, qualified_name(f, src)));
             }
@@ -171,7 +165,26 @@ pub(super) fn locate_callback_store<'a>(
             if !stores_attribute(src, anchor) {
                 continue;
             }
-            for def in descendants(p.tree().root_node(), "function_definition") {
+            // `x.<anchor> = <anchor>` in the own body of a function taking `<anchor>`: the
+            // first of each function, the functions in the order of a walk of the tree
+            let mut found: Vec<(Node, Node)> = Vec::new();
+            for name in identifiers_named(p.tree().root_node(), src, anchor) {
+                let Some(attr) = name.parent().filter(|a| {
+                    a.kind() == "attribute" && a.child_by_field_name("attribute") == Some(name)
+                }) else {
+                    continue;
+                };
+                let Some(a) = attr.parent().filter(|a| {
+                    a.kind() == "assignment"
+                        && a.child_by_field_name("left") == Some(attr)
+                        && a.child_by_field_name("right")
+                            .is_some_and(|r| text(r, src) == anchor)
+                }) else {
+                    continue;
+                };
+                let Some(def) = scope_function(a) else {
+                    continue;
+                };
                 if !parameters(def, src).iter().any(|(n, _)| n == anchor) {
                     continue;
                 }
@@ -180,28 +193,19 @@ pub(super) fn locate_callback_store<'a>(
                 {
                     continue;
                 }
-                let body = def.child_by_field_name("body").expect("def body");
-                if let Some(a) = descendants_same_scope(body, "assignment")
-                    .into_iter()
-                    .find(|a| {
-                        let l = a.child_by_field_name("left");
-                        let r = a.child_by_field_name("right");
-                        l.is_some_and(|l| {
-                            l.kind() == "attribute"
-                                && l.child_by_field_name("attribute")
-                                    .is_some_and(|n| text(n, src) == anchor)
-                        }) && r.is_some_and(|r| text(r, src) == anchor)
-                    })
-                {
-                    stores.push((
-                        At { file: i, node: def },
-                        At {
-                            file: i,
-                            node: statement_of(a),
-                        },
-                    ));
-                }
+                found.push((def, a));
             }
+            found.sort_by_key(|(def, a)| (def.start_byte(), a.start_byte()));
+            found.dedup_by_key(|(def, _)| def.id());
+            stores.extend(found.into_iter().map(|(def, a)| {
+                (
+                    At { file: i, node: def },
+                    At {
+                        file: i,
+                        node: statement_of(a),
+                    },
+                )
+            }));
         }
         if stores.is_empty() {
             continue;
@@ -216,24 +220,49 @@ pub(super) fn locate_callback_store<'a>(
             if !contains(src, anchor) || !store_names.iter().any(|s| contains(src, s)) {
                 continue;
             }
-            for def in descendants(p.tree().root_node(), "function_definition") {
-                if !parameters(def, src).iter().any(|(n, _)| n == anchor) {
-                    continue;
-                }
-                let body = def.child_by_field_name("body").expect("def body");
-                for c in descendants_same_scope(body, "call") {
-                    if !store_names.iter().any(|s| s == callee_name(c, src)) {
+            // the calls of a store in the own body of a function taking `<anchor>`, in the
+            // order of a walk of the tree
+            let mut calls: Vec<(Node, Node)> = Vec::new();
+            for store in &store_names {
+                for name in identifiers_named(p.tree().root_node(), src, store) {
+                    let callee = match name.parent() {
+                        Some(a)
+                            if a.kind() == "attribute"
+                                && a.child_by_field_name("attribute") == Some(name) =>
+                        {
+                            a
+                        }
+                        _ => name,
+                    };
+                    let Some(c) = callee.parent().filter(|c| {
+                        c.kind() == "call" && c.child_by_field_name("function") == Some(callee)
+                    }) else {
                         continue;
-                    }
-                    if let Some(k) = keyword_arg(c, anchor, src)
-                        && k.child_by_field_name("value")
-                            .is_some_and(|v| text(v, src) == anchor)
+                    };
+                    if let Some(def) = scope_function(c)
+                        && parameters(def, src).iter().any(|(n, _)| n == anchor)
                     {
-                        passers.push((At { file: i, node: def }, Some(At { file: i, node: k })));
-                    } else if forwards_locals(c, src) {
-                        // `init_agent(self, **locals())`: a new parameter reaches it by itself
-                        passers.push((At { file: i, node: def }, None));
+                        calls.push((def, c));
                     }
+                }
+            }
+            calls.sort_by_key(|(def, c)| {
+                (
+                    def.start_byte(),
+                    c.start_byte(),
+                    std::cmp::Reverse(c.end_byte()),
+                )
+            });
+            calls.dedup_by_key(|(_, c)| c.id());
+            for (def, c) in calls {
+                if let Some(k) = keyword_arg(c, anchor, src)
+                    && k.child_by_field_name("value")
+                        .is_some_and(|v| text(v, src) == anchor)
+                {
+                    passers.push((At { file: i, node: def }, Some(At { file: i, node: k })));
+                } else if forwards_locals(c, src) {
+                    // `init_agent(self, **locals())`: a new parameter reaches it by itself
+                    passers.push((At { file: i, node: def }, None));
                 }
             }
         }

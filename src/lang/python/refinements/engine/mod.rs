@@ -105,6 +105,20 @@ fn may_hold_llm_call(src: &str) -> bool {
     contains(src, LLM_CLOSURE) && contains(src, LLM_CALL)
 }
 
+/// Starts parsing the modules that may hold the engine's LLM call (its own names are in
+/// them) before anything else is looked for: they are an engine agent's longest (Hermes: two
+/// of 300 KB), and are otherwise parsed only once the prompt handler is found, while the
+/// steps up to there run on one thread and leave the other cores idle.
+pub fn parse_early(files: &[crate::source::SourceFile]) {
+    crate::lang::python::syntax::parse_in_background(
+        files
+            .iter()
+            .filter(|f| may_hold_llm_call(&f.text))
+            .map(|f| f.text.clone())
+            .collect(),
+    );
+}
+
 /// Parses side by side, longest first, the modules the locators below read first: those
 /// that may hold the LLM call, the store of the first callback tried, the builders and the
 /// factories. An engine agent keeps its largest modules there (Hermes: 300 KB each), which
@@ -133,14 +147,40 @@ fn parse_ahead(files: &[Parsed], wired: &[String], pins: &PythonPins) {
 
 /// Whether the tree has an engine LLM call with a first-delta closure.
 fn has_engine_llm_call(files: &[Parsed]) -> bool {
-    files.iter().any(|p| {
-        let src = p.file.text.as_ref();
-        may_hold_llm_call(src)
-            && descendants(p.tree().root_node(), "call").iter().any(|c| {
-                callee_name(*c, src).ends_with(LLM_CALL)
-                    && keyword_arg(*c, LLM_CLOSURE, src).is_some()
-            })
-    })
+    files.iter().any(|p| !llm_calls(p).is_empty())
+}
+
+/// The module's calls `x.<..>_interruptible_streaming_api_call(..., on_first_delta=f)`, in
+/// the order they are written. They are found from where the name is written, climbing from
+/// it to its call: the engine's modules are its longest (Hermes: 6,000 lines), and a walk of
+/// every call node in them cost more than their parse.
+fn llm_calls(p: &Parsed) -> Vec<Node<'_>> {
+    let src = p.file.text.as_ref();
+    if !may_hold_llm_call(src) {
+        return Vec::new();
+    }
+    let root = p.tree().root_node();
+    crate::needles::positions(src, LLM_CALL)
+        .filter_map(|at| {
+            let end = at + LLM_CALL.len();
+            // the callee's last name ends with it: `x.y_…_call(..)`, `…_call(..)`
+            let name = root.descendant_for_byte_range(at, end)?;
+            if name.kind() != "identifier" || name.end_byte() != end {
+                return None;
+            }
+            let parent = name.parent()?;
+            let callee = if parent.kind() == "attribute" {
+                (parent.child_by_field_name("attribute") == Some(name)).then_some(parent)?
+            } else {
+                name
+            };
+            let call = callee.parent()?;
+            (call.kind() == "call"
+                && call.child_by_field_name("function") == Some(callee)
+                && keyword_arg(call, LLM_CLOSURE, src).is_some())
+            .then_some(call)
+        })
+        .collect()
 }
 
 /// The callback-shaped sites of an agent whose prompt handler is `prompt` (a method of
