@@ -148,12 +148,7 @@ impl Python {
         project: &Project,
     ) -> Result<(Vec<Parsed>, Strategy<'static>)> {
         // the engine's longest modules parse while the prompt handler is looked for
-        refinements::engine::parse_early(
-            &project
-                .files_with_extension(self.extensions())
-                .cloned()
-                .collect::<Vec<_>>(),
-        );
+        refinements::engine::parse_early(project.files_with_extension(self.extensions()));
         let mut files = self.parse_all(project);
         let strategy = self.strategy(decisions, project, &files)?;
         // SAFETY: the strategy's nodes point into the trees the parsed files own (on the C

@@ -109,10 +109,9 @@ fn may_hold_llm_call(src: &str) -> bool {
 /// them) before anything else is looked for: they are an engine agent's longest (Hermes: two
 /// of 300 KB), and are otherwise parsed only once the prompt handler is found, while the
 /// steps up to there run on one thread and leave the other cores idle.
-pub fn parse_early(files: &[crate::source::SourceFile]) {
+pub fn parse_early<'f>(files: impl Iterator<Item = &'f crate::source::SourceFile>) {
     crate::lang::python::syntax::parse_in_background(
         files
-            .iter()
             .filter(|f| may_hold_llm_call(&f.text))
             .map(|f| f.text.clone())
             .collect(),
