@@ -248,6 +248,32 @@ pub fn function_name(node: Node, src: &str) -> String {
 mod tests {
     use super::{SEND_CALLS, SEND_METHODS, may_send};
 
+    /// A send method taken as a value and then called is a send where it is taken (a
+    /// `getattr` with the method's name, an attribute assigned to a name); one never called,
+    /// a `getattr` of another name and a method's name in a plain string are none.
+    #[test]
+    fn a_send_method_taken_as_a_value_and_called_is_a_send() {
+        let src = "async def prompt(self, conn):\n    sender = getattr(conn, \"session_update\", None)\n    await sender(u)\n    send = conn.sessionUpdate\n    send(u)\n    other = getattr(conn, \"close\")\n    other()\n    kind = update.session_update\n    log(\"session_update\")\n";
+        let file = crate::source::SourceFile::decode(
+            "agent.py".into(),
+            "agent.py".into(),
+            src.as_bytes().to_vec(),
+        )
+        .unwrap();
+        let files = [crate::lang::python::parsed(file)];
+        let found: Vec<&str> = super::sends(&files)
+            .iter()
+            .map(|s| &src[s.call.byte_range()])
+            .collect();
+        assert_eq!(
+            found,
+            [
+                "getattr(conn, \"session_update\", None)",
+                "conn.sessionUpdate"
+            ]
+        );
+    }
+
     /// The sends found around each literal hit come out once each, outer before inner, as a
     /// walk of the tree meets them; `super()`'s is left alone.
     #[test]
